@@ -1,0 +1,2 @@
+export { CachemonError, Errors, errorMessage, isCachemonError } from './errors.js';
+export type { ErrorCode, ErrorDefinition } from './errors.js';

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// Runs every compiled test file (packages/*/dist/test/**/*.test.js) with node's test runner.
+//   --unit        only files under a test/unit folder (no external processes)
+//   --filter=TXT  only files whose path contains TXT
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync, existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { availableParallelism } from 'node:os';
+
+const root = new URL('..', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const unitOnly = args.includes('--unit');
+const filter = args.find((a) => a.startsWith('--filter='))?.slice('--filter='.length);
+
+function walk(dir, out) {
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) walk(path, out);
+    else if (name.endsWith('.test.js')) out.push(path);
+  }
+  return out;
+}
+
+const files = [];
+for (const pkg of readdirSync(join(root, 'packages'))) walk(join(root, 'packages', pkg, 'dist', 'test'), files);
+const selected = files
+  .map((f) => relative(root, f))
+  .filter((f) => !unitOnly || f.includes('/test/unit/'))
+  .filter((f) => !filter || f.includes(filter))
+  .sort();
+if (selected.length === 0) {
+  console.error('run-tests: no test files found; run `npm run build` first');
+  process.exit(1);
+}
+const concurrency = Math.max(2, availableParallelism());
+const result = spawnSync(
+  process.execPath,
+  ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=180000', ...selected],
+  { cwd: root, stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);
