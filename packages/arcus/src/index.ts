@@ -1,1 +1,2 @@
-export {};
+export * from './topology/index.js';
+export * from './protocol/index.js';

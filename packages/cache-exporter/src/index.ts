@@ -1,1 +1,18 @@
-export {};
+export { CacheExporter } from './exporter.js';
+export type { CacheExporterOptions } from './exporter.js';
+export {
+  DEFAULT_COLLECT_PREFIXES,
+  DEFAULT_SIMPLE_QOS,
+  LEGACY_ENSEMBLE_NAME,
+  cacheExporterConfigSchema,
+  loadCacheExporterConfig,
+  parseCacheExporterConfig,
+  prefixSelectionFor,
+} from './config.js';
+export type { CacheExporterConfig, PrefixSelection } from './config.js';
+export { renderNodeMetrics } from './metrics/render.js';
+export type { NodeSnapshot, QosSnapshot, StatsEntries } from './metrics/render.js';
+export { PrefixAggregator } from './metrics/prefixes.js';
+export type { NodePrefixResult, ServiceCodePrefixes } from './metrics/prefixes.js';
+export { allFamilies } from './metrics/catalog.js';
+export type { FamilySpec } from './metrics/catalog.js';

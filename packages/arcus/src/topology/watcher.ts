@@ -1,0 +1,316 @@
+import { EventEmitter } from 'node:events';
+import zookeeper from 'node-zookeeper-client';
+import type { ArcusRoot } from './znodes.js';
+import { ARCUS_ROOTS, parseRegistration } from './znodes.js';
+import type { RootSnapshot, Topology } from './model.js';
+import { EMPTY_TOPOLOGY, buildTopology } from './model.js';
+import type { Resolver } from './resolve.js';
+import { expandServers, systemResolver } from './resolve.js';
+
+export interface WatcherLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface TopologyWatcherOptions {
+  /** `host:port` of the ensemble's servers; names are resolved to all their addresses. */
+  readonly servers: readonly string[];
+  /** Service codes to watch; undefined = all. */
+  readonly serviceCodes?: readonly string[] | undefined;
+  readonly sessionTimeoutMs?: number;
+  /** Coalesces bursts of znode events (a cluster restarting) into one topology update. */
+  readonly debounceMs?: number;
+  readonly logger?: WatcherLogger;
+  readonly resolver?: Resolver;
+}
+
+export interface WatcherState {
+  /** Has a ZooKeeper session right now. */
+  readonly connected: boolean;
+  /** The first full read of the ensemble finished. */
+  readonly synced: boolean;
+  /** Date.now() of the last topology update; 0 before the first. */
+  readonly updatedAt: number;
+  /** Sessions that expired and were re-created. */
+  readonly sessionExpirations: number;
+  /** The addresses the client connects to. */
+  readonly addresses: readonly string[];
+}
+
+interface MutableRoot {
+  cacheList: Map<string, readonly string[]>;
+  mapping: Map<string, { children: readonly string[]; data?: string }>;
+}
+
+type ZkClient = zookeeper.Client;
+
+const NO_NODE = zookeeper.Exception.NO_NODE;
+
+/**
+ * Watches the ARCUS znodes of one ensemble and keeps the cache topology in memory.
+ *
+ * Watches, not polls: every children list is read with a watcher and read again when it fires.
+ * Each (re)connection starts a new "scan generation"; callbacks of an older generation stop
+ * re-arming, so a reconnect can never leave two loops on one path. Losing the session keeps the
+ * last topology (state.connected says it is stale); an expired session is replaced by a new
+ * client, which re-resolves the server names.
+ *
+ * Events: 'topology' (Topology), 'state' (WatcherState).
+ */
+export class TopologyWatcher extends EventEmitter {
+  private readonly options: TopologyWatcherOptions;
+  private client: ZkClient | undefined;
+  private generation = 0;
+  private closed = false;
+  private roots = new Map<ArcusRoot, MutableRoot>();
+  private pendingReads = 0;
+  /** The current generation's first full read finished; until then nothing is published. */
+  private scanSettled = false;
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private topologyValue: Topology = EMPTY_TOPOLOGY;
+  private serviceCodeFilter: ReadonlySet<string> | undefined;
+  private readonly knownHostnames = new Map<string, string>();
+  private stateValue: WatcherState = {
+    connected: false,
+    synced: false,
+    updatedAt: 0,
+    sessionExpirations: 0,
+    addresses: [],
+  };
+  private syncedWaiters: Array<() => void> = [];
+
+  constructor(options: TopologyWatcherOptions) {
+    super();
+    this.options = options;
+    this.serviceCodeFilter = options.serviceCodes ? new Set(options.serviceCodes) : undefined;
+  }
+
+  get topology(): Topology {
+    return this.topologyValue;
+  }
+
+  get state(): WatcherState {
+    return this.stateValue;
+  }
+
+  /** Starts connecting; returns at once. Use synced() to wait for the first full read. */
+  start(): void {
+    void this.connect();
+  }
+
+  /** Resolves after the first full read of the ensemble, or rejects after timeoutMs. */
+  synced(timeoutMs = 30_000): Promise<void> {
+    if (this.stateValue.synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done);
+        reject(new Error(`no topology from ZooKeeper ${this.options.servers.join(',')} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.syncedWaiters.push(done);
+    });
+  }
+
+  /** Changes the service code filter (config reload) and rescans without a new session. */
+  setServiceCodes(serviceCodes: readonly string[] | undefined): void {
+    this.serviceCodeFilter = serviceCodes ? new Set(serviceCodes) : undefined;
+    if (this.client && this.stateValue.connected) this.scan(this.client);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.generation++;
+    if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  private setState(patch: Partial<WatcherState>): void {
+    this.stateValue = { ...this.stateValue, ...patch };
+    this.emit('state', this.stateValue);
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const { addresses, unresolved } = await expandServers(
+      this.options.servers,
+      this.options.resolver ?? systemResolver,
+    );
+    if (unresolved.length > 0) {
+      this.options.logger?.warn({ servers: unresolved }, 'ZooKeeper server names did not resolve');
+    }
+    if (this.closed) return;
+    this.setState({ addresses });
+    const client = zookeeper.createClient(addresses.join(','), {
+      sessionTimeout: this.options.sessionTimeoutMs ?? 15_000,
+      spinDelay: 1000,
+      retries: 0,
+    });
+    this.client = client;
+    client.on('state', (state: zookeeper.State) => {
+      if (this.client !== client || this.closed) return;
+      if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
+        this.options.logger?.info({ addresses }, 'ZooKeeper session connected');
+        this.setState({ connected: true });
+        this.scan(client);
+      } else if (state === zookeeper.State.DISCONNECTED) {
+        this.options.logger?.warn({ addresses }, 'ZooKeeper connection lost; keeping the last topology');
+        this.setState({ connected: false });
+      } else if (state === zookeeper.State.EXPIRED) {
+        this.options.logger?.warn({ addresses }, 'ZooKeeper session expired; reconnecting with a new session');
+        this.setState({ connected: false, sessionExpirations: this.stateValue.sessionExpirations + 1 });
+        client.close();
+        this.client = undefined;
+        void this.connect();
+      }
+    });
+    client.connect();
+  }
+
+  /** Starts a fresh generation of watch loops over every root. */
+  private scan(client: ZkClient): void {
+    const generation = ++this.generation;
+    this.roots = new Map(ARCUS_ROOTS.map((root) => [root, { cacheList: new Map(), mapping: new Map() }]));
+    this.pendingReads = 0;
+    this.scanSettled = false;
+    for (const root of ARCUS_ROOTS) {
+      const state = this.roots.get(root)!;
+      this.watchChildren(client, generation, `${root}/cache_list`, (serviceCodes) => {
+        const wanted = (serviceCodes ?? []).filter((svc) => this.serviceCodeFilter?.has(svc) ?? true);
+        for (const svc of state.cacheList.keys()) if (!wanted.includes(svc)) state.cacheList.delete(svc);
+        for (const svc of wanted) {
+          if (state.cacheList.has(svc)) continue;
+          state.cacheList.set(svc, []);
+          this.watchChildren(client, generation, `${root}/cache_list/${svc}`, (children) => {
+            // A watch loop of a service code dropped from the list ends here.
+            if (!state.cacheList.has(svc)) return false;
+            state.cacheList.set(svc, children ?? []);
+            return true;
+          });
+        }
+        return true;
+      });
+      this.watchChildren(client, generation, `${root}/cache_server_mapping`, (keys) => {
+        const present = new Set(keys ?? []);
+        for (const key of state.mapping.keys()) if (!present.has(key)) state.mapping.delete(key);
+        for (const key of present) {
+          if (state.mapping.has(key)) continue;
+          state.mapping.set(key, { children: [] });
+          if (!/:\d{1,5}$/.test(key)) this.readData(client, generation, `${root}/cache_server_mapping/${key}`, state, key);
+          this.watchChildren(client, generation, `${root}/cache_server_mapping/${key}`, (children) => {
+            const entry = state.mapping.get(key);
+            if (!entry) return false;
+            entry.children = children ?? [];
+            return true;
+          });
+        }
+        return true;
+      });
+    }
+  }
+
+  /**
+   * Reads a path's children with a watcher and calls onChildren (undefined when the path does
+   * not exist; then waits for it with an exists-watcher). onChildren returning false ends the loop.
+   */
+  private watchChildren(
+    client: ZkClient,
+    generation: number,
+    path: string,
+    onChildren: (children: string[] | undefined) => boolean,
+  ): void {
+    const live = () => generation === this.generation && !this.closed && this.client === client;
+    const read = () => {
+      if (!live()) return;
+      this.pendingReads++;
+      client.getChildren(
+        path,
+        () => read(),
+        (error, children) => {
+          this.pendingReads--;
+          if (!live()) return;
+          if (error) {
+            if ((error as zookeeper.Exception).getCode?.() === NO_NODE) {
+              if (onChildren(undefined)) this.waitForCreation(client, path, live, read);
+            } else {
+              // Connection loss: the next 'connected' state starts a new generation.
+              this.options.logger?.debug({ path, error: String(error) }, 'ZooKeeper read failed');
+            }
+          } else if (!onChildren(children)) {
+            return;
+          }
+          this.changed();
+        },
+      );
+    };
+    read();
+  }
+
+  private waitForCreation(client: ZkClient, path: string, live: () => boolean, read: () => void): void {
+    this.pendingReads++;
+    client.exists(
+      path,
+      () => read(),
+      (error, stat) => {
+        this.pendingReads--;
+        if (!live()) return;
+        if (!error && stat) read();
+        else this.changed();
+      },
+    );
+  }
+
+  private readData(client: ZkClient, generation: number, path: string, state: MutableRoot, key: string): void {
+    this.pendingReads++;
+    client.getData(path, (error, data) => {
+      this.pendingReads--;
+      if (generation !== this.generation || this.closed) return;
+      const entry = state.mapping.get(key);
+      if (!error && entry && data) entry.data = data.toString('utf8');
+      this.changed();
+    });
+  }
+
+  private changed(): void {
+    // A rescan (reconnect, filter change) starts from empty maps: publishing before it has read
+    // everything would drop live nodes for a moment.
+    let delay = this.options.debounceMs ?? 100;
+    if (!this.scanSettled) {
+      if (this.pendingReads > 0) return;
+      this.scanSettled = true;
+      delay = 0;
+    }
+    if (this.debounceTimer) return;
+    this.debounceTimer = setTimeout(() => {
+      this.debounceTimer = undefined;
+      this.publish();
+    }, delay);
+  }
+
+  private publish(): void {
+    if (this.closed) return;
+    for (const root of this.roots.values()) {
+      for (const children of root.cacheList.values()) {
+        for (const child of children) {
+          const registration = parseRegistration(child);
+          if (registration) this.knownHostnames.set(registration.node, registration.hostname);
+        }
+      }
+    }
+    const snapshots: ReadonlyMap<ArcusRoot, RootSnapshot> = this.roots;
+    this.topologyValue = buildTopology(snapshots, {
+      ...(this.serviceCodeFilter ? { serviceCodes: this.serviceCodeFilter } : {}),
+      knownHostnames: this.knownHostnames,
+    });
+    const firstSync = !this.stateValue.synced;
+    this.setState({ synced: true, updatedAt: Date.now() });
+    this.emit('topology', this.topologyValue);
+    if (firstSync) {
+      for (const waiter of this.syncedWaiters.splice(0)) waiter();
+    }
+  }
+}

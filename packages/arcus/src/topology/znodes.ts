@@ -1,0 +1,83 @@
+/**
+ * Names and data of the znodes an ARCUS deployment keeps in ZooKeeper (see the ARCUS protocol
+ * notes): pure functions, no I/O.
+ *
+ *   <root>/cache_list/<svc>/<ip>:<port>-<hostname>            live registration (EPHEMERAL)
+ *   /arcus_repl/cache_list/<svc>/<group>^M|S^<ip>:<port>-<hostname>
+ *   <root>/cache_server_mapping/<ip>:<port>/<svc>[^<group>^<peer>...]   configured servers
+ */
+
+/** The two roots: plain clusters and replication clusters. */
+export const ARCUS_ROOTS = ['/arcus', '/arcus_repl'] as const;
+export type ArcusRoot = (typeof ARCUS_ROOTS)[number];
+
+export type ReplicationRole = 'master' | 'slave';
+
+export interface Registration {
+  /** `ip:port` the server listens on. */
+  readonly node: string;
+  readonly hostname: string;
+  readonly group?: string;
+  readonly role?: ReplicationRole;
+}
+
+const ADDRESS_AND_HOST = /^([^\s^]+):(\d{1,5})-(.*)$/;
+
+/**
+ * Parses a cache_list child name. Returns undefined for names that are not registrations, so a
+ * stray znode never breaks discovery of the others.
+ */
+export function parseRegistration(name: string): Registration | undefined {
+  let rest = name;
+  let group: string | undefined;
+  let role: ReplicationRole | undefined;
+  const parts = name.split('^');
+  if (parts.length === 3) {
+    const [g, r, tail] = parts as [string, string, string];
+    if (g === '' || (r !== 'M' && r !== 'S')) return undefined;
+    group = g;
+    role = r === 'M' ? 'master' : 'slave';
+    rest = tail;
+  } else if (parts.length !== 1) {
+    return undefined;
+  }
+  const match = ADDRESS_AND_HOST.exec(rest);
+  if (!match) return undefined;
+  const port = Number(match[2]);
+  if (port < 1 || port > 65535) return undefined;
+  const registration: Registration = { node: `${match[1]}:${match[2]}`, hostname: match[3] ?? '' };
+  return group === undefined ? registration : { ...registration, group, role: role! };
+}
+
+export interface MappingEntry {
+  readonly serviceCode: string;
+  readonly group?: string;
+}
+
+/** Parses the single child of a cache_server_mapping entry: `<svc>` or `<svc>^<group>^<peer>...`. */
+export function parseMappingChild(name: string): MappingEntry | undefined {
+  const fields = name.split('^');
+  const serviceCode = fields[0] ?? '';
+  if (serviceCode === '') return undefined;
+  const group = fields[1];
+  return group ? { serviceCode, group } : { serviceCode };
+}
+
+/**
+ * The node address a mapping key stands for. Keys are `<ip>:<port>` (usual), `<hostname>:<port>`,
+ * or a bare `<ip>` whose port is in the mapping's JSON data (`{"port":"21211",...}`).
+ */
+export function mappingNodeAddress(key: string, data: string | undefined): string | undefined {
+  if (/:\d{1,5}$/.test(key)) return key;
+  if (data === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(data);
+    const port = (parsed as { port?: unknown } | null)?.port;
+    if ((typeof port === 'string' || typeof port === 'number') && /^\d{1,5}$/.test(String(port))) {
+      return `${key}:${port}`;
+    }
+  } catch {
+    // Unparseable mapping data: the entry cannot be placed; the caller reports it.
+  }
+  return undefined;
+}

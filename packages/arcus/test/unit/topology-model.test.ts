@@ -1,0 +1,111 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  buildTopology,
+  mappingNodeAddress,
+  parseMappingChild,
+  parseRegistration,
+  type ArcusRoot,
+  type RootSnapshot,
+} from '../../src/topology/index.js';
+
+test('registration names: plain, replication, and names that are not registrations', () => {
+  assert.deepEqual(parseRegistration('127.0.0.1:21211-localhost'), { node: '127.0.0.1:21211', hostname: 'localhost' });
+  assert.deepEqual(parseRegistration('10.0.0.5:11211-cache-05.example.com'), {
+    node: '10.0.0.5:11211',
+    hostname: 'cache-05.example.com',
+  });
+  assert.deepEqual(parseRegistration('g1^M^10.0.0.1:11211-host1'), {
+    node: '10.0.0.1:11211',
+    hostname: 'host1',
+    group: 'g1',
+    role: 'master',
+  });
+  assert.equal(parseRegistration('g1^S^10.0.0.2:11211-host2')?.role, 'slave');
+  for (const bad of ['', 'garbage', '127.0.0.1-localhost', '127.0.0.1:99999-x', 'g^X^1.2.3.4:1-h', '^M^1.2.3.4:1-h', 'a^b']) {
+    assert.equal(parseRegistration(bad), undefined, bad);
+  }
+});
+
+test('mapping children and keys', () => {
+  assert.deepEqual(parseMappingChild('test'), { serviceCode: 'test' });
+  assert.deepEqual(parseMappingChild('svc^g1^10.0.0.2:11211'), { serviceCode: 'svc', group: 'g1' });
+  assert.equal(parseMappingChild(''), undefined);
+  assert.equal(mappingNodeAddress('127.0.0.1:21211', undefined), '127.0.0.1:21211');
+  assert.equal(mappingNodeAddress('10.0.0.9', '{"port":"21211","threads":"2"}'), '10.0.0.9:21211');
+  assert.equal(mappingNodeAddress('10.0.0.9', 'not json'), undefined);
+  assert.equal(mappingNodeAddress('10.0.0.9', undefined), undefined);
+});
+
+function snapshot(
+  cacheList: Record<string, string[]>,
+  mapping: Record<string, string[]> = {},
+): RootSnapshot {
+  return {
+    cacheList: new Map(Object.entries(cacheList)),
+    mapping: new Map(Object.entries(mapping).map(([k, children]) => [k, { children }])),
+  };
+}
+
+test('topology of the sample znode tree: live nodes, a mapped node with no registration is down', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([
+    [
+      '/arcus',
+      snapshot(
+        { demo: ['127.0.0.1:21213-localhost'], test: ['127.0.0.1:21211-localhost', '127.0.0.1:21212-localhost'] },
+        { '127.0.0.1:21211': ['test'], '127.0.0.1:21212': ['test'], '127.0.0.1:21213': ['demo'], '127.0.0.1:21214': ['test'] },
+      ),
+    ],
+  ]);
+  const topology = buildTopology(roots, { knownHostnames: new Map([['127.0.0.1:21214', 'oldhost']]) });
+  assert.deepEqual(topology.serviceCodes, ['demo', 'test']);
+  assert.deepEqual(
+    topology.nodes.map((n) => [n.serviceCode, n.node, n.hostname, n.live, n.mapped]),
+    [
+      ['demo', '127.0.0.1:21213', 'localhost', true, true],
+      ['test', '127.0.0.1:21211', 'localhost', true, true],
+      ['test', '127.0.0.1:21212', 'localhost', true, true],
+      ['test', '127.0.0.1:21214', 'oldhost', false, true],
+    ],
+  );
+  assert.deepEqual(topology.problems, []);
+});
+
+test('service code filter, replication groups and roles, broken znodes reported not fatal', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([
+    ['/arcus', snapshot({ a: ['1.1.1.1:1-h', 'junk'], b: ['2.2.2.2:2-h'] }, { '2.2.2.2:2': ['b'], '3.3.3.3:3': ['x', 'y'] })],
+    [
+      '/arcus_repl',
+      snapshot(
+        { r: ['g1^M^10.0.0.1:11211-m1', 'g1^S^10.0.0.2:11211-s1'] },
+        { '10.0.0.1:11211': ['r^g1^10.0.0.2:11211'], '10.0.0.3:11211': ['r^g2^10.0.0.4:11211'] },
+      ),
+    ],
+  ]);
+  const topology = buildTopology(roots, { serviceCodes: new Set(['a', 'r']) });
+  assert.deepEqual(topology.serviceCodes, ['a', 'r']);
+  assert.deepEqual(
+    topology.nodes.map((n) => [n.serviceCode, n.node, n.live, n.group, n.role]),
+    [
+      ['a', '1.1.1.1:1', true, undefined, undefined],
+      ['r', '10.0.0.1:11211', true, 'g1', 'master'],
+      ['r', '10.0.0.2:11211', true, 'g1', 'slave'],
+      ['r', '10.0.0.3:11211', false, 'g2', undefined],
+    ],
+  );
+  assert.equal(topology.problems.length, 2);
+  assert.match(topology.problems.join('\n'), /cache_list\/a\/junk/);
+  assert.match(topology.problems.join('\n'), /3\.3\.3\.3:3: 2 children/);
+});
+
+test('a mapping keyed by hostname:port matches the live node registered with that hostname', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([
+    ['/arcus', snapshot({ s: ['10.1.1.1:11211-cache1'] }, { 'cache1:11211': ['s'] })],
+  ]);
+  const topology = buildTopology(roots);
+  assert.equal(topology.nodes.length, 1);
+  assert.deepEqual(
+    [topology.nodes[0]!.node, topology.nodes[0]!.live, topology.nodes[0]!.mapped],
+    ['10.1.1.1:11211', true, true],
+  );
+});

@@ -1,0 +1,253 @@
+import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';
+import type { CacheNode } from '@cachemon/arcus';
+import { ArcusNodeClient, isTooManyPrefixes } from '@cachemon/arcus';
+import type { PrefixSelection } from './config.js';
+import type { NodeSnapshot, StatsEntries } from './metrics/render.js';
+import type { NodePrefixResult, PrefixItems, PrefixOperations, ServiceCodePrefixes } from './metrics/prefixes.js';
+
+export interface CollectorLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface CollectorOptions {
+  readonly logger: CollectorLogger;
+  /** How often `stats settings` and `stats zookeeper` are read again (they rarely change). */
+  readonly auxRefreshMs?: number;
+}
+
+interface NodeState {
+  readonly client: ArcusNodeClient;
+  settings?: StatsEntries;
+  zookeeper?: StatsEntries;
+  auxFetchedAt: number;
+  /** Reason of the last failure, to log state changes once instead of every scrape. */
+  lastReason: string | undefined;
+  /** The node answered `stats prefixes` with "too many prefixes" last time. */
+  prefixLimited: boolean;
+}
+
+/** Why a node is down, as the `reason` label says it. */
+export function reasonOf(err: unknown): string {
+  if (isCachemonError(err)) {
+    switch (err.code) {
+      case Errors.NODE_TIMEOUT.code:
+        return 'timeout';
+      case Errors.NODE_UNREACHABLE.code:
+        return 'unreachable';
+      case Errors.NODE_PROTOCOL.code:
+        return 'protocol';
+      case Errors.NODE_ERROR_REPLY.code:
+        return 'error_reply';
+      case Errors.NODE_CLOSED.code:
+        return 'closed';
+      default:
+        break;
+    }
+  }
+  return 'error';
+}
+
+/**
+ * Talks to the cache nodes: one reused connection per node for stats and prefix statistics
+ * (QoS probes have their own, so a probe never queues behind a stats reply). Every call takes an
+ * absolute deadline; a node that misses it costs only its own `arcus_up 0`.
+ */
+export class CacheCollector {
+  private readonly nodes = new Map<string, NodeState>();
+  private readonly auxRefreshMs: number;
+  /** Prefix names seen per service code: the fallback list when a node has too many prefixes. */
+  private readonly knownPrefixes = new Map<string, Set<string>>();
+
+  constructor(private readonly options: CollectorOptions) {
+    this.auxRefreshMs = options.auxRefreshMs ?? 30_000;
+  }
+
+  /** Closes the connections of nodes that left the topology. */
+  retain(nodes: readonly CacheNode[]): void {
+    const keep = new Set(nodes.filter((n) => n.live).map((n) => n.node));
+    for (const [address, state] of this.nodes) {
+      if (!keep.has(address)) {
+        state.client.close();
+        this.nodes.delete(address);
+      }
+    }
+  }
+
+  close(): void {
+    for (const state of this.nodes.values()) state.client.close();
+    this.nodes.clear();
+  }
+
+  private state(address: string): NodeState {
+    let state = this.nodes.get(address);
+    if (!state) {
+      state = {
+        client: new ArcusNodeClient(address),
+        auxFetchedAt: 0,
+        lastReason: undefined,
+        prefixLimited: false,
+      };
+      this.nodes.set(address, state);
+    }
+    return state;
+  }
+
+  /** `stats` of every live node, concurrently, bounded by the deadline. */
+  async collectStats(nodes: readonly CacheNode[], deadline: number): Promise<NodeSnapshot[]> {
+    const guard = deadlineGuard(deadline);
+    try {
+      return await Promise.all(nodes.map((node) => this.collectNode(node, deadline, guard.promise)));
+    } finally {
+      guard.cancel();
+    }
+  }
+
+  private async collectNode(node: CacheNode, deadline: number, expired: Promise<'expired'>): Promise<NodeSnapshot> {
+    if (!node.live) return { node, up: false, reason: 'not_registered' };
+    const state = this.state(node.node);
+    const started = performance.now();
+    const refreshAux = Date.now() - state.auxFetchedAt >= this.auxRefreshMs;
+    // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
+    const statsPromise = state.client.stats(deadline);
+    const auxPromise = refreshAux
+      ? Promise.allSettled([state.client.statsSettings(deadline), state.client.statsZookeeper(deadline)])
+      : undefined;
+    try {
+      const stats = await Promise.race([statsPromise, expired]);
+      if (stats === 'expired') {
+        // The connection's own timer fires at the deadline too; this only guards against a bug there.
+        throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
+      }
+      const durationSeconds = (performance.now() - started) / 1000;
+      if (auxPromise) {
+        const [settings, zookeeper] = await auxPromise;
+        state.auxFetchedAt = Date.now();
+        // An ERROR reply means the server lacks the command (plain memcached has no stats zookeeper).
+        state.settings = settings.status === 'fulfilled' ? settings.value : [];
+        state.zookeeper = zookeeper.status === 'fulfilled' ? zookeeper.value : [];
+      }
+      if (state.lastReason !== undefined) {
+        this.options.logger.info({ node: node.node, serviceCode: node.serviceCode, was: state.lastReason }, 'cache node answers again');
+        state.lastReason = undefined;
+      }
+      return {
+        node,
+        up: true,
+        durationSeconds,
+        stats,
+        ...(state.settings ? { settings: state.settings } : {}),
+        ...(state.zookeeper ? { zookeeper: state.zookeeper } : {}),
+      };
+    } catch (err) {
+      auxPromise?.catch(() => undefined);
+      const reason = reasonOf(err);
+      if (state.lastReason !== reason) {
+        this.options.logger.warn(
+          { node: node.node, serviceCode: node.serviceCode, reason, error: errorMessage(err) },
+          'cache node is down',
+        );
+        state.lastReason = reason;
+      }
+      // Settings are re-read once the node answers again: it may have been restarted differently.
+      state.auxFetchedAt = 0;
+      return { node, up: false, reason, durationSeconds: (performance.now() - started) / 1000 };
+    }
+  }
+
+  /** Prefix statistics of every live node whose service code collects them, summed later. */
+  async collectPrefixes(
+    nodes: readonly CacheNode[],
+    selectionFor: (serviceCode: string) => PrefixSelection,
+    deadline: number,
+  ): Promise<ServiceCodePrefixes[]> {
+    const groups = new Map<string, { selection: PrefixSelection; results: Promise<NodePrefixResult>[] }>();
+    for (const node of nodes) {
+      let group = groups.get(node.serviceCode);
+      if (!group) {
+        group = { selection: selectionFor(node.serviceCode), results: [] };
+        groups.set(node.serviceCode, group);
+      }
+      if (!node.live || group.selection.kind === 'none') continue;
+      group.results.push(this.collectNodePrefixes(node, group.selection, deadline));
+    }
+    const out: ServiceCodePrefixes[] = [];
+    for (const [serviceCode, group] of groups) {
+      out.push({ serviceCode, collected: group.selection.kind !== 'none', nodes: await Promise.all(group.results) });
+    }
+    return out;
+  }
+
+  private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number): Promise<NodePrefixResult> {
+    const state = this.state(node.node);
+    const names = selection.kind === 'named' ? selection.names : undefined;
+    const itemsPromise = state.client.prefixItems(deadline, names);
+    const operationsPromise = state.client.prefixOperations(deadline, names);
+    const [items, operations] = await Promise.allSettled([itemsPromise, operationsPromise]);
+    const tooMany = [items, operations].some((r) => r.status === 'rejected' && isTooManyPrefixes(r.reason));
+    if (tooMany && selection.kind === 'all') return this.limitedFallback(node, state, deadline);
+    if (state.prefixLimited) state.prefixLimited = false;
+
+    const failed = [items, operations].find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected' && !isUnsupported(r.reason),
+    );
+    if (failed) {
+      this.options.logger.debug({ node: node.node, error: errorMessage(failed.reason) }, 'prefix statistics failed');
+      return { state: 'failed' };
+    }
+    const itemList = items.status === 'fulfilled' ? (items.value as PrefixItems[]) : [];
+    const operationList = operations.status === 'fulfilled' ? (operations.value as PrefixOperations[]) : [];
+    if (selection.kind === 'all') this.remember(node.serviceCode, itemList, operationList);
+    return { state: 'ok', items: itemList, operations: operationList };
+  }
+
+  /**
+   * A node holding more prefixes than its max_stats_prefixes refuses `stats prefixes` and
+   * `stats detail dump`. Ask for the prefixes the service code is known to have by name instead,
+   * and say so (state `limited`, one warning per node).
+   */
+  private async limitedFallback(node: CacheNode, state: NodeState, deadline: number): Promise<NodePrefixResult> {
+    if (!state.prefixLimited) {
+      this.options.logger.warn(
+        { node: node.node, serviceCode: node.serviceCode },
+        'node has more prefixes than its max_stats_prefixes; reading known prefixes by name. ' +
+          'Raise max_stats_prefixes on the server or list the prefixes in serviceCodesToCollectPrefixes',
+      );
+      state.prefixLimited = true;
+    }
+    const known = [...(this.knownPrefixes.get(node.serviceCode) ?? [])];
+    if (known.length === 0) return { state: 'limited' };
+    const [items, operations] = await Promise.allSettled([
+      state.client.prefixItems(deadline, known),
+      state.client.prefixOperations(deadline, known),
+    ]);
+    return {
+      state: 'limited',
+      items: items.status === 'fulfilled' ? (items.value as PrefixItems[]) : [],
+      operations: operations.status === 'fulfilled' ? (operations.value as PrefixOperations[]) : [],
+    };
+  }
+
+  private remember(serviceCode: string, items: readonly PrefixItems[], operations: readonly PrefixOperations[]): void {
+    let known = this.knownPrefixes.get(serviceCode);
+    if (!known) this.knownPrefixes.set(serviceCode, (known = new Set()));
+    for (const entry of items) known.add(entry.prefix);
+    for (const entry of operations) known.add(entry.prefix);
+  }
+}
+
+/** Plain memcached answers `ERROR` to `stats prefixes`: no item statistics, not a failure. */
+function isUnsupported(err: unknown): boolean {
+  return isCachemonError(err, Errors.NODE_ERROR_REPLY) && /^ERROR\b/.test(String(err.details?.['reply'] ?? '').trim());
+}
+
+/** One timer per collection that resolves at the deadline (a safety net over the connections' own). */
+function deadlineGuard(deadline: number): { promise: Promise<'expired'>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()) + 50);
+    timer.unref();
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { defaultLogBlock, loadJsonConfig, logBlockSchema, parseListenAddress, validateConfig } from '@cachemon/core';
+import type { LogBlock } from '@cachemon/core';
+
+/**
+ * The cache exporter's JSON config, exactly the spec's keys:
+ *   listen, ensembleByName (exactly one pair) or the older `ensemble` array, serviceCodes,
+ *   collectPrefixes, simpleQos, serviceCodesToCollectPrefixes, log.
+ */
+
+/** Default of `collectPrefixes`: the shipped scrape config has a prefix job, so it has data. */
+export const DEFAULT_COLLECT_PREFIXES = true;
+/**
+ * Default of `simpleQos`: kv probes only. The collection probes add nine requests per node per
+ * interval and create and drop three collection items; on busy production nodes that is worth
+ * turning on deliberately, not by default.
+ */
+export const DEFAULT_SIMPLE_QOS = true;
+/** Name used for the ensemble label when the older `ensemble` array form is used. */
+export const LEGACY_ENSEMBLE_NAME = 'default';
+
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
+// A prefix travels on a command line: no whitespace or control characters, bounded length.
+const PREFIX_NAME = /^[^\s\x00-\x1f\x7f]{1,250}$/;
+
+const serverAddress = z
+  .string()
+  .regex(HOST_PORT, 'expected <host>:<port>')
+  .refine((s) => {
+    const port = Number(s.slice(s.lastIndexOf(':') + 1));
+    return port >= 1 && port <= 65535;
+  }, 'port must be 1-65535');
+
+/** A domain (`zk.example.com:2181`) or a list of server addresses. */
+const serverList = z.union([serverAddress.transform((s) => [s]), z.array(serverAddress).min(1, 'empty server list')]);
+
+const prefixSelection = z
+  .array(z.string().regex(PREFIX_NAME, 'a prefix has no whitespace or control characters'))
+  .refine((list) => !(list.includes('*') && list.length > 1), '"*" must be alone');
+
+const rawSchema = z
+  .strictObject({
+    listen: z.string().refine((s) => {
+      try {
+        parseListenAddress(s);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'expected <host>:<port> or :<port>'),
+    ensembleByName: z
+      .record(z.string().min(1, 'empty ensemble name'), serverList)
+      .refine((m) => Object.keys(m).length === 1, {
+        message: 'exactly one ensemble is allowed per cache exporter (start one exporter per ensemble)',
+      })
+      .optional(),
+    ensemble: z.array(serverAddress).min(1, 'empty server list').optional(),
+    serviceCodes: z.array(z.string().min(1)).optional(),
+    collectPrefixes: z.boolean().optional(),
+    simpleQos: z.boolean().optional(),
+    serviceCodesToCollectPrefixes: z.record(z.string().min(1), prefixSelection).optional(),
+    log: logBlockSchema.optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.ensembleByName === undefined && value.ensemble === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['ensembleByName'], message: 'missing: give ensembleByName (or the older ensemble array)' });
+    }
+    if (value.ensembleByName !== undefined && value.ensemble !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['ensemble'], message: 'use either ensembleByName or ensemble, not both' });
+    }
+  });
+
+/** Which prefixes of a service code are collected. */
+export type PrefixSelection = { readonly kind: 'all' } | { readonly kind: 'none' } | { readonly kind: 'named'; readonly names: readonly string[] };
+
+export interface CacheExporterConfig {
+  readonly listen: string;
+  readonly ensemble: { readonly name: string; readonly servers: readonly string[] };
+  /** undefined = every service code of the ensemble. */
+  readonly serviceCodes: readonly string[] | undefined;
+  readonly collectPrefixes: boolean;
+  readonly simpleQos: boolean;
+  readonly serviceCodesToCollectPrefixes: Readonly<Record<string, readonly string[]>>;
+  readonly log: LogBlock;
+}
+
+function normalize(raw: z.infer<typeof rawSchema>): CacheExporterConfig {
+  const [name, servers] = raw.ensembleByName
+    ? (Object.entries(raw.ensembleByName)[0] as [string, string[]])
+    : [LEGACY_ENSEMBLE_NAME, raw.ensemble!];
+  return {
+    listen: raw.listen,
+    ensemble: { name, servers },
+    serviceCodes: raw.serviceCodes,
+    collectPrefixes: raw.collectPrefixes ?? DEFAULT_COLLECT_PREFIXES,
+    simpleQos: raw.simpleQos ?? DEFAULT_SIMPLE_QOS,
+    serviceCodesToCollectPrefixes: raw.serviceCodesToCollectPrefixes ?? {},
+    log: raw.log ?? defaultLogBlock,
+  };
+}
+
+export const cacheExporterConfigSchema = rawSchema.transform(normalize);
+
+export function loadCacheExporterConfig(file: string): CacheExporterConfig {
+  return loadJsonConfig(file, cacheExporterConfigSchema);
+}
+
+export function parseCacheExporterConfig(source: string, raw: unknown): CacheExporterConfig {
+  return validateConfig(source, raw, cacheExporterConfigSchema);
+}
+
+/** `serviceCodesToCollectPrefixes` wins over `collectPrefixes` for the codes it lists. */
+export function prefixSelectionFor(config: CacheExporterConfig, serviceCode: string): PrefixSelection {
+  const list = config.serviceCodesToCollectPrefixes[serviceCode];
+  if (list === undefined) return config.collectPrefixes ? { kind: 'all' } : { kind: 'none' };
+  if (list.length === 0) return { kind: 'none' };
+  if (list.length === 1 && list[0] === '*') return { kind: 'all' };
+  return { kind: 'named', names: list };
+}

@@ -1,0 +1,68 @@
+import { allFamilies } from './metrics/catalog.js';
+import type { FamilySpec } from './metrics/catalog.js';
+
+/**
+ * Generates docs/metrics.md from the metric catalogue (`npm run docs:metrics`); a test checks
+ * the committed file equals this output.
+ */
+export function metricsReference(): string {
+  const families = allFamilies();
+  const section = (endpoint: FamilySpec['endpoint']) =>
+    families
+      .filter((f) => f.endpoint === endpoint)
+      .map((f) => `| \`${f.name}\` | ${f.type} | ${(f.labels ?? []).map((l) => `\`${l}\``).join(', ')} | ${f.source} | ${f.help.replace(/\|/g, '\\|')} |`)
+      .join('\n');
+  const header = '| metric | type | extra labels | from | meaning |\n|---|---|---|---|---|';
+  return `# Metrics reference
+
+Generated from the cache exporter's metric catalogue (\`npm run docs:metrics\`); a test fails when
+this file is out of date.
+
+## Cache exporter: \`GET /metrics\`
+
+Every series carries \`ensemble\` (the logical name in \`ensembleByName\`), \`service_code\`,
+\`node\` (\`ip:port\`) and \`hostname\` (as the node registered it in ZooKeeper); nodes of
+replication clusters (\`/arcus_repl\`) also carry \`group\` and \`role\` (\`master\`, \`slave\`).
+The exporter never sets \`job\` or \`instance\`.
+
+Stats fields are mapped by name: \`cmd_<command>\` to \`arcus_commands_total{command}\`,
+\`<command>_hits\` / \`_misses\` / \`_elem_hits\` / \`_none_hits\` / \`_oks\` to the families below,
+the fields in the table to their own metric, and any other numeric field to
+\`arcus_stat{field}\` so that nothing a newer server adds is lost. \`stats settings\` and
+\`stats zookeeper\` are read every 30 s, not on every scrape.
+
+${header}
+${section('/metrics')}
+
+### Exporter health (\`cachemon_*\`, same endpoint)
+
+| metric | type | meaning |
+|---|---|---|
+| \`cachemon_scrape_duration_seconds\` | histogram | Time to collect and render a scrape, by \`path\`. |
+| \`cachemon_scrapes_shared_total\` | counter | Scrapes that joined a collection already in flight, by \`path\`. |
+| \`cachemon_node_errors_total\` | counter | Failed stats collections, by \`service_code\`, \`node\`, \`reason\`. |
+| \`cachemon_zookeeper_connected\` | gauge | 1 while the exporter has a ZooKeeper session; 0: the topology served is the last known one. |
+| \`cachemon_zookeeper_session_expirations_total\` | counter | Expired sessions that were re-created. |
+| \`cachemon_topology_last_update_timestamp_seconds\` | gauge | When the topology was last read. |
+| \`cachemon_topology_nodes\` | gauge | Nodes by \`state\` (\`live\`, \`down\`). |
+| \`cachemon_topology_problems\` | gauge | Znodes that could not be understood. |
+| \`cachemon_config_last_reload_successful\` | gauge | 0 after a refused reload. |
+| \`cachemon_config_last_reload_success_timestamp_seconds\` | gauge | When the config was last loaded. |
+| \`cachemon_build_info\` | gauge | \`version\`, \`nodejs\`, \`component\`, \`ensemble\`. |
+| \`process_*\`, \`nodejs_*\` | various | Process metrics of the exporter (CPU, memory, event loop lag). |
+
+## Cache exporter: \`GET /metrics/prefixes\`
+
+Scraped every minute by the \`arcus_prefixes\` job. Series are summed per service code (labels
+\`ensemble\`, \`service_code\`, \`prefix\`; no \`node\`), and a series appears once its value has
+been non-zero; see docs/cache-exporter.md for the cardinality arithmetic. The prefix of keys
+without one is \`<null>\`.
+
+${header}
+${section('/metrics/prefixes')}
+`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.stdout.write(metricsReference());
+}

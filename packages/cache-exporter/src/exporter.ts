@@ -1,0 +1,200 @@
+import { ExpositionWriter, errorMessage } from '@cachemon/core';
+import type { Logger } from '@cachemon/core';
+import { TopologyWatcher } from '@cachemon/arcus';
+import type { Resolver, Topology } from '@cachemon/arcus';
+import type { Registry } from 'prom-client';
+import type { CacheExporterConfig } from './config.js';
+import { prefixSelectionFor } from './config.js';
+import { CacheCollector } from './collector.js';
+import { QosScheduler } from './qos.js';
+import { renderNodeMetrics } from './metrics/render.js';
+import { PrefixAggregator } from './metrics/prefixes.js';
+import { SelfMetrics } from './self-metrics.js';
+import { VERSION } from './version.js';
+
+export interface CacheExporterOptions {
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds. */
+  readonly defaultTimeoutMs: number;
+  readonly qosIntervalMs: number;
+  readonly zkSessionTimeoutMs?: number;
+  readonly resolver?: Resolver;
+}
+
+/**
+ * The cache exporter without its HTTP shell: discovery (watch), collection (on scrape, shared by
+ * concurrent scrapes), QoS (background), rendering, reload.
+ */
+export class CacheExporter {
+  private config: CacheExporterConfig;
+  private watcher: TopologyWatcher;
+  private readonly collector: CacheCollector;
+  private readonly qos: QosScheduler;
+  private readonly prefixes = new PrefixAggregator();
+  readonly self: SelfMetrics;
+  private readonly inflight = new Map<string, Promise<string>>();
+
+  constructor(config: CacheExporterConfig, private readonly options: CacheExporterOptions) {
+    this.config = config;
+    this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: () => this.config.ensemble.name });
+    this.collector = new CacheCollector({ logger: options.logger });
+    this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
+    this.watcher = this.createWatcher(config);
+  }
+
+  get topology(): Topology {
+    return this.watcher.topology;
+  }
+
+  get currentConfig(): CacheExporterConfig {
+    return this.config;
+  }
+
+  start(): void {
+    this.watcher.start();
+    this.qos.start();
+  }
+
+  /** Resolves once the first topology has been read. */
+  synced(timeoutMs?: number): Promise<void> {
+    return this.watcher.synced(timeoutMs);
+  }
+
+  close(): void {
+    this.watcher.close();
+    this.qos.stop();
+    this.collector.close();
+  }
+
+  private createWatcher(config: CacheExporterConfig): TopologyWatcher {
+    const watcher = new TopologyWatcher({
+      servers: config.ensemble.servers,
+      serviceCodes: config.serviceCodes,
+      logger: this.options.logger,
+      ...(this.options.zkSessionTimeoutMs ? { sessionTimeoutMs: this.options.zkSessionTimeoutMs } : {}),
+      ...(this.options.resolver ? { resolver: this.options.resolver } : {}),
+    });
+    let expirations = 0;
+    watcher.on('state', (state: TopologyWatcher['state']) => {
+      if (watcher !== this.watcher) return;
+      this.self.zookeeperConnected.set(state.connected ? 1 : 0);
+      if (state.sessionExpirations > expirations) {
+        this.self.zookeeperExpirations.inc(state.sessionExpirations - expirations);
+        expirations = state.sessionExpirations;
+      }
+    });
+    watcher.on('topology', (topology: Topology) => {
+      if (watcher !== this.watcher) return;
+      this.onTopology(topology);
+    });
+    this.self.zookeeperConnected.set(0);
+    return watcher;
+  }
+
+  private onTopology(topology: Topology): void {
+    const live = topology.nodes.filter((n) => n.live).length;
+    this.self.topologyUpdated.set(Date.now() / 1000);
+    this.self.topologyNodes.set({ state: 'live' }, live);
+    this.self.topologyNodes.set({ state: 'down' }, topology.nodes.length - live);
+    this.self.topologyProblems.set(topology.problems.length);
+    for (const problem of topology.problems) this.options.logger.warn({ problem }, 'znode not understood; skipped');
+    this.options.logger.info(
+      { ensemble: this.config.ensemble.name, serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
+      'topology updated',
+    );
+    this.collector.retain(topology.nodes);
+    this.qos.setNodes(topology.nodes);
+  }
+
+  /** Deadline for a scrape: the scraper's timeout less a margin for rendering and transfer. */
+  deadlineFor(scrapeTimeoutHeader: string | undefined): number {
+    const header = Number(scrapeTimeoutHeader);
+    let timeoutMs = this.options.defaultTimeoutMs;
+    if (scrapeTimeoutHeader !== undefined && Number.isFinite(header) && header > 0) {
+      const margin = Math.min(500, header * 1000 * 0.1);
+      timeoutMs = Math.min(header * 1000 - margin, this.options.defaultTimeoutMs * 10);
+    }
+    return Date.now() + Math.max(50, timeoutMs);
+  }
+
+  /** GET /metrics. Concurrent scrapes share one collection. */
+  metrics(deadline: number): Promise<string> {
+    return this.shared('/metrics', async () => {
+      const topology = this.watcher.topology;
+      const snapshots = await this.collector.collectStats(topology.nodes, deadline);
+      const writer = new ExpositionWriter();
+      const withQos = snapshots.map((s) => {
+        if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
+        const qos = this.qos.snapshot(s.node.node);
+        return qos ? { ...s, qos } : s;
+      });
+      renderNodeMetrics(this.config.ensemble.name, withQos, writer);
+      return writer.toString();
+    });
+  }
+
+  /** GET /metrics/prefixes. */
+  prefixMetrics(deadline: number): Promise<string> {
+    return this.shared('/metrics/prefixes', async () => {
+      const topology = this.watcher.topology;
+      const config = this.config;
+      const groups = await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), deadline);
+      const writer = new ExpositionWriter();
+      this.prefixes.render(config.ensemble.name, groups, writer);
+      return writer.toString();
+    });
+  }
+
+  private shared(path: string, collect: () => Promise<string>): Promise<string> {
+    const running = this.inflight.get(path);
+    if (running) {
+      this.self.sharedScrapes.inc({ path });
+      return running;
+    }
+    const end = this.self.scrapeDuration.startTimer({ path });
+    const promise = collect().finally(() => {
+      this.inflight.delete(path);
+      end();
+    });
+    this.inflight.set(path, promise);
+    return promise;
+  }
+
+  /**
+   * Applies a new, already validated config. Everything but `listen` takes effect at once; a new
+   * ensemble gets a new watcher (its first topology replaces the old one when read).
+   */
+  reload(next: CacheExporterConfig): { restartNeeded: string[] } {
+    const restartNeeded: string[] = [];
+    if (next.listen !== this.config.listen) restartNeeded.push('listen');
+    if (JSON.stringify(next.log) !== JSON.stringify(this.config.log)) {
+      const { level, ...rest } = next.log;
+      const { level: _old, ...oldRest } = this.config.log;
+      if (JSON.stringify(rest) !== JSON.stringify(oldRest)) restartNeeded.push('log (except level)');
+      this.options.logger.level = level;
+    }
+    const previous = this.config;
+    this.config = { ...next, listen: previous.listen };
+    this.qos.setSimple(next.simpleQos);
+    const sameEnsemble =
+      next.ensemble.name === previous.ensemble.name &&
+      JSON.stringify(next.ensemble.servers) === JSON.stringify(previous.ensemble.servers);
+    if (!sameEnsemble) {
+      const old = this.watcher;
+      this.watcher = this.createWatcher(next);
+      this.watcher.start();
+      old.close();
+    } else if (JSON.stringify(next.serviceCodes) !== JSON.stringify(previous.serviceCodes)) {
+      this.watcher.setServiceCodes(next.serviceCodes);
+    }
+    this.self.reloadSuccessful.set(1);
+    this.self.reloadTimestamp.set(Date.now() / 1000);
+    return { restartNeeded };
+  }
+
+  reloadFailed(err: unknown): void {
+    this.self.reloadSuccessful.set(0);
+    this.options.logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
+  }
+}

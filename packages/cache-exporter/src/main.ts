@@ -1,0 +1,147 @@
+import {
+  CachemonError,
+  createHttpServer,
+  createLogger,
+  createSelfRegistry,
+  errorMessage,
+  formatUsage,
+  installSignalHandlers,
+  loadWebConfig,
+  parseFlags,
+  sendExposition,
+} from '@cachemon/core';
+import type { FlagSpec } from '@cachemon/core';
+import { loadCacheExporterConfig } from './config.js';
+import { CacheExporter } from './exporter.js';
+import { VERSION } from './version.js';
+
+const FLAGS = {
+  'config-file': { type: 'string', description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).' },
+  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
+  'scrape-timeout': {
+    type: 'duration',
+    default: '4s',
+    description: 'Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header.',
+  },
+  'qos-interval': { type: 'duration', default: '5s', description: 'How often the QoS probes of each node run (0 turns them off).' },
+  'zk-session-timeout': { type: 'duration', default: '15s', description: 'ZooKeeper session timeout of the exporter.' },
+  'check-config': { type: 'boolean', description: 'Validate the config file, print the result and exit (0 when valid).' },
+  version: { type: 'boolean', description: 'Print the version and exit.' },
+} satisfies FlagSpec;
+
+const PROGRAM = 'cache-exporter';
+
+async function main(argv: string[]): Promise<number> {
+  const { values, help } = parseFlags(argv, FLAGS);
+  if (help) {
+    process.stdout.write(formatUsage(PROGRAM, FLAGS));
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`${PROGRAM} ${VERSION}\n`);
+    return 0;
+  }
+  const configFile = values['config-file'];
+  if (!configFile) {
+    process.stderr.write(`${PROGRAM}: -config-file=<path> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
+    return 2;
+  }
+  const config = loadCacheExporterConfig(configFile);
+  if (values['check-config']) {
+    process.stdout.write(`${configFile}: valid (ensemble ${config.ensemble.name}, listen ${config.listen})\n`);
+    return 0;
+  }
+  const logger = createLogger(config.log, { name: PROGRAM, base: { ensemble: config.ensemble.name } });
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
+
+  const registry = createSelfRegistry();
+  const exporter = new CacheExporter(config, {
+    logger,
+    registry,
+    defaultTimeoutMs: values['scrape-timeout'],
+    qosIntervalMs: values['qos-interval'],
+    zkSessionTimeoutMs: values['zk-session-timeout'],
+  });
+
+  const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });
+  const { app } = server;
+
+  app.get('/metrics', async (request, reply) => {
+    const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
+    const body = (await exporter.metrics(deadline)) + (await registry.metrics());
+    await sendExposition(request, reply, body);
+  });
+  app.get('/metrics/prefixes', async (request, reply) => {
+    const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
+    await sendExposition(request, reply, await exporter.prefixMetrics(deadline));
+  });
+
+  const reload = async (): Promise<{ restartNeeded: string[] }> => {
+    try {
+      const next = loadCacheExporterConfig(configFile);
+      const result = exporter.reload(next);
+      logger.info({ restartNeeded: result.restartNeeded }, 'configuration reloaded');
+      if (result.restartNeeded.length > 0) {
+        logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
+      }
+      return result;
+    } catch (err) {
+      exporter.reloadFailed(err);
+      throw err;
+    }
+  };
+  app.post('/-/reload', async () => ({ status: 'success', ...(await reload()) }));
+  app.get('/', async (_request, reply) => {
+    reply.type('text/html; charset=utf-8');
+    return landingPage(exporter.currentConfig.ensemble.name);
+  });
+
+  exporter.start();
+  void exporter.synced(24 * 3600 * 1000).then(
+    () => server.setReady(true),
+    () => undefined,
+  );
+  const address = await server.listen(config.listen);
+  logger.info({ address: address.url, version: VERSION, config: configFile }, 'cache exporter listening');
+
+  installSignalHandlers({
+    logger,
+    onReload: async () => {
+      await reload();
+    },
+    onShutdown: async () => {
+      logger.info({}, 'shutting down');
+      await server.close();
+      exporter.close();
+    },
+  });
+  return -1;
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function landingPage(ensemble: string): string {
+  const escaped = ensemble.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>cachemon cache exporter</title></head>
+<body><h1>cachemon cache exporter</h1><p>Ensemble <b>${escaped}</b>, version ${VERSION}.</p>
+<ul><li><a href="metrics">/metrics</a>: node stats, QoS, exporter health</li>
+<li><a href="metrics/prefixes">/metrics/prefixes</a>: prefix statistics per service code</li>
+<li><a href="-/healthy">/-/healthy</a>, <a href="-/ready">/-/ready</a></li></ul>
+<p>POST /-/reload (or SIGHUP) reloads the config file.</p></body></html>
+`;
+}
+
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    const message = err instanceof CachemonError ? `${err.message} [${err.code}]` : errorMessage(err);
+    process.stderr.write(`${PROGRAM}: ${message}\n`);
+    process.exit(1);
+  },
+);

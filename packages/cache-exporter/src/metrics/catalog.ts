@@ -1,0 +1,317 @@
+import type { MetricType } from '@cachemon/core';
+
+/**
+ * Every metric family the cache exporter serves, in one table: the renderers take their names,
+ * types and help from here, and docs/metrics.md is generated from it, so the reference cannot
+ * drift from the code.
+ */
+export interface FamilySpec {
+  readonly name: string;
+  readonly type: MetricType;
+  readonly help: string;
+  /** Labels beyond the node labels (ensemble, service_code, node, hostname[, group, role]). */
+  readonly labels?: readonly string[];
+  /** Where the value comes from, for the reference. */
+  readonly source: string;
+  /** Which endpoint serves it. */
+  readonly endpoint: '/metrics' | '/metrics/prefixes';
+}
+
+function family(
+  name: string,
+  type: MetricType,
+  help: string,
+  source: string,
+  labels?: readonly string[],
+  endpoint: FamilySpec['endpoint'] = '/metrics',
+): FamilySpec {
+  return labels === undefined ? { name, type, help, source, endpoint } : { name, type, help, source, labels, endpoint };
+}
+
+// ---- node state -------------------------------------------------------------------------------
+
+export const UP = family('arcus_up', 'gauge', 'Whether the cache node answered stats within the scrape deadline (1) or not (0).', 'stats');
+export const NODE_REGISTERED = family(
+  'arcus_node_registered',
+  'gauge',
+  'Whether the node has a live (ephemeral) registration in cache_list; 0 for a mapped node that is not registered, which is down.',
+  'ZooKeeper cache_list and cache_server_mapping',
+);
+export const NODE_SCRAPE_DURATION = family(
+  'arcus_node_scrape_duration_seconds',
+  'gauge',
+  'Time the node took to answer stats in this scrape.',
+  'exporter',
+);
+export const NODE_ERROR = family(
+  'arcus_node_last_error_info',
+  'gauge',
+  'Why the node is down (1 for the current reason): not_registered, timeout, unreachable, protocol, error_reply, closed, backoff.',
+  'exporter',
+  ['reason'],
+);
+export const VERSION_INFO = family('arcus_version_info', 'gauge', 'Server version (value 1).', 'stats version, libevent', ['version', 'libevent']);
+
+// ---- stats: explicit fields -------------------------------------------------------------------
+
+export interface FieldRule {
+  readonly family: FamilySpec;
+  /** Multiply the raw value (e.g. milliseconds to seconds). */
+  readonly scale?: number;
+}
+
+function field(name: string, type: MetricType, help: string, stat: string, scale?: number): [string, FieldRule] {
+  const rule: FieldRule = { family: family(name, type, help, `stats ${stat}`) };
+  return [stat, scale === undefined ? rule : { ...rule, scale }];
+}
+
+export const STATS_FIELDS: ReadonlyMap<string, FieldRule> = new Map([
+  field('arcus_process_id', 'gauge', 'Process id of the server; changes on restart.', 'pid'),
+  field('arcus_uptime_seconds', 'gauge', 'Seconds since the server started.', 'uptime'),
+  field('arcus_time_seconds', 'gauge', "Server's clock, Unix seconds.", 'time'),
+  field('arcus_pointer_size_bits', 'gauge', 'Pointer size of the server build.', 'pointer_size'),
+  field('arcus_heartbeats_total', 'counter', 'Heartbeats (set arcus:zk-ping) the server ran against itself.', 'hb_count'),
+  field('arcus_heartbeat_latency_seconds_total', 'counter', 'Sum of heartbeat latencies; divide its rate by the heartbeats rate for the mean.', 'hb_latency', 0.001),
+  field('arcus_cpu_user_seconds_total', 'counter', 'User CPU time of the server process.', 'rusage_user'),
+  field('arcus_cpu_system_seconds_total', 'counter', 'System CPU time of the server process.', 'rusage_system'),
+  field('arcus_daemon_connections', 'gauge', 'Connections the server uses internally.', 'daemon_connections'),
+  field('arcus_connections', 'gauge', 'Open client connections.', 'curr_connections'),
+  field('arcus_connections_quit_total', 'counter', 'Connections closed by quit.', 'quit_connections'),
+  field('arcus_connections_rejected_total', 'counter', 'Connections rejected because of the connection limit.', 'reject_connections'),
+  field('arcus_connections_total', 'counter', 'Connections opened.', 'total_connections'),
+  field('arcus_connection_structures', 'gauge', 'Connection structures allocated.', 'connection_structures'),
+  field('arcus_auth_errors_total', 'counter', 'Failed authentications.', 'auth_errors'),
+  field('arcus_stat_prefixes', 'gauge', 'Prefixes with statistics kept.', 'stat_prefixes'),
+  field('arcus_read_bytes_total', 'counter', 'Bytes read from the network.', 'bytes_read'),
+  field('arcus_written_bytes_total', 'counter', 'Bytes written to the network.', 'bytes_written'),
+  field('arcus_limit_bytes', 'gauge', 'Memory limit for items.', 'limit_maxbytes'),
+  field('arcus_limit_connections', 'gauge', 'Connection limit.', 'limit_maxconns'),
+  field('arcus_threads', 'gauge', 'Worker threads.', 'threads'),
+  field('arcus_connection_yields_total', 'counter', 'Times a connection yielded to others (reqs_per_event reached).', 'conn_yields'),
+  field('arcus_prefixes', 'gauge', 'Prefixes holding items.', 'curr_prefixes'),
+  field('arcus_items_reclaimed_total', 'counter', 'Expired items whose memory was reused.', 'reclaimed'),
+  field('arcus_items_evicted_total', 'counter', 'Valid items evicted to free memory.', 'evictions'),
+  field('arcus_out_of_memory_total', 'counter', 'Store requests that failed for lack of memory.', 'outofmemorys'),
+  field('arcus_sticky_items', 'gauge', 'Sticky (never evicted) items.', 'sticky_items'),
+  field('arcus_sticky_bytes', 'gauge', 'Bytes held by sticky items.', 'sticky_bytes'),
+  field('arcus_sticky_limit_bytes', 'gauge', 'Memory limit for sticky items.', 'sticky_limit'),
+  field('arcus_items', 'gauge', 'Items stored.', 'curr_items'),
+  field('arcus_items_total', 'counter', 'Items stored since start.', 'total_items'),
+  field('arcus_bytes', 'gauge', 'Bytes used by items.', 'bytes'),
+  field('arcus_engine_limit_bytes', 'gauge', 'Memory limit of the storage engine.', 'engine_maxbytes'),
+  field('arcus_engine_allocated_bytes', 'gauge', 'Memory the storage engine has allocated.', 'engine_malloced'),
+]);
+
+/** Non-numeric stats fields that are known and go into arcus_version_info or are ignored. */
+export const STATS_TEXT_FIELDS: ReadonlySet<string> = new Set(['version', 'libevent']);
+
+// ---- stats: per-command families (by name pattern) ---------------------------------------------
+
+export const COMMANDS = family('arcus_commands_total', 'counter', 'Commands received, by command (cmd_<command>).', 'stats cmd_*', ['command']);
+export const COMMAND_HITS = family('arcus_command_hits_total', 'counter', 'Commands that found their item, by command (<command>_hits).', 'stats *_hits', ['command']);
+export const COMMAND_MISSES = family('arcus_command_misses_total', 'counter', 'Commands that did not find their item, by command (<command>_misses).', 'stats *_misses', ['command']);
+export const COMMAND_ELEM_HITS = family(
+  'arcus_command_elem_hits_total',
+  'counter',
+  'Collection commands that found their item and matching elements (<command>_elem_hits).',
+  'stats *_elem_hits',
+  ['command'],
+);
+export const COMMAND_NONE_HITS = family(
+  'arcus_command_none_hits_total',
+  'counter',
+  'Collection commands that found their item but no matching element (<command>_none_hits).',
+  'stats *_none_hits',
+  ['command'],
+);
+export const COMMAND_OKS = family('arcus_command_oks_total', 'counter', 'Commands that succeeded, for commands counted that way (<command>_oks).', 'stats *_oks', ['command']);
+export const COMMAND_BADVAL = family('arcus_command_badval_total', 'counter', 'cas commands whose item changed meanwhile (cas_badval).', 'stats cas_badval', ['command']);
+export const OTHER_STAT = family(
+  'arcus_stat',
+  'untyped',
+  'A numeric stats field this exporter has no specific metric for (newer servers, plain memcached), by field name.',
+  'stats (other numeric fields)',
+  ['field'],
+);
+
+export interface PatternRule {
+  readonly family: FamilySpec;
+  readonly label: string;
+  readonly value: string;
+}
+
+const PATTERNS: ReadonlyArray<[RegExp, FamilySpec]> = [
+  [/^cmd_(.+)$/, COMMANDS],
+  [/^(.+)_elem_hits$/, COMMAND_ELEM_HITS],
+  [/^(.+)_none_hits$/, COMMAND_NONE_HITS],
+  [/^(.+)_hits$/, COMMAND_HITS],
+  [/^(.+)_misses$/, COMMAND_MISSES],
+  [/^(.+)_oks$/, COMMAND_OKS],
+  [/^(cas)_badval$/, COMMAND_BADVAL],
+];
+
+export type StatRule = ({ readonly kind: 'field' } & FieldRule) | ({ readonly kind: 'labelled' } & PatternRule);
+
+const ruleCache = new Map<string, StatRule>();
+
+/** How a numeric stats field becomes a sample. Memoised: the field names repeat on every node. */
+export function ruleForStat(name: string): StatRule {
+  let rule = ruleCache.get(name);
+  if (rule !== undefined) return rule;
+  const explicit = STATS_FIELDS.get(name);
+  if (explicit) {
+    rule = { kind: 'field', ...explicit };
+  } else {
+    rule = { kind: 'labelled', family: OTHER_STAT, label: 'field', value: name };
+    for (const [pattern, spec] of PATTERNS) {
+      const match = pattern.exec(name);
+      if (match) {
+        rule = { kind: 'labelled', family: spec, label: 'command', value: match[1]! };
+        break;
+      }
+    }
+  }
+  ruleCache.set(name, rule);
+  return rule;
+}
+
+// ---- stats settings and stats zookeeper (refreshed less often than stats) ----------------------
+
+export interface SettingRule {
+  readonly family: FamilySpec;
+  readonly label?: readonly [string, string];
+  readonly parse: (value: string) => number | undefined;
+}
+
+const number = (value: string): number | undefined => {
+  const n = Number(value);
+  return value.trim() === '' || !Number.isFinite(n) ? undefined : n;
+};
+const flag = (on: string) => (value: string): number | undefined => (value === on ? 1 : value === '' ? undefined : 0);
+const millis = (value: string): number | undefined => {
+  const n = number(value);
+  return n === undefined ? undefined : n / 1000;
+};
+
+const COLLECTION_MAX = family('arcus_collection_max_elements', 'gauge', 'Most elements a collection item may hold, by collection type.', 'stats settings max_<type>_size', ['type']);
+
+export const SETTINGS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
+  ['max_stats_prefixes', { family: family('arcus_max_stats_prefixes', 'gauge', 'Prefix count above which stats prefixes and stats detail dump refuse to answer.', 'stats settings max_stats_prefixes'), parse: number }],
+  ['detail_enabled', { family: family('arcus_prefix_detail_enabled', 'gauge', 'Whether per-prefix operation counting (stats detail) is on; prefix operation metrics need it.', 'stats settings detail_enabled'), parse: flag('yes') }],
+  ['evictions', { family: family('arcus_evictions_enabled', 'gauge', 'Whether the server evicts items when memory is full (0: it answers out of memory).', 'stats settings evictions'), parse: flag('on') }],
+  ['item_size_max', { family: family('arcus_item_size_max_bytes', 'gauge', 'Largest item size.', 'stats settings item_size_max'), parse: number }],
+  ['max_element_bytes', { family: family('arcus_element_max_bytes', 'gauge', 'Largest collection element size.', 'stats settings max_element_bytes'), parse: number }],
+  ['max_list_size', { family: COLLECTION_MAX, label: ['type', 'list'], parse: number }],
+  ['max_set_size', { family: COLLECTION_MAX, label: ['type', 'set'], parse: number }],
+  ['max_map_size', { family: COLLECTION_MAX, label: ['type', 'map'], parse: number }],
+  ['max_btree_size', { family: COLLECTION_MAX, label: ['type', 'btree'], parse: number }],
+  ['hb_timeout', { family: family('arcus_heartbeat_timeout_seconds', 'gauge', 'Heartbeat latency counted as a failure.', 'stats settings hb_timeout'), parse: millis }],
+  ['hb_failstop', { family: family('arcus_heartbeat_failstop_seconds', 'gauge', 'Accumulated heartbeat failure time after which the server stops itself (0: never).', 'stats settings hb_failstop'), parse: millis }],
+]);
+
+export const ZOOKEEPER_STATS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
+  ['zk_connected', { family: family('arcus_zookeeper_connected', 'gauge', "Whether the server's own ZooKeeper session is connected.", 'stats zookeeper zk_connected'), parse: flag('true') }],
+  ['zk_ready', { family: family('arcus_zookeeper_ready', 'gauge', 'Whether the server is registered and ready in ZooKeeper.', 'stats zookeeper zk_ready'), parse: flag('true') }],
+  ['zk_timeout', { family: family('arcus_zookeeper_session_timeout_seconds', 'gauge', "The server's ZooKeeper session timeout.", 'stats zookeeper zk_timeout'), parse: millis }],
+  ['zk_failstop', { family: family('arcus_zookeeper_failstop', 'gauge', 'Whether the server stops itself when its ZooKeeper session expires.', 'stats zookeeper zk_failstop'), parse: flag('on') }],
+]);
+
+// ---- QoS ---------------------------------------------------------------------------------------
+
+export const QOS_LATENCY = family(
+  'arcus_qos_latency_seconds',
+  'gauge',
+  'Latency of the last QoS probe of this kind (kv_set, kv_get; with simpleQos false also lop_*, sop_*, bop_*), measured until its expected reply.',
+  'QoS probes',
+  ['probe'],
+);
+export const QOS_SUCCESS = family('arcus_qos_success', 'gauge', 'Whether the last QoS probe of this kind got its expected reply.', 'QoS probes', ['probe']);
+export const QOS_TIMESTAMP = family('arcus_qos_last_run_timestamp_seconds', 'gauge', 'When the QoS probes of the node last ran (Unix seconds).', 'QoS probes');
+
+// ---- prefixes (summed per service code) -------------------------------------------------------
+
+export const PREFIX_ITEMS = family('arcus_prefix_items', 'gauge', 'Items under the prefix, summed over the nodes of the service code, by item type.', 'stats prefixes *itm', ['prefix', 'type'], '/metrics/prefixes');
+export const PREFIX_BYTES = family('arcus_prefix_bytes', 'gauge', 'Bytes of the items under the prefix, summed over the nodes of the service code, by item type.', 'stats prefixes *tsz', ['prefix', 'type'], '/metrics/prefixes');
+export const PREFIX_COMMANDS = family(
+  'arcus_prefix_commands_total',
+  'counter',
+  'Requests on keys of the prefix, summed over the nodes of the service code, by command (needs stats detail on).',
+  'stats detail dump',
+  ['prefix', 'command'],
+  '/metrics/prefixes',
+);
+export const PREFIX_COMMAND_HITS = family(
+  'arcus_prefix_command_hits_total',
+  'counter',
+  'Requests on keys of the prefix that hit, summed over the nodes of the service code, by command (needs stats detail on).',
+  'stats detail dump',
+  ['prefix', 'command'],
+  '/metrics/prefixes',
+);
+export const PREFIX_OTHER = family('arcus_prefix_stat', 'untyped', 'A per-prefix field this exporter has no specific metric for, summed over the nodes of the service code.', 'stats prefixes, stats detail dump', ['prefix', 'field'], '/metrics/prefixes');
+export const PREFIX_NODES = family(
+  'arcus_prefix_nodes',
+  'gauge',
+  'Nodes of the service code whose prefix statistics are in the sums, by state: ok, failed (no answer), limited (more prefixes than max_stats_prefixes; only named prefixes could be read).',
+  'exporter',
+  ['state'],
+  '/metrics/prefixes',
+);
+export const PREFIX_COLLECTED = family('arcus_prefix_collection_enabled', 'gauge', 'Whether prefix statistics are collected for the service code (collectPrefixes / serviceCodesToCollectPrefixes).', 'config', [], '/metrics/prefixes');
+
+/** Item type of the `stats prefixes` count and size fields. */
+export const PREFIX_ITEM_FIELDS: ReadonlyMap<string, { family: FamilySpec; type: string }> = new Map([
+  ['kitm', { family: PREFIX_ITEMS, type: 'kv' }],
+  ['litm', { family: PREFIX_ITEMS, type: 'list' }],
+  ['sitm', { family: PREFIX_ITEMS, type: 'set' }],
+  ['mitm', { family: PREFIX_ITEMS, type: 'map' }],
+  ['bitm', { family: PREFIX_ITEMS, type: 'btree' }],
+  ['ktsz', { family: PREFIX_BYTES, type: 'kv' }],
+  ['ltsz', { family: PREFIX_BYTES, type: 'list' }],
+  ['stsz', { family: PREFIX_BYTES, type: 'set' }],
+  ['mtsz', { family: PREFIX_BYTES, type: 'map' }],
+  ['btsz', { family: PREFIX_BYTES, type: 'btree' }],
+]);
+/** Totals over the types: derivable by sum, so not exported twice. */
+export const PREFIX_ITEM_TOTALS: ReadonlySet<string> = new Set(['itm', 'tsz']);
+
+/**
+ * `stats detail dump` codes: the first letter is the item type (l, s, m, b), the last `s` for
+ * requests and `h` for hits; kv uses words. Read from the ARCUS server's prefix statistics.
+ */
+export const PREFIX_OPERATION_CODES: ReadonlyMap<string, { command: string; hits: boolean }> = new Map(
+  (
+    [
+      ['get', 'get', false], ['hit', 'get', true], ['set', 'set', false], ['del', 'delete', false],
+      ['inc', 'incr', false], ['dec', 'decr', false],
+      ['lcs', 'lop_create', false], ['lis', 'lop_insert', false], ['lih', 'lop_insert', true],
+      ['lds', 'lop_delete', false], ['ldh', 'lop_delete', true], ['lgs', 'lop_get', false], ['lgh', 'lop_get', true],
+      ['scs', 'sop_create', false], ['sis', 'sop_insert', false], ['sih', 'sop_insert', true],
+      ['sds', 'sop_delete', false], ['sdh', 'sop_delete', true], ['sgs', 'sop_get', false], ['sgh', 'sop_get', true],
+      ['ses', 'sop_exist', false], ['seh', 'sop_exist', true],
+      ['mcs', 'mop_create', false], ['mis', 'mop_insert', false], ['mih', 'mop_insert', true],
+      ['mus', 'mop_update', false], ['muh', 'mop_update', true], ['mds', 'mop_delete', false], ['mdh', 'mop_delete', true],
+      ['mgs', 'mop_get', false], ['mgh', 'mop_get', true],
+      ['bcs', 'bop_create', false], ['bis', 'bop_insert', false], ['bih', 'bop_insert', true],
+      ['bus', 'bop_update', false], ['buh', 'bop_update', true], ['bds', 'bop_delete', false], ['bdh', 'bop_delete', true],
+      ['bps', 'bop_incr', false], ['bph', 'bop_incr', true], ['bms', 'bop_decr', false], ['bmh', 'bop_decr', true],
+      ['bgs', 'bop_get', false], ['bgh', 'bop_get', true], ['bns', 'bop_count', false], ['bnh', 'bop_count', true],
+      ['pfs', 'bop_position', false], ['pfh', 'bop_position', true], ['pgs', 'bop_pwg', false], ['pgh', 'bop_pwg', true],
+      ['gps', 'bop_gbp', false], ['gph', 'bop_gbp', true], ['gas', 'getattr', false], ['sas', 'setattr', false],
+    ] as const
+  ).map(([code, command, hits]) => [code, { command, hits }]),
+);
+
+/** Families for the reference, in the order they appear there. */
+export function allFamilies(): FamilySpec[] {
+  const seen = new Map<string, FamilySpec>();
+  const add = (spec: FamilySpec) => seen.has(spec.name) || seen.set(spec.name, spec);
+  [UP, NODE_REGISTERED, NODE_SCRAPE_DURATION, NODE_ERROR, VERSION_INFO].forEach(add);
+  for (const rule of STATS_FIELDS.values()) add(rule.family);
+  [COMMANDS, COMMAND_HITS, COMMAND_MISSES, COMMAND_ELEM_HITS, COMMAND_NONE_HITS, COMMAND_OKS, COMMAND_BADVAL, OTHER_STAT].forEach(add);
+  for (const rule of SETTINGS.values()) add(rule.family);
+  for (const rule of ZOOKEEPER_STATS.values()) add(rule.family);
+  [QOS_LATENCY, QOS_SUCCESS, QOS_TIMESTAMP].forEach(add);
+  [PREFIX_ITEMS, PREFIX_BYTES, PREFIX_COMMANDS, PREFIX_COMMAND_HITS, PREFIX_OTHER, PREFIX_NODES, PREFIX_COLLECTED].forEach(add);
+  return [...seen.values()];
+}

@@ -1,0 +1,107 @@
+import type { CacheNode } from '@cachemon/arcus';
+import { AsciiConnection, runQosProbes } from '@cachemon/arcus';
+import type { CollectorLogger } from './collector.js';
+import type { QosSnapshot } from './metrics/render.js';
+
+export interface QosSchedulerOptions {
+  readonly intervalMs: number;
+  readonly simple: boolean;
+  readonly logger: CollectorLogger;
+}
+
+/**
+ * Runs the QoS probes of every live node in the background, once per interval, and keeps the
+ * latest result for the scrape to report.
+ *
+ * Why not during the scrape: a scrape reads ~500 stats replies at once, and a probe timed in that
+ * burst would measure the exporter's own event loop, not the server. Probes are spread evenly over
+ * the interval (node i starts at i x interval / N), run on a connection of their own (never queued
+ * behind a stats reply), and a node whose previous probes are still running is skipped.
+ */
+export class QosScheduler {
+  private intervalMs: number;
+  private simple: boolean;
+  private readonly logger: CollectorLogger;
+  private readonly connections = new Map<string, AsciiConnection>();
+  private readonly results = new Map<string, QosSnapshot>();
+  private readonly running = new Set<string>();
+  private nodes: readonly CacheNode[] = [];
+  private tick: NodeJS.Timeout | undefined;
+  private pending = new Set<NodeJS.Timeout>();
+
+  constructor(options: QosSchedulerOptions) {
+    this.intervalMs = options.intervalMs;
+    this.simple = options.simple;
+    this.logger = options.logger;
+  }
+
+  setSimple(simple: boolean): void {
+    this.simple = simple;
+  }
+
+  setNodes(nodes: readonly CacheNode[]): void {
+    this.nodes = nodes.filter((n) => n.live);
+    const live = new Set(this.nodes.map((n) => n.node));
+    for (const [address, connection] of this.connections) {
+      if (!live.has(address)) {
+        connection.close();
+        this.connections.delete(address);
+        this.results.delete(address);
+      }
+    }
+  }
+
+  snapshot(address: string): QosSnapshot | undefined {
+    return this.results.get(address);
+  }
+
+  start(): void {
+    if (this.tick || this.intervalMs <= 0) return;
+    this.round();
+    this.tick = setInterval(() => this.round(), this.intervalMs);
+    this.tick.unref();
+  }
+
+  stop(): void {
+    if (this.tick) clearInterval(this.tick);
+    this.tick = undefined;
+    for (const timer of this.pending) clearTimeout(timer);
+    this.pending.clear();
+    for (const connection of this.connections.values()) connection.close();
+    this.connections.clear();
+  }
+
+  private round(): void {
+    const nodes = this.nodes;
+    // Spread over 80% of the interval so the last node finishes before the next round starts.
+    const step = nodes.length > 0 ? (this.intervalMs * 0.8) / nodes.length : 0;
+    nodes.forEach((node, i) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(timer);
+        void this.probe(node);
+      }, i * step);
+      timer.unref();
+      this.pending.add(timer);
+    });
+  }
+
+  private async probe(node: CacheNode): Promise<void> {
+    if (this.running.has(node.node)) return;
+    this.running.add(node.node);
+    let connection = this.connections.get(node.node);
+    if (!connection) {
+      connection = new AsciiConnection(node.node);
+      this.connections.set(node.node, connection);
+    }
+    try {
+      if (connection.retryAt > Date.now()) return;
+      const deadline = Date.now() + Math.min(this.intervalMs, 2000);
+      const results = await runQosProbes(connection, { simple: this.simple, deadline });
+      this.results.set(node.node, { at: Date.now(), results });
+    } catch (err) {
+      this.logger.debug({ node: node.node, error: String(err) }, 'QoS probes failed');
+    } finally {
+      this.running.delete(node.node);
+    }
+  }
+}

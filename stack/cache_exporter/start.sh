@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Starts the cache exporter of one ensemble in the background.
+#   start.sh <name>     uses conf/<name>.json, writes run/<name>.pid, and sends the process's
+#                       own output to log/<name>.out (its log goes where the config's log block says;
+#                       relative log paths are under this directory)
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+name=${1:-}
+if [ -z "$name" ] || [ "$#" -ne 1 ]; then
+  echo "usage: $0 <name>   (starts the exporter with conf/<name>.json)" >&2
+  exit 2
+fi
+conf="$DIR/conf/$name.json"
+if [ ! -f "$conf" ]; then
+  echo "cache_exporter: no config file $conf (copy conf/example.json and edit it)" >&2
+  exit 1
+fi
+bin=$(cachemon_bin "$DIR" cache-exporter)
+cd "$DIR"
+"$bin" -config-file="$conf" -check-config >/dev/null
+daemon_start "cache_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.out" "$bin" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-}

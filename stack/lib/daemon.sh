@@ -1,0 +1,71 @@
+# Shared by the component start.sh / stop.sh scripts (sourced, not run).
+#   daemon_start <name> <pidfile> <outfile> <command...>   start in the background, write the pid file
+#   daemon_stop <name> <pidfile> [timeout seconds]         SIGTERM by pid, wait, SIGKILL after the timeout
+
+daemon_running() { # <pidfile>
+  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+daemon_start() {
+  local name=$1 pidfile=$2 outfile=$3
+  shift 3
+  if daemon_running "$pidfile"; then
+    echo "$name: already running (pid $(cat "$pidfile"))" >&2
+    return 1
+  fi
+  mkdir -p "$(dirname "$pidfile")" "$(dirname "$outfile")"
+  # No open pipe to the caller: output goes to a file, stdin from /dev/null.
+  nohup "$@" >>"$outfile" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$pidfile"
+  # A process that dies at once (port taken, bad flag) is reported here, not discovered later.
+  local i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 0.1
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rm -f "$pidfile"
+      echo "$name: exited at start; last lines of $outfile:" >&2
+      tail -n 20 "$outfile" >&2
+      return 1
+    fi
+  done
+  echo "$name: started (pid $pid)"
+}
+
+daemon_stop() {
+  local name=$1 pidfile=$2 timeout=${3:-15}
+  if ! daemon_running "$pidfile"; then
+    rm -f "$pidfile"
+    echo "$name: not running"
+    return 0
+  fi
+  local pid
+  pid=$(cat "$pidfile")
+  kill -TERM "$pid"
+  local waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$waited" -ge $((timeout * 10)) ]; then
+      echo "$name: did not stop in ${timeout}s; killing" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  rm -f "$pidfile"
+  echo "$name: stopped (pid $pid)"
+}
+
+# The cachemon executable: $CACHEMON_HOME/bin/<name>, else the installed tree's cachemon/bin,
+# else the source checkout's bin/.
+cachemon_bin() { # <component dir> <executable>
+  local dir=$1 exe=$2 candidate
+  for candidate in ${CACHEMON_HOME:+"$CACHEMON_HOME/bin/$exe"} "$dir/../cachemon/bin/$exe" "$dir/../../bin/$exe"; do
+    if [ -x "$candidate" ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  echo "cannot find the $exe executable (set CACHEMON_HOME to the cachemon directory)" >&2
+  return 1
+}
