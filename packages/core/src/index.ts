@@ -1,2 +1,66 @@
 export { CachemonError, Errors, errorMessage, isCachemonError } from './errors.js';
 export type { ErrorCode, ErrorDefinition } from './errors.js';
+
+export { durationSchema, formatDuration, parseDuration } from './duration.js';
+
+export { formatKeyPath, loadJsonConfig, parseJsonWithComments, validateConfig } from './config.js';
+export type { ConfigIssue, ValidateOptions } from './config.js';
+
+export {
+  closeLogger,
+  createLogger,
+  createLoggerOn,
+  defaultLogBlock,
+  logBlockSchema,
+  logLevels,
+  setLogLevel,
+} from './log.js';
+export type { LogBlock, Logger, LoggerOptions, LogLevel } from './log.js';
+
+export { createRotatingFileStream } from './rotating-file.js';
+export type { RotatingFileOptions, RotatingFileStream } from './rotating-file.js';
+
+export { formatUsage, parseFlags } from './flags.js';
+export type {
+  BooleanFlag,
+  DurationFlag,
+  FlagDefinition,
+  FlagSpec,
+  FlagValues,
+  ParsedFlags,
+  StringFlag,
+} from './flags.js';
+
+export { clientAuthTypes, loadWebConfig } from './web-config.js';
+export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-config.js';
+
+export { formatHostPort, listenAddressSchema, parseListenAddress } from './listen-address.js';
+export type { ListenAddress } from './listen-address.js';
+
+export { createHttpServer, toErrorAnswer } from './http.js';
+export type {
+  BoundAddress,
+  ErrorAnswer,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HttpServer,
+  HttpServerOptions,
+} from './http.js';
+
+export { installSignalHandlers } from './signals.js';
+export type { SignalHandlerOptions } from './signals.js';
+
+export {
+  acceptsGzip,
+  escapeHelp,
+  escapeLabelValue,
+  EXPOSITION_CONTENT_TYPE,
+  ExpositionWriter,
+  formatValue,
+  renderLabels,
+  sendExposition,
+} from './exposition.js';
+export type { MetricType } from './exposition.js';
+
+export { createSelfRegistry } from './self-metrics.js';

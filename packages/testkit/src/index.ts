@@ -1,1 +1,12 @@
-export {};
+export { freePort, fourLetterWord } from './net-utils.js';
+export { tempDir } from './temp.js';
+export { TestkitError, TestkitErrors, isTestkitError } from './errors.js';
+export type { TestkitErrorCode } from './errors.js';
+export { startZooKeeper, startZooKeeperEnsemble } from './zookeeper.js';
+export type { ZooKeeperEnsemble, ZooKeeperOptions, ZooKeeperServer } from './zookeeper.js';
+export { startMemcached } from './memcached.js';
+export type { Memcached } from './memcached.js';
+export { ArcusZk, ARCUS_ROOT, ARCUS_REPL_ROOT, cacheListNodeName, mappingData, serviceCodeData } from './arcus-zk.js';
+export type { NodeRegistration, RegisterNodeOptions, ReplicationMapping } from './arcus-zk.js';
+export { ArcusDouble, startArcusDoubles } from './arcus-double/server.js';
+export type { ArcusDoubleBehavior, ArcusDoubleOptions, ArcusRegisterOptions, PopulateKey } from './arcus-double/server.js';

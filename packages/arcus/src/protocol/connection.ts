@@ -1,0 +1,333 @@
+/**
+ * One pipelined ascii connection to one cache node.
+ *
+ * Requests are written as they come and answered in order (FIFO); the framer cuts replies out of
+ * the stream incrementally. The socket is opened lazily by the first request and reopened by the
+ * first request after any failure.
+ *
+ * Failures, as CachemonError codes:
+ *   NODE_UNREACHABLE  connect refused, unresolvable, or not established within connectTimeoutMs;
+ *   NODE_TIMEOUT      a request's deadline passed. The socket is destroyed (a late reply would
+ *                     answer the wrong request) and every pending request is rejected with it;
+ *   NODE_CLOSED       the peer closed or reset the connection with requests pending, or close();
+ *   NODE_PROTOCOL     a reply over maxReplyBytes, bytes no reply kind can frame, or bytes nobody
+ *                     asked for. The socket is destroyed.
+ *
+ * Reconnect rule (no reconnect storms): every failure sets `retryAt` to now plus the next backoff
+ * delay (100 ms doubling up to 30 s, +-20% jitter); the first complete reply resets the backoff and
+ * sets `retryAt` back to 0. The connection itself does not refuse requests before `retryAt`: the
+ * caller decides. A scraper should check `Date.now() < conn.retryAt` and report the node down with
+ * `conn.lastError` instead of dialling it again, so a dead node costs one connect attempt per
+ * backoff period rather than one per scrape and per request.
+ *
+ * Timers: one per connection, armed for the earliest pending deadline (or the connect timeout).
+ * The socket is unref'd while idle, so a pooled connection never holds the process open.
+ */
+import { connect, type Socket } from 'node:net';
+import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';
+import { parseAddress } from './address.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { ReplyFramer, type ReplyKind } from './framer.js';
+import { protocolError, truncate } from './reply-errors.js';
+
+export interface AsciiConnectionOptions {
+  /** Give up connecting after this long (NODE_UNREACHABLE). Default 3000 ms. */
+  connectTimeoutMs?: number;
+  /** Largest reply accepted; beyond it NODE_PROTOCOL and the socket is closed. Default 16 MiB. */
+  maxReplyBytes?: number;
+  /** Reconnect backoff; defaults 100 ms .. 30 s, +-20%. */
+  backoff?: BackoffOptions;
+}
+
+export interface RequestOptions {
+  /** Absolute time (Date.now() ms) by which the whole reply must have arrived. */
+  deadline: number;
+  /** How the reply is framed; see ReplyKind. */
+  reply: ReplyKind;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3000;
+export const DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024;
+/** TCP keepalive probes start after this much idle time, so dead peers of idle pooled sockets are noticed. */
+const KEEPALIVE_INITIAL_DELAY_MS = 30_000;
+
+interface Pending {
+  /** The command line (no data block), for error messages. */
+  readonly command: string;
+  readonly kind: ReplyKind;
+  /** Data lines sent after the command line: replies to swallow if the server answers ERROR. */
+  readonly echoLines: number;
+  readonly deadline: number;
+  readonly resolve: (reply: string) => void;
+  readonly reject: (err: CachemonError) => void;
+}
+
+export class AsciiConnection {
+  readonly address: string;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly connectTimeoutMs: number;
+  private readonly framer: ReplyFramer;
+  private readonly backoff: Backoff;
+
+  private socket: Socket | undefined;
+  private established = false;
+  private connectDeadline = Infinity;
+  /** Pending requests in send order; the live ones are pending[head..]. */
+  private pending: Pending[] = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private corkedSocket: Socket | undefined;
+  private closedByCaller = false;
+  private nextRetryAt = 0;
+  private failure: CachemonError | undefined;
+
+  /** @param address `host:port` or `[ipv6]:port`; throws CachemonError CONFIG_INVALID when malformed. */
+  constructor(address: string, options: AsciiConnectionOptions = {}) {
+    const { host, port } = parseAddress(address);
+    this.address = address;
+    this.host = host;
+    this.port = port;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.framer = new ReplyFramer(options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES);
+    this.backoff = new Backoff(options.backoff);
+  }
+
+  /** True while a socket is open and established. */
+  get connected(): boolean {
+    return this.socket !== undefined && this.established;
+  }
+
+  /** Date.now() ms before which callers should not dial this node again; 0 when healthy. See the rule above. */
+  get retryAt(): number {
+    return this.nextRetryAt;
+  }
+
+  /** The error of the last failure, until a reply succeeds again. */
+  get lastError(): CachemonError | undefined {
+    return this.failure;
+  }
+
+  /** Requests sent and not yet answered. */
+  get pendingCount(): number {
+    return this.pending.length - this.head;
+  }
+
+  /**
+   * Sends `command` and resolves with its whole reply, final CRLF included. `command` has no
+   * trailing CRLF; a storage command carries its data block after one: `set k 0 3 4\r\nDATA`.
+   * Rejects with CachemonError only (codes above).
+   */
+  request(command: string, options: RequestOptions): Promise<string> {
+    const { deadline, reply } = options;
+    const lineEnd = command.indexOf('\r\n');
+    const commandLine = lineEnd === -1 ? command : command.slice(0, lineEnd);
+    if (this.closedByCaller) {
+      return Promise.reject(new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} was closed`));
+    }
+    if (commandLine.length === 0 || /[\r\n]/.test(commandLine) || command.endsWith('\n')) {
+      return Promise.reject(
+        new CachemonError(Errors.INTERNAL, `refusing to send malformed command ${JSON.stringify(truncate(command))}`),
+      );
+    }
+    if (!(deadline > Date.now())) {
+      return Promise.reject(
+        new CachemonError(Errors.NODE_TIMEOUT, `deadline passed before ${quote(commandLine)} was sent to ${this.address}`),
+      );
+    }
+    const socket = this.socket ?? this.open();
+    return new Promise<string>((resolve, reject) => {
+      if (this.pendingCount === 0) socket.ref();
+      this.pending.push({ command: commandLine, kind: reply, echoLines: countLines(command, lineEnd), deadline, resolve, reject });
+      this.write(socket, `${command}\r\n`);
+      this.schedule(deadline);
+    });
+  }
+
+  /** Closes the socket and rejects pending requests with NODE_CLOSED; later requests are refused. */
+  close(): void {
+    if (this.closedByCaller) return;
+    this.closedByCaller = true;
+    this.drop();
+    const err = new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} closed by the caller`);
+    this.rejectAll(() => err);
+  }
+
+  private open(): Socket {
+    const socket = connect({ host: this.host, port: this.port });
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, KEEPALIVE_INITIAL_DELAY_MS);
+    this.socket = socket;
+    this.established = false;
+    this.connectDeadline = Date.now() + this.connectTimeoutMs;
+    this.schedule(this.connectDeadline);
+    socket.on('connect', () => {
+      if (socket !== this.socket) return;
+      this.established = true;
+      this.connectDeadline = Infinity;
+    });
+    socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
+    socket.on('error', (err: Error) => this.onError(socket, err));
+    socket.on('close', () => this.onClose(socket));
+    return socket;
+  }
+
+  /** Writes issued in one tick leave in one segment: cork now, uncork on the next tick. */
+  private write(socket: Socket, data: string): void {
+    if (this.corkedSocket !== socket) {
+      this.corkedSocket = socket;
+      socket.cork();
+      process.nextTick(() => {
+        if (this.corkedSocket === socket) this.corkedSocket = undefined;
+        socket.uncork();
+      });
+    }
+    socket.write(data);
+  }
+
+  private onData(socket: Socket, chunk: Buffer): void {
+    if (socket !== this.socket) return;
+    this.framer.push(chunk);
+    try {
+      while (this.head < this.pending.length) {
+        const request = this.pending[this.head]!;
+        const reply = this.framer.next(request.kind, request.echoLines);
+        if (reply === undefined) return;
+        this.head++;
+        if (this.head === this.pending.length) this.idle(socket);
+        this.backoff.reset();
+        this.nextRetryAt = 0;
+        this.failure = undefined;
+        request.resolve(reply);
+      }
+      if (this.framer.buffered > 0) throw protocolError('data after the last reply', this.framer.preview());
+    } catch (err) {
+      this.fail(isCachemonError(err) ? err : new CachemonError(Errors.INTERNAL, errorMessage(err), { cause: err }));
+    }
+  }
+
+  private onError(socket: Socket, err: Error): void {
+    if (socket !== this.socket) return;
+    const details = { address: this.address, errno: (err as NodeJS.ErrnoException).code };
+    this.fail(
+      this.established
+        ? new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} failed: ${err.message}`, { cause: err, details })
+        : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: ${err.message}`, { cause: err, details }),
+    );
+  }
+
+  private onClose(socket: Socket): void {
+    if (socket !== this.socket) return;
+    if (this.established && this.pendingCount === 0) {
+      // The server closed an idle connection (idle timeout, restart): not a failure of any request.
+      this.drop();
+      return;
+    }
+    this.fail(
+      this.established
+        ? new CachemonError(Errors.NODE_CLOSED, `${this.address} closed the connection with ${this.pendingCount} request(s) pending`)
+        : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: closed while connecting`),
+    );
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = Date.now();
+    let earliest = Infinity;
+    let expired: Pending | undefined;
+    for (let i = this.head; i < this.pending.length; i++) {
+      const request = this.pending[i]!;
+      if (request.deadline <= now) expired ??= request;
+      else if (request.deadline < earliest) earliest = request.deadline;
+    }
+    if (expired !== undefined) {
+      const waiting = this.established ? 'no reply to' : 'still connecting for';
+      const own = (request: Pending): CachemonError =>
+        new CachemonError(Errors.NODE_TIMEOUT, `${waiting} ${quote(request.command)} from ${this.address} by the deadline`, {
+          details: { address: this.address },
+        });
+      const first = own(expired);
+      this.fail(first, (request) =>
+        request.deadline <= now
+          ? own(request)
+          : new CachemonError(
+              Errors.NODE_TIMEOUT,
+              `${quote(request.command)} to ${this.address} abandoned: ${quote(expired.command)} timed out on the same connection`,
+              { details: { address: this.address } },
+            ),
+      );
+      return;
+    }
+    if (this.socket !== undefined && !this.established) {
+      if (this.connectDeadline <= now) {
+        this.fail(
+          new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: no answer within ${this.connectTimeoutMs} ms`, {
+            details: { address: this.address },
+          }),
+        );
+        return;
+      }
+      earliest = Math.min(earliest, this.connectDeadline);
+    }
+    if (earliest !== Infinity) this.schedule(earliest);
+  };
+
+  private schedule(at: number): void {
+    if (at >= this.timerAt) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.onTimer, Math.max(0, at - Date.now()));
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  /** Nothing pending: no deadline to watch, and the socket must not keep the process alive. */
+  private idle(socket: Socket): void {
+    this.pending = [];
+    this.head = 0;
+    if (this.established) this.clearTimer();
+    socket.unref();
+  }
+
+  /** Destroys the socket, rejects every pending request, and pushes retryAt out. */
+  private fail(err: CachemonError, errorFor?: (request: Pending) => CachemonError): void {
+    this.drop();
+    this.failure = err;
+    this.nextRetryAt = Date.now() + this.backoff.next();
+    this.rejectAll(errorFor ?? (() => err));
+  }
+
+  private drop(): void {
+    const socket = this.socket;
+    this.socket = undefined;
+    this.established = false;
+    this.connectDeadline = Infinity;
+    this.framer.reset();
+    this.clearTimer();
+    socket?.destroy();
+  }
+
+  private rejectAll(errorFor: (request: Pending) => CachemonError): void {
+    const requests = this.pending.slice(this.head);
+    this.pending = [];
+    this.head = 0;
+    for (const request of requests) request.reject(errorFor(request));
+  }
+}
+
+/** Number of CRLF-separated data lines after the command line. */
+function countLines(command: string, firstLineEnd: number): number {
+  let count = 0;
+  for (let at = firstLineEnd; at !== -1; at = command.indexOf('\r\n', at + 2)) count++;
+  return count;
+}
+
+function quote(commandLine: string): string {
+  return JSON.stringify(truncate(commandLine));
+}

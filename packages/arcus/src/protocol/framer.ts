@@ -1,0 +1,298 @@
+/**
+ * Incremental reply framer: cuts the byte stream of one ascii connection into replies. Pure (no
+ * I/O): AsciiConnection pushes socket chunks in and asks for the next reply of the kind the oldest
+ * pending request expects. Works across any chunk split, scans every byte once, and copies bytes
+ * only while a reply spans several chunks.
+ *
+ * Reply kinds:
+ *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
+ *   - 'multi' lines until `END` (`stats ...`), or a single error line. Every line must start with
+ *             an ASCII capital letter, so binary garbage fails fast instead of waiting for the deadline.
+ *   - 'value' retrieval. `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block
+ *             of exactly <bytes> bytes and CRLF, until `END`; or a collection get:
+ *             `VALUE <flags> <count>`, <count> element lines, then one closing line (`END`,
+ *             `DELETED`, `DELETED_DROPPED`, `TRIMMED`). Element lines are framed as lines, so element
+ *             data must not contain CRLF (the exporter's probes never do). Any other first line
+ *             (`NOT_FOUND`, `TYPE_MISMATCH`, an error line) is the whole reply.
+ *
+ * Unknown commands with a data block: a server that does not know the command (plain memcached
+ * and `lop insert`) answers `ERROR` to the command line and then reads every data line as a command
+ * of its own, answering each with another reply. The caller passes how many data lines it sent
+ * (`echoLines`); after an `ERROR` first line the framer swallows that many more one-line replies,
+ * so the stream stays in step. The returned text is the first `ERROR` line only.
+ */
+import { errorKeywordAt, protocolError } from './reply-errors.js';
+
+export type ReplyKind = 'multi' | 'line' | 'value';
+
+/** Longest line accepted outside data blocks. `stats detail dump` lines are ~450 bytes. */
+export const MAX_LINE_BYTES = 64 * 1024;
+
+const enum Phase {
+  First,
+  /** 'multi' after the first line: lines until END. */
+  Lines,
+  /** 'value': a data block of `remaining` bytes plus CRLF. */
+  Data,
+  /** 'value' after a data block: another VALUE header or END. */
+  AfterData,
+  /** 'value' collection: `remaining` element lines. */
+  Elements,
+  /** 'value' collection: the closing line. */
+  Closing,
+  /** `remaining` replies to data lines the server read as commands, after an ERROR. */
+  Echoes,
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const EMPTY = Buffer.alloc(0);
+
+export class ReplyFramer {
+  /** Unconsumed bytes are buf[start, end); `view` is buf cut at `end` so indexOf never reads stale bytes. */
+  private buf: Buffer = EMPTY;
+  private view: Buffer = EMPTY;
+  private start = 0;
+  private end = 0;
+  /** True when `buf` is ours (spare capacity may be written); false while it is a socket chunk. */
+  private owned = false;
+
+  // State of the reply being framed; offsets are relative to `start`.
+  private phase = Phase.First;
+  /** Where the next line (or data block) of the current reply begins. */
+  private cursor = 0;
+  /** Where to resume looking for LF in an incomplete line. */
+  private searchFrom = 0;
+  private remaining = 0;
+  /** Length of the text to return when it is shorter than what is consumed (ERROR + echoes). */
+  private resultLength = -1;
+
+  constructor(private readonly maxReplyBytes: number) {}
+
+  /** Bytes received and not yet returned as a reply. */
+  get buffered(): number {
+    return this.end - this.start;
+  }
+
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    if (this.start === this.end) {
+      // Nothing pending: frame straight from the chunk, no copy.
+      this.buf = chunk;
+      this.view = chunk;
+      this.start = 0;
+      this.end = chunk.length;
+      this.owned = false;
+      return;
+    }
+    if (this.owned && this.buf.length - this.end >= chunk.length) {
+      chunk.copy(this.buf, this.end);
+      this.end += chunk.length;
+    } else {
+      const pending = this.end - this.start;
+      const grown = Buffer.allocUnsafe(Math.max(4096, 2 * (pending + chunk.length)));
+      this.buf.copy(grown, 0, this.start, this.end);
+      chunk.copy(grown, pending);
+      this.buf = grown;
+      this.start = 0;
+      this.end = pending + chunk.length;
+      this.owned = true;
+    }
+    this.view = this.buf.subarray(0, this.end);
+  }
+
+  /**
+   * The next complete reply of `kind`, or undefined until more bytes arrive. Keep asking with the
+   * same kind until it returns: partial progress is remembered. Throws CachemonError NODE_PROTOCOL
+   * on bytes that cannot be this kind of reply or on a reply beyond the size limit; the stream is
+   * then lost and the framer must be reset.
+   */
+  next(kind: ReplyKind, echoLines = 0): string | undefined {
+    for (;;) {
+      if (this.phase === Phase.Data) {
+        const blockEnd = this.cursor + this.remaining;
+        if (this.start + blockEnd + 2 > this.end) return this.incomplete();
+        if (this.buf[this.start + blockEnd] !== CR || this.buf[this.start + blockEnd + 1] !== LF) {
+          throw protocolError('data block not followed by CRLF', this.text(blockEnd, blockEnd + 2));
+        }
+        this.cursor = blockEnd + 2;
+        this.searchFrom = this.cursor;
+        this.phase = Phase.AfterData;
+        continue;
+      }
+
+      const lineStart = this.start + this.cursor;
+      const nl = this.view.indexOf(LF, this.start + this.searchFrom);
+      if (nl === -1) {
+        if (this.end - lineStart > MAX_LINE_BYTES) {
+          throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
+        }
+        this.searchFrom = this.end - this.start;
+        return this.incomplete();
+      }
+      if (nl - lineStart > MAX_LINE_BYTES) throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
+      const lineEnd = nl > lineStart && this.buf[nl - 1] === CR ? nl - 1 : nl;
+      this.cursor = nl + 1 - this.start;
+      this.searchFrom = this.cursor;
+      const done = this.onLine(kind, echoLines, lineStart, lineEnd);
+      if (done) return this.complete();
+    }
+  }
+
+  /** Up to 100 buffered bytes as text, for error messages. */
+  preview(): string {
+    return this.text(0, 100);
+  }
+
+  /** Drops every buffered byte and the partial reply: the connection is gone. */
+  reset(): void {
+    this.buf = EMPTY;
+    this.view = EMPTY;
+    this.start = 0;
+    this.end = 0;
+    this.owned = false;
+    this.resetReply();
+  }
+
+  /** Handles one line of the current reply; true when the reply is complete. */
+  private onLine(kind: ReplyKind, echoLines: number, lineStart: number, lineEnd: number): boolean {
+    switch (this.phase) {
+      case Phase.First: {
+        const keyword = this.errorKeyword(lineStart, lineEnd);
+        if (keyword === 'ERROR' && echoLines > 0) {
+          this.resultLength = this.cursor;
+          this.remaining = echoLines;
+          this.phase = Phase.Echoes;
+          return false;
+        }
+        if (kind === 'line' || keyword !== undefined) return true;
+        if (kind === 'multi') {
+          if (this.isEnd(lineStart, lineEnd)) return true;
+          this.requireKeywordLine(lineStart, lineEnd);
+          this.phase = Phase.Lines;
+          return false;
+        }
+        if (this.startsWith(lineStart, lineEnd, 'VALUE ')) return this.onValueHeader(lineStart, lineEnd);
+        return true; // END, NOT_FOUND, TYPE_MISMATCH, ...: the whole reply
+      }
+      case Phase.Lines:
+        if (this.isEnd(lineStart, lineEnd)) return true;
+        this.requireKeywordLine(lineStart, lineEnd);
+        return false;
+      case Phase.AfterData:
+        if (this.isEnd(lineStart, lineEnd)) return true;
+        if (this.startsWith(lineStart, lineEnd, 'VALUE ')) return this.onValueHeader(lineStart, lineEnd);
+        throw protocolError('expected VALUE or END after a data block', this.line(lineStart, lineEnd));
+      case Phase.Elements:
+        if (--this.remaining === 0) this.phase = Phase.Closing;
+        return false;
+      case Phase.Closing:
+        this.requireKeywordLine(lineStart, lineEnd);
+        return true;
+      case Phase.Echoes:
+        return --this.remaining === 0;
+      case Phase.Data:
+        return false; // handled in next()
+    }
+  }
+
+  /** `VALUE <key> <flags> <bytes> [<cas>]` or, for collections, `VALUE <flags> <count>`. */
+  private onValueHeader(lineStart: number, lineEnd: number): boolean {
+    const header = this.buf.toString('latin1', lineStart, lineEnd);
+    const tokens = header.split(' ');
+    if (tokens.length === 4 || tokens.length === 5) {
+      const bytes = decimal(tokens[3]);
+      if (bytes < 0 || bytes > this.maxReplyBytes) throw protocolError('bad VALUE header', header);
+      this.remaining = bytes;
+      this.phase = Phase.Data;
+      return false;
+    }
+    if (tokens.length === 3 && decimal(tokens[1]) >= 0) {
+      const count = decimal(tokens[2]);
+      if (count < 0) throw protocolError('bad VALUE header', header);
+      this.remaining = count;
+      this.phase = count === 0 ? Phase.Closing : Phase.Elements;
+      return false;
+    }
+    throw protocolError('bad VALUE header', header);
+  }
+
+  private incomplete(): undefined {
+    if (this.end - this.start > this.maxReplyBytes) {
+      throw protocolError(`reply larger than ${this.maxReplyBytes} bytes`, this.text(0, 100));
+    }
+    return undefined;
+  }
+
+  private complete(): string {
+    const length = this.resultLength >= 0 ? this.resultLength : this.cursor;
+    if (this.cursor > this.maxReplyBytes) {
+      throw protocolError(`reply larger than ${this.maxReplyBytes} bytes`, this.text(0, 100));
+    }
+    const reply = this.buf.toString('utf8', this.start, this.start + length);
+    this.start += this.cursor;
+    if (this.start === this.end) this.reset();
+    else this.resetReply();
+    return reply;
+  }
+
+  private resetReply(): void {
+    this.phase = Phase.First;
+    this.cursor = 0;
+    this.searchFrom = 0;
+    this.remaining = 0;
+    this.resultLength = -1;
+  }
+
+  /** Reply lines outside data blocks begin with a capital keyword (STAT, PREFIX, VALUE, END, ...). */
+  private requireKeywordLine(lineStart: number, lineEnd: number): void {
+    const first = lineStart < lineEnd ? this.buf[lineStart]! : 0;
+    if (first < 0x41 || first > 0x5a) throw protocolError('not a reply line', this.line(lineStart, lineEnd));
+  }
+
+  private errorKeyword(lineStart: number, lineEnd: number): ReturnType<typeof errorKeywordAt> {
+    // Error lines are short: decode at most the keyword and the character after it.
+    const first = lineStart < lineEnd ? this.buf[lineStart] : 0;
+    if (first !== 0x45 /* E */ && first !== 0x43 /* C */ && first !== 0x53 /* S */) return undefined;
+    const head = this.buf.toString('latin1', lineStart, Math.min(lineEnd, lineStart + 13));
+    return errorKeywordAt(head, 0, lineEnd - lineStart);
+  }
+
+  private isEnd(lineStart: number, lineEnd: number): boolean {
+    return (
+      lineEnd - lineStart === 3 &&
+      this.buf[lineStart] === 0x45 &&
+      this.buf[lineStart + 1] === 0x4e &&
+      this.buf[lineStart + 2] === 0x44
+    );
+  }
+
+  private startsWith(lineStart: number, lineEnd: number, ascii: string): boolean {
+    if (lineEnd - lineStart < ascii.length) return false;
+    for (let i = 0; i < ascii.length; i++) {
+      if (this.buf[lineStart + i] !== ascii.charCodeAt(i)) return false;
+    }
+    return true;
+  }
+
+  private line(lineStart: number, lineEnd: number): string {
+    return this.buf.toString('latin1', lineStart, Math.min(lineEnd, lineStart + 100));
+  }
+
+  /** Buffered bytes [from, to) of the current reply, clipped to what has arrived. */
+  private text(from: number, to: number): string {
+    return this.buf.toString('latin1', this.start + from, Math.min(this.end, this.start + to));
+  }
+}
+
+/** Decimal digits as a number, or -1 (also for undefined, empty, or more than 15 digits). */
+function decimal(token: string | undefined): number {
+  if (token === undefined || token.length === 0 || token.length > 15) return -1;
+  let value = 0;
+  for (let i = 0; i < token.length; i++) {
+    const digit = token.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}

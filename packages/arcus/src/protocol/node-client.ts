@@ -1,0 +1,152 @@
+/**
+ * The stats commands the exporters send to one cache node, parsed. One pipelined AsciiConnection
+ * per node; every method takes the scrape's absolute deadline.
+ */
+import { CachemonError, Errors } from '@cachemon/core';
+import { AsciiConnection, type AsciiConnectionOptions } from './connection.js';
+import {
+  parsePrefixItems,
+  parsePrefixOperations,
+  parseStats,
+  type PrefixItemStats,
+  type PrefixOperationStats,
+  type StatsReply,
+} from './parse.js';
+
+export type ArcusNodeClientOptions = AsciiConnectionOptions;
+
+/** A `stats prefixlist ...` command line, CRLF included, stays below this many bytes. */
+export const PREFIXLIST_MAX_LINE_BYTES = 2048;
+/**
+ * Names per `stats prefixlist ...` command. The server tokenizes a command line into at most 29
+ * tokens and silently ignores the rest of the line; 3 are `stats prefixlist item`, so 26 names fit.
+ * One fewer keeps a margin.
+ */
+export const PREFIXLIST_MAX_NAMES = 25;
+
+export class ArcusNodeClient {
+  readonly address: string;
+  /** The node's connection, shared with the QoS probes (runQosProbes). */
+  readonly connection: AsciiConnection;
+
+  /** @param address `host:port` or `[ipv6]:port`; throws CachemonError CONFIG_INVALID when malformed. */
+  constructor(address: string, options?: ArcusNodeClientOptions) {
+    this.connection = new AsciiConnection(address, options);
+    this.address = address;
+  }
+
+  /** See AsciiConnection.retryAt: skip the node until then after a failure. */
+  get retryAt(): number {
+    return this.connection.retryAt;
+  }
+
+  get lastError(): CachemonError | undefined {
+    return this.connection.lastError;
+  }
+
+  stats(deadline: number): Promise<StatsReply> {
+    return this.statsCommand('stats', deadline);
+  }
+
+  statsSettings(deadline: number): Promise<StatsReply> {
+    return this.statsCommand('stats settings', deadline);
+  }
+
+  /** ARCUS only; plain memcached answers ERROR (NODE_ERROR_REPLY). */
+  statsZookeeper(deadline: number): Promise<StatsReply> {
+    return this.statsCommand('stats zookeeper', deadline);
+  }
+
+  statsSlabs(deadline: number): Promise<StatsReply> {
+    return this.statsCommand('stats slabs', deadline);
+  }
+
+  /**
+   * Item counts and sizes per prefix. Without names: every prefix (`stats prefixes`), which fails
+   * with `CLIENT_ERROR invalid: too many prefixes` (see isTooManyPrefixes) beyond the server's
+   * max_stats_prefixes. With names: only those (`stats prefixlist item ...`, chunked); names the
+   * server does not hold are simply absent from the result. `<null>` names keys without a prefix.
+   */
+  async prefixItems(deadline: number, names?: readonly string[]): Promise<PrefixItemStats[]> {
+    if (names === undefined) return parsePrefixItems(await this.multi('stats prefixes', deadline));
+    const replies = await this.multiAll(prefixListCommands('item', names), deadline);
+    return replies.flatMap(parsePrefixItems);
+  }
+
+  /**
+   * Operation counts per prefix (`stats detail dump`, or `stats prefixlist operation ...` for named
+   * prefixes). The server counts only while detail is on (`stats detail on` or the `-D` flag).
+   */
+  async prefixOperations(deadline: number, names?: readonly string[]): Promise<PrefixOperationStats[]> {
+    if (names === undefined) return parsePrefixOperations(await this.multi('stats detail dump', deadline));
+    const replies = await this.multiAll(prefixListCommands('operation', names), deadline);
+    return replies.flatMap(parsePrefixOperations);
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  private async statsCommand(command: string, deadline: number): Promise<StatsReply> {
+    return parseStats(await this.multi(command, deadline));
+  }
+
+  private multi(command: string, deadline: number): Promise<string> {
+    return this.connection.request(command, { deadline, reply: 'multi' });
+  }
+
+  /** Pipelined: all commands are written at once, replies come back in order. */
+  private multiAll(commands: string[], deadline: number): Promise<string[]> {
+    return Promise.all(commands.map((command) => this.multi(command, deadline)));
+  }
+}
+
+/**
+ * `stats prefixlist <item|operation> <names...>` command lines for `names`, in order, each within
+ * PREFIXLIST_MAX_NAMES names and PREFIXLIST_MAX_LINE_BYTES bytes. Every name is validated first
+ * (validatePrefixName), so nothing is sent when one is bad. Pure; exported for tests.
+ */
+export function prefixListCommands(subcommand: 'item' | 'operation', names: readonly string[]): string[] {
+  for (const name of names) validatePrefixName(name);
+  const head = `stats prefixlist ${subcommand}`;
+  const budget = PREFIXLIST_MAX_LINE_BYTES - 2 - 1; // CRLF, and "below" the limit
+  const commands: string[] = [];
+  let line = head;
+  let bytes = head.length;
+  let count = 0;
+  for (const name of names) {
+    const nameBytes = Buffer.byteLength(name, 'utf8') + 1; // with its leading space
+    if (head.length + nameBytes > budget) {
+      throw new CachemonError(Errors.CONFIG_INVALID, `prefix name too long for one command: ${JSON.stringify(name.slice(0, 80))}`, {
+        details: { prefix: name },
+      });
+    }
+    if (count === PREFIXLIST_MAX_NAMES || bytes + nameBytes > budget) {
+      commands.push(line);
+      line = head;
+      bytes = head.length;
+      count = 0;
+    }
+    line += ` ${name}`;
+    bytes += nameBytes;
+    count++;
+  }
+  if (count > 0) commands.push(line);
+  return commands;
+}
+
+/**
+ * Throws CachemonError CONFIG_INVALID unless `name` can be sent as one command token: non-empty,
+ * no whitespace (any Unicode space), no control characters. Names come from configuration; this is
+ * what keeps them from smuggling a second command onto the line.
+ */
+export function validatePrefixName(name: string): void {
+  if (typeof name !== 'string' || name.length === 0 || UNSAFE_IN_NAME.test(name)) {
+    throw new CachemonError(Errors.CONFIG_INVALID, `invalid prefix name ${JSON.stringify(String(name).slice(0, 80))}: empty, or holds whitespace or control characters`, {
+      details: { prefix: name },
+    });
+  }
+}
+
+/** Whitespace, control, format and lone surrogate characters (\s covers every Unicode space). */
+const UNSAFE_IN_NAME = /[\s\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;

@@ -1,0 +1,259 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { CachemonError, Errors } from '@cachemon/core';
+import { AsciiConnection, parseStats } from '../../src/protocol/index.js';
+import { fakeServer, freePort, onLines, sample, type FakeServer } from './fixtures.js';
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function serve(onConnection: (socket: Socket, index: number) => void, listenOn?: { host?: string; port?: number }): Promise<FakeServer> {
+  const server = await fakeServer(onConnection, listenOn);
+  cleanups.push(() => server.close());
+  return server;
+}
+
+function connection(address: string, options?: ConstructorParameters<typeof AsciiConnection>[1]): AsciiConnection {
+  const conn = new AsciiConnection(address, options);
+  cleanups.push(() => conn.close());
+  return conn;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<CachemonError> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof CachemonError, `expected CachemonError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('expected a rejection');
+}
+
+const soon = (ms = 2000): number => Date.now() + ms;
+const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves once the client has closed its end of `socket` (read on: EOF is only seen after the data). */
+const closed = (socket: Socket): Promise<void> =>
+  new Promise((resolve) => {
+    if (socket.destroyed) return resolve();
+    socket.once('close', () => resolve());
+    socket.resume();
+  });
+
+describe('AsciiConnection framing over a socket', () => {
+  it('reassembles a stats reply the server sends one byte per write', async () => {
+    const stats = sample('01-stats.raw');
+    const server = await serve((socket) =>
+      onLines(socket, async (line) => {
+        assert.equal(line, 'stats');
+        for (const byte of stats) {
+          socket.write(byte, 'latin1');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }),
+    );
+    const conn = connection(server.address);
+    const reply = await conn.request('stats', { deadline: soon(5000), reply: 'multi' });
+    assert.equal(reply, stats);
+    assert.equal(parseStats(reply).length, 152);
+    assert.equal(conn.connected, true);
+  });
+
+  it('pipelines: requests of one tick leave in one segment, replies resolve in order', async () => {
+    const firstChunks: string[] = [];
+    const server = await serve((socket) => {
+      socket.setEncoding('latin1');
+      socket.once('data', (chunk: string) => {
+        firstChunks.push(chunk);
+        // Answer all three at once, in one write: the framer must split them.
+        socket.write('VALUE k 0 1\r\nx\r\nEND\r\nSTAT a 1\r\nEND\r\nSTORED\r\n');
+      });
+    });
+    const conn = connection(server.address);
+    const [get, stats, set] = await Promise.all([
+      conn.request('get k', { deadline: soon(), reply: 'value' }),
+      conn.request('stats', { deadline: soon(), reply: 'multi' }),
+      conn.request('set k 0 0 1\r\nx', { deadline: soon(), reply: 'line' }),
+    ]);
+    assert.equal(get, 'VALUE k 0 1\r\nx\r\nEND\r\n');
+    assert.equal(stats, 'STAT a 1\r\nEND\r\n');
+    assert.equal(set, 'STORED\r\n');
+    assert.deepEqual(firstChunks, ['get k\r\nstats\r\nset k 0 0 1\r\nx\r\n']);
+    assert.equal(conn.pendingCount, 0);
+  });
+
+  it('keeps one connection across many sequential and concurrent requests', async () => {
+    const server = await serve((socket) => onLines(socket, (line) => socket.write(`${line.toUpperCase()}\r\n`)));
+    const conn = connection(server.address);
+    for (let i = 0; i < 20; i++) assert.equal(await conn.request(`ok${i}`, { deadline: soon(), reply: 'line' }), `OK${i}\r\n`);
+    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => conn.request(`n${i}`, { deadline: soon(), reply: 'line' })));
+    assert.deepEqual(replies, Array.from({ length: 200 }, (_, i) => `N${i}\r\n`));
+    assert.equal(server.sockets.length, 1);
+  });
+
+  it('swallows the reply memcached gives to the data line of an unknown command', async () => {
+    // Like plain memcached: every line is a command, unknown ones get ERROR.
+    const server = await serve((socket) => onLines(socket, (line) => socket.write(line === 'version' ? 'VERSION 1.6.18\r\n' : 'ERROR\r\n')));
+    const conn = connection(server.address);
+    const [insert, version] = await Promise.all([
+      conn.request('lop insert k 0 4 create 0 3 10\r\nDATA', { deadline: soon(), reply: 'line' }),
+      conn.request('version', { deadline: soon(), reply: 'line' }),
+    ]);
+    assert.equal(insert, 'ERROR\r\n');
+    assert.equal(version, 'VERSION 1.6.18\r\n');
+    await tick(20);
+    assert.equal(conn.connected, true);
+    assert.equal(conn.lastError, undefined);
+  });
+
+  it('works over IPv6 loopback', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.end('OK\r\n')), { host: '::1' });
+    const conn = connection(server.address);
+    assert.equal(conn.address, `[::1]:${server.port}`);
+    assert.equal(await conn.request('stats detail on', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+  });
+
+  it('refuses malformed commands without sending anything', async () => {
+    const server = await serve(() => {});
+    const conn = connection(server.address);
+    for (const command of ['', 'stats\r\n', 'get a\nget b', 'get a\rb']) {
+      const err = await rejection(conn.request(command, { deadline: soon(), reply: 'line' }));
+      assert.equal(err.code, Errors.INTERNAL.code);
+    }
+    await tick(20);
+    assert.equal(server.sockets.length, 0);
+  });
+});
+
+describe('AsciiConnection failures', () => {
+  it('deadline passed: NODE_TIMEOUT within 50 ms, socket destroyed, all pending rejected, next request reconnects', async () => {
+    const server = await serve((socket, index) => {
+      // The first connection never answers; later ones do.
+      if (index > 0) onLines(socket, () => socket.write('OK\r\n'));
+    });
+    const conn = connection(server.address);
+    const deadline = Date.now() + 200;
+    const first = conn.request('stats', { deadline, reply: 'multi' });
+    const second = conn.request('stats settings', { deadline: deadline + 5000, reply: 'multi' });
+    const err = await rejection(first);
+    const late = Date.now() - deadline;
+    assert.equal(err.code, Errors.NODE_TIMEOUT.code);
+    assert.ok(late >= 0 && late < 50, `rejected ${late} ms after the deadline`);
+    assert.ok(err.message.includes('"stats"') && err.message.includes(server.address), err.message);
+    const behind = await rejection(second);
+    assert.equal(behind.code, Errors.NODE_TIMEOUT.code);
+    assert.ok(behind.message.includes('abandoned'), behind.message);
+    assert.equal(conn.connected, false);
+    assert.ok(conn.retryAt > Date.now(), 'a failure pushes retryAt out');
+    assert.equal(conn.lastError?.code, Errors.NODE_TIMEOUT.code);
+    await closed(server.sockets[0]!);
+
+    assert.equal(await conn.request('stats detail on', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+    assert.equal(server.sockets.length, 2);
+    assert.equal(conn.retryAt, 0, 'a reply resets the backoff');
+    assert.equal(conn.lastError, undefined);
+  });
+
+  it('a deadline already past rejects at once without dialling', async () => {
+    const server = await serve(() => {});
+    const conn = connection(server.address);
+    const err = await rejection(conn.request('stats', { deadline: Date.now() - 1, reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_TIMEOUT.code);
+    await tick(20);
+    assert.equal(server.sockets.length, 0);
+    assert.equal(conn.retryAt, 0, 'nothing was tried, so nothing failed');
+  });
+
+  it('peer closes with requests pending: NODE_CLOSED', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.destroy()));
+    const conn = connection(server.address);
+    const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_CLOSED.code);
+    assert.ok(conn.retryAt > 0);
+  });
+
+  it('peer closes mid-reply: NODE_CLOSED, the partial reply is dropped', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.end('STAT pid 1\r\nSTAT upt')));
+    const conn = connection(server.address);
+    const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_CLOSED.code);
+  });
+
+  it('peer closes an idle connection: not a failure, the next request just reconnects', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.end('OK\r\n')));
+    const conn = connection(server.address);
+    assert.equal(await conn.request('a', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+    await closed(server.sockets[0]!);
+    await tick(20);
+    assert.equal(conn.connected, false);
+    assert.equal(conn.retryAt, 0);
+    assert.equal(await conn.request('b', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+    assert.equal(server.sockets.length, 2);
+  });
+
+  it('garbage: NODE_PROTOCOL naming the bytes, and the socket is closed', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.write(Buffer.from([0, 0xff, 0x13, 0x37, 13, 10]))));
+    const conn = connection(server.address);
+    const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_PROTOCOL.code);
+    assert.ok(err.message.includes('not a reply line'), err.message);
+    await closed(server.sockets[0]!);
+    assert.equal(conn.connected, false);
+  });
+
+  it('oversize reply: NODE_PROTOCOL and close, before the reply is complete', async () => {
+    const stats = sample('01-stats.raw');
+    const server = await serve((socket) => onLines(socket, () => socket.write(stats.slice(0, 2000))));
+    const conn = connection(server.address, { maxReplyBytes: 1024 });
+    const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_PROTOCOL.code);
+    assert.ok(err.message.includes('larger than 1024 bytes'), err.message);
+    await closed(server.sockets[0]!);
+  });
+
+  it('bytes nobody asked for: the answered request resolves, then NODE_PROTOCOL and close', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.write('OK\r\nOK\r\n')));
+    const conn = connection(server.address);
+    assert.equal(await conn.request('stats detail on', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+    await closed(server.sockets[0]!);
+    assert.equal(conn.connected, false);
+    assert.equal(conn.lastError?.code, Errors.NODE_PROTOCOL.code);
+  });
+
+  it('connect refused: NODE_UNREACHABLE; retryAt follows the backoff and resets on success', async () => {
+    const port = await freePort();
+    const conn = connection(`127.0.0.1:${port}`, { backoff: { random: () => 0.5 } });
+    const before = Date.now();
+    const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.equal(err.code, Errors.NODE_UNREACHABLE.code);
+    assert.equal(err.details?.['errno'], 'ECONNREFUSED');
+    assert.ok(conn.retryAt >= before + 100 && conn.retryAt <= Date.now() + 100, `retryAt ${conn.retryAt - before} ms ahead`);
+
+    const again = Date.now();
+    await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.ok(conn.retryAt >= again + 200 && conn.retryAt <= Date.now() + 200, `retryAt ${conn.retryAt - again} ms ahead`);
+    const third = Date.now();
+    await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
+    assert.ok(conn.retryAt >= third + 400 && conn.retryAt <= Date.now() + 400);
+
+    // The node comes back on the same port.
+    await serve((socket) => onLines(socket, () => socket.write('OK\r\n')), { port });
+    assert.equal(await conn.request('stats detail on', { deadline: soon(), reply: 'line' }), 'OK\r\n');
+    assert.equal(conn.retryAt, 0);
+    assert.equal(conn.lastError, undefined);
+  });
+
+  it('close(): pending requests get NODE_CLOSED, later ones are refused', async () => {
+    const server = await serve(() => {});
+    const conn = connection(server.address);
+    const pending = conn.request('stats', { deadline: soon(), reply: 'multi' });
+    await tick(20);
+    conn.close();
+    assert.equal((await rejection(pending)).code, Errors.NODE_CLOSED.code);
+    assert.equal((await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }))).code, Errors.NODE_CLOSED.code);
+    await closed(server.sockets[0]!);
+    assert.equal(server.sockets.length, 1);
+  });
+});

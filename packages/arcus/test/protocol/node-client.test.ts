@@ -1,0 +1,142 @@
+/**
+ * ArcusNodeClient against a fake ARCUS 1.15.0 answering with the captured replies.
+ */
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { CachemonError, Errors } from '@cachemon/core';
+import { ArcusNodeClient, isTooManyPrefixes, parseStats } from '../../src/protocol/index.js';
+import { fakeServer, onLines, sample, type FakeServer } from './fixtures.js';
+
+const TOO_MANY = 'CLIENT_ERROR invalid: too many prefixes\r\n';
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** Replies by command; `stats prefixlist` lines are built from sample 37 / 36 for the names asked. */
+async function fakeArcus(options: { tooManyPrefixes?: boolean } = {}): Promise<FakeServer & { received: string[]; segments: string[] }> {
+  const received: string[] = [];
+  const segments: string[] = [];
+  const itemLines = sample('37-stats-prefixes-after.raw').split('\r\n').filter((l) => l.startsWith('PREFIX '));
+  const operationLines = sample('36-stats-detail-dump.raw').split('\r\n').filter((l) => l.startsWith('PREFIX '));
+  const lineFor = (lines: string[], name: string): string[] => lines.filter((l) => l.split(' ')[1] === name).map((l) => `${l}\r\n`);
+  const server = await fakeServer((socket) => {
+    socket.on('data', (chunk: Buffer) => segments.push(chunk.toString('latin1')));
+    onLines(socket, (command) => {
+      received.push(command);
+      const words = command.split(' ');
+      let reply: string;
+      if (command === 'stats') reply = sample('01-stats.raw');
+      else if (command === 'stats settings') reply = sample('02-stats-settings.raw');
+      else if (command === 'stats slabs') reply = sample('03-stats-slabs.raw');
+      else if (command === 'stats zookeeper') reply = sample('04-stats-zookeeper.raw');
+      else if (command === 'stats prefixes') reply = options.tooManyPrefixes ? TOO_MANY : sample('37-stats-prefixes-after.raw');
+      else if (command === 'stats detail dump') reply = options.tooManyPrefixes ? TOO_MANY : sample('36-stats-detail-dump.raw');
+      else if (command.startsWith('stats prefixlist item ')) reply = `${words.slice(3).flatMap((n) => lineFor(itemLines, n)).join('')}END\r\n`;
+      else if (command.startsWith('stats prefixlist operation ')) reply = `${words.slice(3).flatMap((n) => lineFor(operationLines, n)).join('')}END\r\n`;
+      else reply = 'ERROR no matching command\r\n';
+      socket.write(reply, 'latin1');
+    });
+  });
+  cleanups.push(() => server.close());
+  return Object.assign(server, { received, segments });
+}
+
+function client(address: string): ArcusNodeClient {
+  const c = new ArcusNodeClient(address);
+  cleanups.push(() => c.close());
+  return c;
+}
+
+const soon = (): number => Date.now() + 5000;
+
+describe('ArcusNodeClient against captured ARCUS replies', () => {
+  it('stats, stats settings, stats zookeeper, stats slabs', async () => {
+    const server = await fakeArcus();
+    const node = client(server.address);
+    assert.equal(node.address, server.address);
+    const [stats, settings, zookeeper, slabs] = await Promise.all([
+      node.stats(soon()),
+      node.statsSettings(soon()),
+      node.statsZookeeper(soon()),
+      node.statsSlabs(soon()),
+    ]);
+    assert.deepEqual(stats, parseStats(sample('01-stats.raw')));
+    assert.equal(settings.find(([n]) => n === 'logger')?.[1], 'standard error');
+    assert.deepEqual(zookeeper.at(-1), ['zk_ready', 'true']);
+    assert.equal(slabs.length, 27);
+    assert.deepEqual(server.received, ['stats', 'stats settings', 'stats zookeeper', 'stats slabs']);
+    assert.equal(server.sockets.length, 1);
+  });
+
+  it('all prefixes: stats prefixes and stats detail dump', async () => {
+    const server = await fakeArcus();
+    const node = client(server.address);
+    const items = await node.prefixItems(soon());
+    assert.deepEqual(
+      items.map((i) => [i.prefix, i.fields['itm']]),
+      [
+        ['<null>', 1],
+        ['app', 3],
+        ['arcus', 1],
+        ['user', 2],
+      ],
+    );
+    const operations = await node.prefixOperations(soon());
+    assert.deepEqual(
+      operations.map((o) => [o.prefix, o.counts['get']]),
+      [
+        ['app', 5],
+        ['arcus', 0],
+        ['user', 3],
+        ['<null>', 2],
+      ],
+    );
+    assert.deepEqual(server.received, ['stats prefixes', 'stats detail dump']);
+  });
+
+  it('too many prefixes: recognisable, and named prefixes still work', async () => {
+    const server = await fakeArcus({ tooManyPrefixes: true });
+    const node = client(server.address);
+    let refused: unknown;
+    await node.prefixItems(soon()).catch((err: unknown) => (refused = err));
+    assert.ok(refused instanceof CachemonError && refused.code === Errors.NODE_ERROR_REPLY.code);
+    assert.equal(isTooManyPrefixes(refused), true);
+    let refusedOps: unknown;
+    await node.prefixOperations(soon()).catch((err: unknown) => (refusedOps = err));
+    assert.equal(isTooManyPrefixes(refusedOps), true);
+
+    const items = await node.prefixItems(soon(), ['app', 'user']);
+    assert.deepEqual(items.map((i) => i.prefix), ['app', 'user']);
+    assert.equal(items[0]!.created, '20261121133215');
+    const operations = await node.prefixOperations(soon(), ['app']);
+    assert.equal(operations[0]!.counts['bgs'], 2);
+    assert.deepEqual(server.received.slice(2), ['stats prefixlist item app user', 'stats prefixlist operation app']);
+    assert.equal(node.connection.connected, true, 'an error reply does not cost the connection');
+  });
+
+  it('long name lists: chunked, pipelined in one segment, results in the order asked', async () => {
+    const server = await fakeArcus();
+    const node = client(server.address);
+    const names = [...Array.from({ length: 30 }, (_, i) => `absent${i}`), 'user', ...Array.from({ length: 30 }, (_, i) => `gone${i}`), 'app', '<null>'];
+    const items = await node.prefixItems(soon(), names);
+    assert.deepEqual(items.map((i) => i.prefix), ['user', 'app', '<null>']);
+    assert.equal(server.received.length, 3);
+    assert.deepEqual(server.received.flatMap((c) => c.split(' ').slice(3)), names);
+    assert.equal(server.segments.length, 1, 'all chunks leave together');
+    assert.deepEqual(await node.prefixItems(soon(), []), []);
+    assert.equal(server.received.length, 3, 'an empty list sends nothing');
+  });
+
+  it('a bad name rejects the call and sends nothing', async () => {
+    const server = await fakeArcus();
+    const node = client(server.address);
+    let err: unknown;
+    await node.prefixOperations(soon(), ['app', 'evil\r\nflush_all']).catch((e: unknown) => (err = e));
+    assert.ok(err instanceof CachemonError && err.code === Errors.CONFIG_INVALID.code);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(server.received, []);
+    assert.equal(server.sockets.length, 0);
+  });
+});

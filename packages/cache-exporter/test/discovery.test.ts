@@ -1,0 +1,196 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ArcusDouble, ArcusZk, startMemcached, startZooKeeper } from '@cachemon/testkit';
+import type { Memcached, NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
+import { eventually, select, startExporter, valueOf } from './support/exporter.js';
+import type { RunningExporter } from './support/exporter.js';
+
+/**
+ * The exporter as operators run it (bin/cache-exporter and a config file) against a real
+ * ZooKeeper holding the ARCUS layout, with ARCUS test doubles and a real memcached registered
+ * as nodes.
+ */
+describe('cache exporter discovery and collection', () => {
+  let zk: ZooKeeperServer;
+  let arcus: ArcusZk;
+  let doubleA: ArcusDouble;
+  let doubleB: ArcusDouble;
+  let memcached: Memcached;
+  let memcachedRegistration: NodeRegistration;
+  let exporter: RunningExporter;
+
+  before(async () => {
+    zk = await startZooKeeper();
+    arcus = await ArcusZk.connect(zk.address);
+    await arcus.createServiceCode('test');
+    await arcus.createServiceCode('demo');
+    doubleA = await ArcusDouble.start();
+    doubleB = await ArcusDouble.start();
+    memcached = await startMemcached();
+    await arcus.mapServer(doubleA.address, 'test');
+    await arcus.mapServer(doubleB.address, 'demo');
+    await arcus.mapServer(memcached.address, 'test');
+    await doubleA.register(arcus);
+    await doubleB.register(arcus);
+    memcachedRegistration = await arcus.registerNode(memcached.address, 'test');
+    doubleA.populate([{ key: 'app:k1' }, { key: 'app:list', type: 'list' }, { key: 'user:k2' }, { key: 'nokey' }]);
+    // A real server's first heartbeat (set arcus:zk-ping) comes one period after it registers.
+    await doubleA.heartbeat();
+    exporter = await startExporter({ ensembleByName: { zk1: [zk.address] } });
+  });
+
+  after(async () => {
+    await exporter?.stop();
+    await memcachedRegistration?.unregister();
+    await doubleA?.stop();
+    await doubleB?.stop();
+    await memcached?.stop();
+    await arcus?.close();
+    await zk?.stop();
+  });
+
+  test('every registered node of every service code is collected with its labels', async () => {
+    const { samples } = await exporter.scrape();
+    const up = select(samples, 'arcus_up');
+    assert.deepEqual(
+      up.map((s) => [s.labels['service_code'], s.labels['node'], s.labels['hostname'], s.labels['ensemble'], s.value]).sort(),
+      [
+        ['demo', doubleB.address, 'localhost', 'zk1', 1],
+        ['test', doubleA.address, 'localhost', 'zk1', 1],
+        ['test', memcached.address, 'localhost', 'zk1', 1],
+      ].sort(),
+    );
+    for (const s of samples) {
+      assert.equal(s.labels['job'], undefined);
+      assert.equal(s.labels['instance'], undefined);
+    }
+    // The double counts real commands: the exporter's own stats requests included.
+    assert.ok((valueOf(samples, 'arcus_commands_total', { node: doubleA.address, command: 'get' }) ?? -1) >= 0);
+    assert.equal(valueOf(samples, 'arcus_items', { node: doubleA.address }), 4 + 1 /* heartbeat key */);
+    assert.equal(valueOf(samples, 'arcus_version_info', { node: doubleA.address, version: '1.15.0' }), 1);
+    assert.ok((valueOf(samples, 'arcus_commands_total', { node: memcached.address, command: 'get' }) ?? -1) >= 0);
+    assert.equal(valueOf(samples, 'arcus_zookeeper_connected', { node: doubleA.address }), 1);
+    assert.equal(valueOf(samples, 'cachemon_zookeeper_connected'), 1);
+    assert.equal(valueOf(samples, 'cachemon_topology_nodes', { state: 'live' }), 3);
+  });
+
+  test('kv QoS probes are measured for every live node', async () => {
+    const samples = await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      for (const node of [doubleA.address, memcached.address]) {
+        assert.equal(valueOf(samples, 'arcus_qos_success', { node, probe: 'kv_set' }), 1, node);
+        assert.equal(valueOf(samples, 'arcus_qos_success', { node, probe: 'kv_get' }), 1, node);
+      }
+      return samples;
+    });
+    const latency = valueOf(samples, 'arcus_qos_latency_seconds', { node: doubleA.address, probe: 'kv_get' })!;
+    assert.ok(latency > 0 && latency < 1, `latency ${latency}`);
+    assert.equal(select(samples, 'arcus_qos_success', { probe: 'lop_insert' }).length, 0, 'simpleQos defaults to kv only');
+  });
+
+  test('a node that joins is collected and one that leaves is dropped, without restart', async () => {
+    const joiner = await ArcusDouble.start();
+    try {
+      await arcus.mapServer(joiner.address, 'demo');
+      const registration = await joiner.register(arcus);
+      await eventually(async () => {
+        const { samples } = await exporter.scrape();
+        assert.equal(valueOf(samples, 'arcus_up', { node: joiner.address, service_code: 'demo' }), 1);
+      });
+      await registration.unregister();
+      await arcus.unmapServer(joiner.address);
+      await eventually(async () => {
+        const { samples } = await exporter.scrape();
+        assert.equal(select(samples, 'arcus_up', { node: joiner.address }).length, 0);
+      });
+    } finally {
+      await joiner.stop();
+    }
+  });
+
+  test('a mapped node with no live registration is reported down', async () => {
+    await memcachedRegistration.unregister();
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 0);
+      assert.equal(valueOf(samples, 'arcus_node_registered', { node: memcached.address }), 0);
+      assert.equal(valueOf(samples, 'arcus_node_last_error_info', { node: memcached.address, reason: 'not_registered' }), 1);
+      // The hostname it registered with is kept, so the series keeps its identity.
+      assert.equal(select(samples, 'arcus_up', { node: memcached.address })[0]?.labels['hostname'], 'localhost');
+    });
+    memcachedRegistration = await arcus.registerNode(memcached.address, 'test');
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
+    });
+  });
+
+  test('a hung node costs only its own arcus_up and the scrape keeps its deadline', async () => {
+    doubleB.setBehavior('hang');
+    try {
+      const { samples, ms } = await exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
+      assert.ok(ms < 1500, `scrape took ${ms} ms with a 1 s scrape timeout`);
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleB.address }), 0);
+      assert.equal(valueOf(samples, 'arcus_node_last_error_info', { node: doubleB.address, reason: 'timeout' }), 1);
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleA.address }), 1);
+      assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
+    } finally {
+      doubleB.setBehavior('normal');
+    }
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleB.address }), 1);
+    });
+  });
+
+  test('concurrent scrapes share one collection', async () => {
+    doubleB.setBehavior('hang');
+    try {
+      const results = await Promise.all(
+        [1, 2, 3].map(() => exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' })),
+      );
+      for (const r of results) assert.equal(valueOf(r.samples, 'arcus_up', { node: doubleA.address }), 1);
+      const last = results.at(-1)!.samples;
+      const shared = select(last, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+      assert.ok(shared >= 2, `shared scrapes: ${shared}`);
+    } finally {
+      doubleB.setBehavior('normal');
+    }
+  });
+
+  test('a node answering garbage is down, the others are not', async () => {
+    doubleB.setBehavior('garbage');
+    try {
+      const { samples } = await exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleB.address }), 0);
+      const reason = select(samples, 'arcus_node_last_error_info', { node: doubleB.address })[0]?.labels['reason'];
+      assert.ok(reason === 'protocol' || reason === 'timeout', `reason ${reason}`);
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleA.address }), 1);
+    } finally {
+      doubleB.setBehavior('normal');
+    }
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: doubleB.address }), 1);
+    });
+  });
+
+  test('a killed node is down while still registered', async () => {
+    await memcached.kill();
+    try {
+      await eventually(async () => {
+        const { samples } = await exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
+        assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 0);
+        assert.equal(valueOf(samples, 'arcus_node_registered', { node: memcached.address }), 1);
+        const reason = select(samples, 'arcus_node_last_error_info', { node: memcached.address })[0]?.labels['reason'];
+        assert.ok(['unreachable', 'closed', 'backoff'].includes(reason ?? ''), `reason ${reason}`);
+      });
+    } finally {
+      await memcached.start();
+    }
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
+    }, { timeoutMs: 40_000 });
+  });
+});

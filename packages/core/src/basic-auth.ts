@@ -1,0 +1,44 @@
+/**
+ * HTTP basic auth against bcrypt hashes, as exporter-toolkit does it. bcrypt costs tens of
+ * milliseconds by design and the store scrapes every 5 s, so a verified (user, password) pair is
+ * remembered, keyed by a SHA-256 of the attempt so no password is kept in memory.
+ */
+import { createHash } from 'node:crypto';
+import bcrypt from 'bcryptjs';
+
+export interface BasicCredentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** Hash compared against for unknown users, so their answer takes as long as a known user's. */
+const DUMMY_HASH = '$2b$10$6pjmlsDfGcKYnCIz0npOr.Q2GKyA.ZjKr3/4gNMIROcVu5/9odhve';
+
+/** Bounds memory if someone sprays distinct valid-looking attempts; far above any real user count. */
+const MAX_CACHED = 1024;
+
+export function parseBasicAuthorization(header: string | undefined): BasicCredentials | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header);
+  if (match === null) return undefined;
+  const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon === -1) return undefined;
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+export type BasicAuthVerifier = (credentials: BasicCredentials) => Promise<boolean>;
+
+export function createBasicAuthVerifier(users: ReadonlyMap<string, string>): BasicAuthVerifier {
+  const verified = new Set<string>();
+  return async ({ username, password }) => {
+    const hash = users.get(username);
+    const key = createHash('sha256').update(`${username}\0${password}\0${hash ?? ''}`).digest('base64');
+    if (hash !== undefined && verified.has(key)) return true;
+    const ok = await bcrypt.compare(password, hash ?? DUMMY_HASH);
+    if (!ok || hash === undefined) return false;
+    if (verified.size >= MAX_CACHED) verified.clear();
+    verified.add(key);
+    return true;
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The one config loader: JSON with comments read from a file, checked against a strict zod schema,
+ * every problem reported as `<file>: <key.path>: <reason>` so an operator can fix them all in one go.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import type { z } from 'zod';
+import { CachemonError, Errors, errorMessage, type ErrorDefinition } from './errors.js';
+
+export interface ConfigIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface ValidateOptions {
+  /** Error raised on failure; web config files use their own code. */
+  readonly error?: ErrorDefinition;
+}
+
+const IDENTIFIER_SAFE = /^[^.[\]\s"']+$/;
+
+/** `ensembleByName.zk1[0]`; keys that would read ambiguously are quoted: `headers["a.b"]`. */
+export function formatKeyPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (typeof key === 'symbol') out += `[${key.toString()}]`;
+    else if (IDENTIFIER_SAFE.test(key)) out += out === '' ? key : `.${key}`;
+    else out += `[${JSON.stringify(key)}]`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+/** Reads the file's text; the reason drops Node's repeated path so the message names the file once. */
+export function readConfigText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const reason = errorMessage(err).replace(/, \w+ '.*'$/, '');
+    throw new CachemonError(Errors.CONFIG_UNREADABLE, `${file}: cannot read config file: ${reason}`, { cause: err });
+  }
+}
+
+function lineAndColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+const PARSE_ERROR_TEXT: Readonly<Record<string, string>> = {
+  InvalidSymbol: 'invalid character',
+  InvalidNumberFormat: 'invalid number',
+  PropertyNameExpected: 'expected a property name in double quotes',
+  ValueExpected: 'expected a value',
+  ColonExpected: 'expected ":"',
+  CommaExpected: 'expected "," between entries',
+  CloseBraceExpected: 'expected "}"',
+  CloseBracketExpected: 'expected "]"',
+  EndOfFileExpected: 'unexpected text after the end of the document',
+  InvalidCommentToken: 'invalid comment',
+  UnexpectedEndOfComment: 'comment is not closed',
+  UnexpectedEndOfString: 'string is not closed',
+  UnexpectedEndOfNumber: 'number is cut short',
+  InvalidUnicode: 'invalid unicode escape',
+  InvalidEscapeCharacter: 'invalid escape character',
+  InvalidCharacter: 'invalid character in string',
+};
+
+/** Parses JSON that may carry comments and trailing commas, as the shipped example configs do. */
+export function parseJsonWithComments(source: string, text: string): unknown {
+  if (text.trim() === '') {
+    throw new CachemonError(Errors.CONFIG_INVALID, `${source}:1:1: the file is empty (expected a JSON object)`);
+  }
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const first = errors[0];
+  if (first !== undefined) {
+    const { line, column } = lineAndColumn(text, first.offset);
+    const name = printParseErrorCode(first.error);
+    const what = PARSE_ERROR_TEXT[name] ?? name;
+    throw new CachemonError(Errors.CONFIG_INVALID, `${source}:${line}:${column}: ${what}`, {
+      details: { line, column },
+    });
+  }
+  if (value === undefined) {
+    throw new CachemonError(Errors.CONFIG_INVALID, `${source}:1:1: no JSON value (only comments?)`);
+  }
+  return value;
+}
+
+/** Zod reports an absent key as "expected string, received undefined"; operators need "missing". */
+function missingKeyMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `missing (expected ${issue.expected})`;
+  return undefined;
+}
+
+/** One entry per problem; an object with several unknown keys yields one entry per key. */
+export function configIssues(issues: ReadonlyArray<z.core.$ZodIssue>): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: formatKeyPath([...issue.path, key]), message: 'unknown key' });
+    } else if (issue.code === 'invalid_key') {
+      // A record key failed its own schema: its inner messages say why, the path ends at the key.
+      const reasons = issue.issues.map((inner) => inner.message).join('; ');
+      out.push({ path: formatKeyPath(issue.path), message: `invalid key: ${reasons}` });
+    } else {
+      out.push({ path: formatKeyPath(issue.path), message: issue.message });
+    }
+  }
+  return out;
+}
+
+/** Validates an already-parsed value; `source` names it in messages (a file, a flag, an endpoint). */
+export function validateConfig<T>(
+  source: string,
+  raw: unknown,
+  schema: z.ZodType<T>,
+  options: ValidateOptions = {},
+): T {
+  const result = schema.safeParse(raw, { error: missingKeyMessage });
+  if (result.success) return result.data;
+  const issues = configIssues(result.error.issues);
+  const message = issues.map((issue) => `${source}: ${issue.path}: ${issue.message}`).join('\n');
+  throw new CachemonError(options.error ?? Errors.CONFIG_INVALID, message, { details: { issues } });
+}
+
+/** Reads, parses and validates a JSON config file; throws CachemonError on any problem. */
+export function loadJsonConfig<T>(file: string, schema: z.ZodType<T>): T {
+  const raw = parseJsonWithComments(file, readConfigText(file));
+  return validateConfig(file, raw, schema);
+}

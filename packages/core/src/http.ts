@@ -1,0 +1,213 @@
+/**
+ * The one HTTP helper every daemon serves through: health and readiness endpoints, JSON error
+ * answers with coded errors, web-config TLS and basic auth, bounded bodies, graceful close.
+ */
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { createBasicAuthVerifier, parseBasicAuthorization } from './basic-auth.js';
+import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.js';
+import { formatHostPort, parseListenAddress } from './listen-address.js';
+import type { Logger } from './log.js';
+import { tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
+
+export interface HttpServerOptions {
+  /** Daemon name as operators know it; used in the health answers. */
+  readonly name: string;
+  readonly logger: Logger;
+  readonly webConfig?: WebConfig;
+  /** Largest accepted request body; default 1 MiB. */
+  readonly bodyLimitBytes?: number;
+}
+
+export interface BoundAddress {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+}
+
+export interface HttpServer {
+  readonly app: FastifyInstance;
+  setReady(ready: boolean): void;
+  listen(address: string): Promise<BoundAddress>;
+  close(): Promise<void>;
+}
+
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly body: { status: 'error'; code: string; error: string };
+}
+
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** How often close() sweeps connections that went idle after finishing their last request. */
+const CLOSE_SWEEP_MS = 50;
+const JSON_TYPE = 'application/json; charset=utf-8';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+function answer(status: number, code: string, error: string): ErrorAnswer {
+  return { status, body: { status: 'error', code, error } };
+}
+
+function isFastifyError(err: unknown): err is FastifyError {
+  return err instanceof Error && typeof (err as Partial<FastifyError>).statusCode === 'number';
+}
+
+/** Maps anything a handler or fastify throws to the JSON error answer. */
+export function toErrorAnswer(err: unknown): ErrorAnswer {
+  if (isCachemonError(err)) return { status: err.status, body: err.toJSON() };
+  if (isFastifyError(err)) {
+    const status = err.statusCode ?? 500;
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return answer(413, Errors.BODY_TOO_LARGE.code, err.message);
+    if (status === 415) return answer(415, Errors.UNSUPPORTED_MEDIA_TYPE.code, err.message);
+    if (status === 404) return answer(404, Errors.NOT_FOUND.code, err.message);
+    if (status === 401) return answer(401, Errors.UNAUTHORIZED.code, err.message);
+    if (status >= 400 && status < 500) return answer(status, Errors.BAD_REQUEST.code, err.message);
+  }
+  return answer(500, Errors.INTERNAL.code, `internal error: ${errorMessage(err)}`);
+}
+
+/**
+ * Client-certificate policies Node's TLS options cannot express (it either verifies or not):
+ * RequireAnyClientCert wants some certificate, VerifyClientCertIfGiven rejects an untrusted one.
+ */
+function checksClientCertInHttp(tls: TlsSettings | undefined): tls is TlsSettings {
+  return tls?.clientAuthType === 'RequireAnyClientCert' || tls?.clientAuthType === 'VerifyClientCertIfGiven';
+}
+
+function clientCertProblem(tls: TlsSettings, socket: TLSSocket): string | undefined {
+  const presented = Object.keys(socket.getPeerCertificate()).length > 0;
+  if (tls.clientAuthType === 'RequireAnyClientCert') return presented ? undefined : 'a client certificate is required';
+  if (presented && !socket.authorized) {
+    return `client certificate not trusted: ${String(socket.authorizationError ?? 'unknown reason')}`;
+  }
+  return undefined;
+}
+
+function installSecurityHooks(app: FastifyInstance, webConfig: WebConfig): void {
+  const headers = Object.entries(webConfig.headers);
+  if (headers.length > 0) {
+    app.addHook('onRequest', async (_request, reply) => {
+      for (const [name, value] of headers) reply.header(name, value);
+    });
+  }
+  const tls = webConfig.tls;
+  if (checksClientCertInHttp(tls)) {
+    app.addHook('onRequest', async (request) => {
+      const problem = clientCertProblem(tls, request.raw.socket as TLSSocket);
+      if (problem !== undefined) throw new CachemonError(Errors.FORBIDDEN, problem);
+    });
+  }
+  if (webConfig.basicAuthUsers.size > 0) {
+    const verify = createBasicAuthVerifier(webConfig.basicAuthUsers);
+    app.addHook('onRequest', async (request, reply) => {
+      const credentials = parseBasicAuthorization(request.headers.authorization);
+      if (credentials !== undefined && (await verify(credentials))) return;
+      reply.header('WWW-Authenticate', 'Basic');
+      const reason = credentials === undefined ? 'authentication required' : 'invalid username or password';
+      throw new CachemonError(Errors.UNAUTHORIZED, reason);
+    });
+  }
+}
+
+function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => boolean): void {
+  app.get('/-/healthy', async (_request, reply) => reply.type(TEXT_TYPE).send(`${name} is Healthy.\n`));
+  app.get('/-/ready', async (_request, reply) => {
+    if (!isReady()) throw new CachemonError(Errors.NOT_READY, `${name} is not ready.`);
+    return reply.type(TEXT_TYPE).send(`${name} is Ready.\n`);
+  });
+}
+
+function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body } = toErrorAnswer(err);
+    if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    return reply.code(status).type(JSON_TYPE).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? request.url;
+    const { status, body } = answer(404, Errors.NOT_FOUND.code, `no route for ${request.method} ${path}`);
+    return reply.code(status).type(JSON_TYPE).send(body);
+  });
+}
+
+/** A wildcard bind address is not something to connect to; the URL names loopback instead. */
+function urlHost(bound: string): string {
+  if (bound === '0.0.0.0') return '127.0.0.1';
+  if (bound === '::') return '::1';
+  return bound;
+}
+
+async function listenOn(app: FastifyInstance, address: string, scheme: string): Promise<BoundAddress> {
+  const { host, port } = parseListenAddress(address);
+  const fail = (err: unknown): CachemonError =>
+    new CachemonError(Errors.LISTEN_FAILED, `cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
+  try {
+    // ':port' means every interface; fastify would default to localhost, so name it, falling back
+    // to IPv4 on hosts without IPv6.
+    await app.listen({ host: host === '' ? '::' : host, port });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (host !== '' || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw fail(err);
+    await app.listen({ host: '0.0.0.0', port }).catch((retryErr: unknown) => {
+      throw fail(retryErr);
+    });
+  }
+  const bound = app.server.address() as AddressInfo;
+  const url = `${scheme}://${formatHostPort(urlHost(bound.address), bound.port)}`;
+  return { host: bound.address, port: bound.port, url };
+}
+
+export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
+  const { name, logger, webConfig } = options;
+  const tls = webConfig?.tls;
+  const app = Fastify({
+    loggerInstance: logger,
+    // A line per request at 5 s scrape intervals would drown what matters; errors are logged below.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    // Requests arriving on a kept-alive connection while closing are still served (with
+    // Connection: close) so every answer keeps our JSON error format; fastify's 503 would not.
+    return503OnClosing: false,
+    // Idle keep-alive sockets must not hold close() open; busy ones finish their request first.
+    forceCloseConnections: 'idle',
+    ...(tls === undefined ? {} : { https: tlsContextOptions(tls) }),
+  }) as unknown as FastifyInstance;
+
+  let ready = false;
+  let closing = false;
+  // A request in flight when close() starts would leave its connection open for fastify's 72 s
+  // keep-alive timeout; telling the client to close makes the socket go away with the answer.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
+  if (webConfig !== undefined) installSecurityHooks(app, webConfig);
+  installErrorHandlers(app);
+  installHealthRoutes(app, name, () => ready);
+
+  return {
+    app,
+    setReady(value: boolean): void {
+      ready = value;
+    },
+    listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https'),
+    close: async () => {
+      closing = true;
+      // Node closes idle connections once, when close starts; answers already on the wire when it
+      // started leave connections that go idle later, so keep sweeping until everything is closed.
+      const sweeper = setInterval(() => app.server.closeIdleConnections(), CLOSE_SWEEP_MS);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(sweeper);
+      }
+    },
+  };
+}
+
+export type { FastifyInstance, FastifyReply, FastifyRequest };

@@ -1,0 +1,89 @@
+/**
+ * Signal handling shared by the daemons: SIGHUP reloads, SIGTERM/SIGINT shut down gracefully,
+ * a second signal or a stuck shutdown forces the exit so an operator is never left waiting.
+ */
+import { errorMessage } from './errors.js';
+import type { Logger } from './log.js';
+
+export interface SignalHandlerOptions {
+  readonly logger: Logger;
+  readonly onReload?: () => Promise<void>;
+  readonly onShutdown: () => Promise<void>;
+  /** Default 10 s. */
+  readonly shutdownTimeoutMs?: number;
+  /** Default process.exit; tests pass their own. */
+  readonly exit?: (code: number) => void;
+}
+
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/**
+ * Reloads run one at a time; SIGHUPs arriving during a reload collapse into one more reload, so
+ * the last signal always sees the file as it is now.
+ */
+function createReloader(logger: Logger, onReload: () => Promise<void>): () => void {
+  let running = false;
+  let again = false;
+  const run = async (): Promise<void> => {
+    running = true;
+    do {
+      again = false;
+      try {
+        logger.info('reloading configuration (SIGHUP)');
+        await onReload();
+      } catch (err) {
+        logger.error({ err }, `reload failed: ${errorMessage(err)}`);
+      }
+    } while (again);
+    running = false;
+  };
+  return () => {
+    if (running) again = true;
+    else void run();
+  };
+}
+
+/** Installs the handlers; the returned function removes them. */
+export function installSignalHandlers(options: SignalHandlerOptions): () => void {
+  const { logger, onReload, onShutdown } = options;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  const timeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  let shuttingDown = false;
+
+  const onShutdownSignal = (signal: NodeJS.Signals): void => {
+    if (shuttingDown) {
+      logger.warn(`${signal} received again during shutdown; exiting now`);
+      exit(1);
+      return;
+    }
+    shuttingDown = true;
+    logger.info(`${signal} received; shutting down`);
+    const timer = setTimeout(() => {
+      logger.error(`shutdown did not finish within ${timeoutMs} ms; exiting`);
+      exit(1);
+    }, timeoutMs);
+    onShutdown().then(
+      () => {
+        clearTimeout(timer);
+        exit(0);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        logger.error({ err }, `shutdown failed: ${errorMessage(err)}`);
+        exit(1);
+      },
+    );
+  };
+
+  const onHangup = onReload === undefined ? undefined : createReloader(logger, onReload);
+  // Without a reload action SIGHUP is still caught: its default action would kill the daemon.
+  const hangup = (): void => (onHangup === undefined ? logger.info('SIGHUP received; nothing to reload') : onHangup());
+
+  process.on('SIGHUP', hangup);
+  for (const signal of SHUTDOWN_SIGNALS) process.on(signal, onShutdownSignal);
+  return () => {
+    process.off('SIGHUP', hangup);
+    for (const signal of SHUTDOWN_SIGNALS) process.off(signal, onShutdownSignal);
+  };
+}

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { z } from 'zod';
+import { Errors, isCachemonError, loadJsonConfig, logBlockSchema } from '../src/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cachemon-config-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const schema = z.strictObject({
+  listen: z.string(),
+  ensembleByName: z.record(z.string(), z.array(z.string())),
+  log: logBlockSchema.optional(),
+});
+
+function write(name: string, text: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('loadJsonConfig', () => {
+  it('reads a commented config with trailing commas', () => {
+    const file = write(
+      'ok.json',
+      `{
+  // Address the store scrapes.
+  "listen": "0.0.0.0:8084",
+  /* one ensemble per exporter */
+  "ensembleByName": { "zk1": ["10.0.0.1:2181", "10.0.0.2:2181",], },
+  "log": { "level": "info", "filename": "/var/log/cachemon/exporter.log" },
+}
+`,
+    );
+    const config = loadJsonConfig(file, schema);
+    assert.deepEqual(config.ensembleByName, { zk1: ['10.0.0.1:2181', '10.0.0.2:2181'] });
+    assert.equal(config.log?.level, 'info');
+    assert.equal(config.log?.maxSize, 20);
+  });
+
+  it('names the file and the reason when it cannot be read', () => {
+    const file = join(dir, 'missing.json');
+    assert.throws(
+      () => loadJsonConfig(file, schema),
+      (err: unknown) =>
+        isCachemonError(err, Errors.CONFIG_UNREADABLE) &&
+        err.message === `${file}: cannot read config file: ENOENT: no such file or directory`,
+    );
+    assert.throws(() => loadJsonConfig(dir, schema), (err: unknown) => isCachemonError(err, Errors.CONFIG_UNREADABLE) && /EISDIR/.test(err.message));
+  });
+
+  it('points at the line and column of a syntax error', () => {
+    const file = write('syntax.json', '{\n  "listen": ":8084"\n  "ensembleByName": {}\n}\n');
+    assert.throws(
+      () => loadJsonConfig(file, schema),
+      (err: unknown) => isCachemonError(err, Errors.CONFIG_INVALID) && err.message === `${file}:3:3: expected "," between entries`,
+    );
+  });
+
+  it('lists every schema problem with the file and key path', () => {
+    const file = write('schema.json', '{ "listen": 8084, "ensembleByName": { "zk1": ["a:1", 2] }, "log": { "maxSize": -1, "compres": true } }');
+    assert.throws(
+      () => loadJsonConfig(file, schema),
+      (err: unknown) => {
+        assert.ok(isCachemonError(err, Errors.CONFIG_INVALID));
+        assert.deepEqual(err.message.split('\n').sort(), [
+          `${file}: ensembleByName.zk1[1]: Invalid input: expected string, received number`,
+          `${file}: listen: Invalid input: expected string, received number`,
+          `${file}: log.compres: unknown key`,
+          `${file}: log.maxSize: Too small: expected number to be >0`,
+        ]);
+        return true;
+      },
+    );
+  });
+});

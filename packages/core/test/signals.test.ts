@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+
+const dir = mkdtempSync(join(tmpdir(), 'cachemon-signals-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const indexUrl = new URL('../src/index.js', import.meta.url).href;
+let scriptCount = 0;
+
+interface Daemon {
+  /** Resolves once the daemon has printed a line containing text. */
+  waitFor(text: string): Promise<void>;
+  signal(name: NodeJS.Signals): void;
+  exited: Promise<{ code: number | null; stdout: string }>;
+}
+
+/** Runs a tiny daemon using installSignalHandlers; it prints "ready" once the handlers are in. */
+function startDaemon(options: { reload: string; shutdown: string; extra?: string }): Daemon {
+  const script = join(dir, `daemon-${scriptCount++}.mjs`);
+  writeFileSync(
+    script,
+    `import * as core from ${JSON.stringify(indexUrl)};
+const logger = core.createLogger({ ...core.defaultLogBlock, filename: 'stderr', level: 'info' });
+const say = (text) => process.stdout.write(text + '\\n');
+let reloads = 0;
+core.installSignalHandlers({
+  logger,
+  onReload: async () => { ${options.reload} },
+  onShutdown: async () => { ${options.shutdown} },
+  ${options.extra ?? ''}
+});
+setInterval(() => {}, 1000);
+say('ready');
+`,
+  );
+  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const waiter of waiters.splice(0)) {
+      if (stdout.includes(waiter.text)) waiter.resolve();
+      else waiters.push(waiter);
+    }
+  });
+  child.stderr.resume();
+  const exited = new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    child.on('exit', (code) => resolve({ code, stdout }));
+  });
+  return {
+    waitFor: (text) =>
+      new Promise((resolve) => {
+        if (stdout.includes(text)) resolve();
+        else waiters.push({ text, resolve });
+      }),
+    signal: (name) => child.kill(name),
+    exited,
+  };
+}
+
+describe('installSignalHandlers', () => {
+  it('reloads on SIGHUP and shuts down with exit 0 on SIGTERM', async () => {
+    const daemon = startDaemon({ reload: "reloads++; say('reloaded ' + reloads);", shutdown: "say('shutdown');" });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('reloaded 1');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('reloaded 2');
+    daemon.signal('SIGTERM');
+    const { code, stdout } = await daemon.exited;
+    assert.equal(code, 0);
+    assert.deepEqual(stdout.trim().split('\n'), ['ready', 'reloaded 1', 'reloaded 2', 'shutdown']);
+  });
+
+  it('survives a failing reload and shuts down on SIGINT', async () => {
+    const daemon = startDaemon({ reload: "say('reload attempted'); throw new Error('bad config');", shutdown: "say('shutdown');" });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('reload attempted');
+    daemon.signal('SIGINT');
+    const { code, stdout } = await daemon.exited;
+    assert.equal(code, 0);
+    assert.match(stdout, /shutdown/);
+  });
+
+  it('runs reloads one at a time', async () => {
+    const daemon = startDaemon({
+      reload: "reloads++; say('start ' + reloads); await new Promise((r) => setTimeout(r, 200)); say('end ' + reloads);",
+      shutdown: "say('shutdown');",
+    });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('start 1');
+    daemon.signal('SIGHUP');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('end 2');
+    daemon.signal('SIGTERM');
+    const { code, stdout } = await daemon.exited;
+    assert.equal(code, 0);
+    // Two SIGHUPs during the first reload collapse into one more.
+    assert.deepEqual(stdout.trim().split('\n'), ['ready', 'start 1', 'end 1', 'start 2', 'end 2', 'shutdown']);
+  });
+
+  it('exits 1 at once on a second SIGTERM during shutdown', async () => {
+    const daemon = startDaemon({ reload: '', shutdown: "say('shutting down'); await new Promise(() => {});" });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGTERM');
+    await daemon.waitFor('shutting down');
+    daemon.signal('SIGTERM');
+    assert.equal((await daemon.exited).code, 1);
+  });
+
+  it('exits 1 when shutdown takes longer than its limit', async () => {
+    const daemon = startDaemon({
+      reload: '',
+      shutdown: "say('shutting down'); await new Promise(() => {});",
+      extra: 'shutdownTimeoutMs: 300,',
+    });
+    await daemon.waitFor('ready');
+    const started = performance.now();
+    daemon.signal('SIGTERM');
+    assert.equal((await daemon.exited).code, 1);
+    assert.ok(performance.now() - started >= 250);
+  });
+
+  it('exits 1 when shutdown fails', async () => {
+    const daemon = startDaemon({ reload: '', shutdown: "throw new Error('cannot close');" });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGTERM');
+    assert.equal((await daemon.exited).code, 1);
+  });
+});

@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  acceptsGzip,
+  Errors,
+  escapeHelp,
+  escapeLabelValue,
+  ExpositionWriter,
+  formatValue,
+  isCachemonError,
+  renderLabels,
+} from '../../src/index.js';
+
+describe('escaping', () => {
+  const labelTable: Array<[string, string]> = [
+    ['plain', 'plain'],
+    ['a\\b', 'a\\\\b'],
+    ['say "hi"', 'say \\"hi\\"'],
+    ['two\nlines', 'two\\nlines'],
+    ['\\"\n', '\\\\\\"\\n'],
+    ['', ''],
+  ];
+  for (const [input, output] of labelTable) {
+    it(`label value ${JSON.stringify(input)} -> ${JSON.stringify(output)}`, () => assert.equal(escapeLabelValue(input), output));
+  }
+
+  const helpTable: Array<[string, string]> = [
+    ['Items stored.', 'Items stored.'],
+    ['a\\b', 'a\\\\b'],
+    ['keeps "quotes"', 'keeps "quotes"'],
+    ['two\nlines', 'two\\nlines'],
+  ];
+  for (const [input, output] of helpTable) {
+    it(`help ${JSON.stringify(input)} -> ${JSON.stringify(output)}`, () => assert.equal(escapeHelp(input), output));
+  }
+});
+
+describe('formatValue', () => {
+  const table: Array<[number, string]> = [
+    [0, '0'],
+    [-0, '0'],
+    [42, '42'],
+    [-7, '-7'],
+    [2 ** 53, '9007199254740992'],
+    [1e20, '100000000000000000000'],
+    [1e21, '1e+21'],
+    [0.5, '0.5'],
+    [0.1 + 0.2, '0.30000000000000004'],
+    [1.5e-7, '1.5e-7'],
+    [Number.NaN, 'NaN'],
+    [Infinity, '+Inf'],
+    [-Infinity, '-Inf'],
+  ];
+  for (const [value, text] of table) {
+    it(`${String(value)} -> ${text}`, () => assert.equal(formatValue(value), text));
+  }
+});
+
+describe('renderLabels', () => {
+  it('renders in insertion order and escapes values', () => {
+    assert.equal(renderLabels({ node: '10.0.0.1:11211', b: 'say "x"' }), '{node="10.0.0.1:11211",b="say \\"x\\""}');
+  });
+
+  it('renders nothing for no labels', () => assert.equal(renderLabels({}), ''));
+
+  it('refuses an invalid label name', () => {
+    assert.throws(() => renderLabels({ 'bad-name': 'x' }), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(() => renderLabels({ '1x': 'x' }), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+  });
+});
+
+describe('ExpositionWriter', () => {
+  it('writes families and samples in the text format', () => {
+    const node = renderLabels({ node: 'a:1' });
+    const writer = new ExpositionWriter()
+      .family('arcus_up', 'gauge', 'Whether the node answered.')
+      .sample(node, 1)
+      .sample(renderLabels({ node: 'b:2' }), 0)
+      .family('arcus_cmd_get_total', 'counter', 'Get commands.\nAll of them.')
+      .sample(node, 12345)
+      .family('arcus_latency_seconds', 'histogram', '')
+      .sample('{le="0.1"}', 3, '_bucket')
+      .sample('{le="+Inf"}', 4, '_bucket')
+      .sample('', 0.25, '_sum')
+      .sample('', 4, '_count');
+    assert.equal(
+      writer.toString(),
+      [
+        '# HELP arcus_up Whether the node answered.',
+        '# TYPE arcus_up gauge',
+        'arcus_up{node="a:1"} 1',
+        'arcus_up{node="b:2"} 0',
+        '# HELP arcus_cmd_get_total Get commands.\\nAll of them.',
+        '# TYPE arcus_cmd_get_total counter',
+        'arcus_cmd_get_total{node="a:1"} 12345',
+        '# TYPE arcus_latency_seconds histogram',
+        'arcus_latency_seconds_bucket{le="0.1"} 3',
+        'arcus_latency_seconds_bucket{le="+Inf"} 4',
+        'arcus_latency_seconds_sum 0.25',
+        'arcus_latency_seconds_count 4',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(writer.sampleCount, 7);
+  });
+
+  it('is empty before anything is written', () => {
+    const writer = new ExpositionWriter();
+    assert.equal(writer.toString(), '');
+    assert.equal(writer.sampleCount, 0);
+  });
+
+  it('refuses a second family with the same name', () => {
+    const writer = new ExpositionWriter().family('arcus_up', 'gauge', 'x').sample('', 1);
+    assert.throws(() => writer.family('arcus_up', 'gauge', 'x'), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+  });
+
+  it('refuses a sample before any family and an invalid metric name', () => {
+    assert.throws(() => new ExpositionWriter().sample('', 1), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(() => new ExpositionWriter().family('bad-name', 'gauge', ''), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+  });
+
+  it('renders 20,000 samples quickly', () => {
+    const labels = Array.from({ length: 200 }, (_, i) => renderLabels({ node: `10.0.0.${i}:11211`, service_code: 'svc' }));
+    const started = performance.now();
+    const writer = new ExpositionWriter();
+    for (let f = 0; f < 100; f++) {
+      writer.family(`arcus_metric_${f}`, 'gauge', 'A metric.');
+      for (const label of labels) writer.sample(label, f * 1.5);
+    }
+    const text = writer.toString();
+    const elapsed = performance.now() - started;
+    assert.equal(writer.sampleCount, 20_000);
+    assert.equal(text.split('\n').length, 20_000 + 200 + 1);
+    // Generous bound for slow CI machines; the benchmark script gives the real figure (a few ms).
+    assert.ok(elapsed < 250, `took ${elapsed.toFixed(1)} ms`);
+  });
+});
+
+describe('acceptsGzip', () => {
+  const table: Array<[string | undefined, boolean]> = [
+    [undefined, false],
+    ['', false],
+    ['gzip', true],
+    ['deflate, gzip;q=1.0, *;q=0.5', true],
+    ['gzip;q=0', false],
+    ['identity', false],
+    ['*', true],
+    ['br, *;q=0', false],
+    ['GZIP', true],
+  ];
+  for (const [header, expected] of table) {
+    it(`${JSON.stringify(header)} -> ${expected}`, () => assert.equal(acceptsGzip(header), expected));
+  }
+});

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Errors, formatUsage, isCachemonError, parseFlags } from '../../src/index.js';
+
+const spec = {
+  'config-file': { type: 'string', description: 'Path to the JSON config file.', env: 'CACHEMON_CONFIG_FILE' },
+  'web.listen-address': { type: 'string', default: ':8084', description: 'Address to listen on.' },
+  verbose: { type: 'boolean', description: 'Log more.' },
+  timeout: { type: 'duration', default: '5s', description: 'Scrape deadline.' },
+  retry: { type: 'duration', description: 'Retry pause.', env: 'RETRY' },
+} as const;
+
+function flagError(fn: () => unknown, pattern: RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(isCachemonError(err, Errors.FLAG_INVALID), String(err));
+    assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+describe('parseFlags', () => {
+  it('gives defaults when no flag is given', () => {
+    const { values, help, positionals } = parseFlags([], spec, {});
+    assert.deepEqual(values, {
+      'config-file': undefined,
+      'web.listen-address': ':8084',
+      verbose: false,
+      timeout: 5000,
+      retry: undefined,
+    });
+    assert.equal(help, false);
+    assert.deepEqual(positionals, []);
+  });
+
+  const forms: Array<[string[], string]> = [
+    [['-config-file=/a.json'], '-name=value'],
+    [['--config-file=/a.json'], '--name=value'],
+    [['-config-file', '/a.json'], '-name value'],
+    [['--config-file', '/a.json'], '--name value'],
+  ];
+  for (const [argv, form] of forms) {
+    it(`accepts ${form}`, () => assert.equal(parseFlags(argv, spec, {}).values['config-file'], '/a.json'));
+  }
+
+  it('keeps "=" inside a value', () => {
+    assert.equal(parseFlags(['-config-file=a=b'], spec, {}).values['config-file'], 'a=b');
+  });
+
+  it('reads booleans bare or with =true/=false, never taking the next argument', () => {
+    assert.equal(parseFlags(['-verbose'], spec, {}).values.verbose, true);
+    assert.equal(parseFlags(['--verbose=true'], spec, {}).values.verbose, true);
+    assert.equal(parseFlags(['-verbose=false'], spec, {}).values.verbose, false);
+    const parsed = parseFlags(['-verbose', 'false'], spec, {});
+    assert.equal(parsed.values.verbose, true);
+    assert.deepEqual(parsed.positionals, ['false']);
+  });
+
+  it('types each value after its definition', () => {
+    const { values } = parseFlags(['-timeout=2s'], spec, {});
+    // Compile-time checks: a default makes the value always present.
+    const timeout: number = values.timeout;
+    const listen: string = values['web.listen-address'];
+    const verbose: boolean = values.verbose;
+    const configFile: string | undefined = values['config-file'];
+    const retry: number | undefined = values.retry;
+    assert.deepEqual([timeout, listen, verbose, configFile, retry], [2000, ':8084', false, undefined, undefined]);
+  });
+
+  it('parses durations to milliseconds', () => {
+    assert.equal(parseFlags(['-timeout=1m30s'], spec, {}).values.timeout, 90_000);
+  });
+
+  it('falls back to the environment variable, flag first', () => {
+    const env = { CACHEMON_CONFIG_FILE: '/env.json', RETRY: '2s' };
+    assert.equal(parseFlags([], spec, env).values['config-file'], '/env.json');
+    assert.equal(parseFlags([], spec, env).values.retry, 2000);
+    assert.equal(parseFlags(['-config-file=/flag.json'], spec, env).values['config-file'], '/flag.json');
+  });
+
+  it('sets help for -h, -help and --help', () => {
+    for (const arg of ['-h', '-help', '--help']) assert.equal(parseFlags([arg], spec, {}).help, true, arg);
+  });
+
+  it('stops at the first non-flag argument and after --', () => {
+    assert.deepEqual(parseFlags(['-verbose', 'run', '-x'], spec, {}).positionals, ['run', '-x']);
+    assert.deepEqual(parseFlags(['--', '-verbose'], spec, {}).positionals, ['-verbose']);
+    assert.deepEqual(parseFlags(['-'], spec, {}).positionals, ['-']);
+  });
+
+  it('refuses an unknown flag naming it', () => flagError(() => parseFlags(['-nope=1'], spec, {}), /not defined: -nope$/));
+  it('refuses a missing value naming the flag', () =>
+    flagError(() => parseFlags(['-config-file'], spec, {}), /needs an argument: -config-file$/));
+  it('refuses a bad boolean', () => flagError(() => parseFlags(['-verbose=maybe'], spec, {}), /"maybe".*-verbose/));
+  it('refuses a bad duration naming the flag', () =>
+    flagError(() => parseFlags(['-timeout=soon'], spec, {}), /-timeout: invalid duration "soon"/));
+  it('refuses a bad duration in the environment naming the variable', () =>
+    flagError(() => parseFlags([], spec, { RETRY: 'x' }), /environment variable RETRY .*-retry/));
+  it('refuses bad syntax', () => flagError(() => parseFlags(['---x'], spec, {}), /bad flag syntax: ---x/));
+});
+
+describe('formatUsage', () => {
+  it('lists every flag with type, description, default and env', () => {
+    assert.equal(
+      formatUsage('cache-exporter', spec),
+      [
+        'Usage of cache-exporter:',
+        '  -config-file string',
+        '    \tPath to the JSON config file. [env CACHEMON_CONFIG_FILE]',
+        '  -retry duration',
+        '    \tRetry pause. [env RETRY]',
+        '  -timeout duration',
+        '    \tScrape deadline. (default "5s")',
+        '  -verbose',
+        '    \tLog more.',
+        '  -web.listen-address string',
+        '    \tAddress to listen on. (default ":8084")',
+        '',
+      ].join('\n'),
+    );
+  });
+});

@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import { ManagedProcess } from './managed-process.js';
+import { exchange, freePort } from './net-utils.js';
+import { tempDir } from './temp.js';
+
+const MEMCACHED = process.env['CACHEMON_MEMCACHED'] ?? 'memcached';
+const READY_TIMEOUT_MS = 10_000;
+
+export interface Memcached {
+  /** 127.0.0.1:port */
+  readonly address: string;
+  readonly port: number;
+  readonly pid: number | undefined;
+  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
+  stop(): Promise<void>;
+  /** SIGKILL by PID. */
+  kill(): Promise<void>;
+  /** Start again on the same port (ready when `version` answers). */
+  start(): Promise<void>;
+}
+
+class MemcachedProcess implements Memcached {
+  readonly address: string;
+
+  constructor(
+    readonly port: number,
+    private readonly process: ManagedProcess,
+  ) {
+    this.address = `127.0.0.1:${port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  async start(): Promise<void> {
+    this.process.start();
+    await this.process.waitUntil(
+      'ready (version answers)',
+      async () => (await exchange(this.address, 'version\r\n', 1000)).startsWith('VERSION '),
+      READY_TIMEOUT_MS,
+      20,
+    );
+  }
+
+  stop(): Promise<void> {
+    return this.process.stop();
+  }
+
+  kill(): Promise<void> {
+    return this.process.kill();
+  }
+}
+
+/** Plain memcached (Debian 1.6.18) on a free loopback port: `-l 127.0.0.1 -p PORT -U 0 -m 64 -t 2`. */
+export async function startMemcached(options: { extraArgs?: readonly string[] } = {}): Promise<Memcached> {
+  const dir = await tempDir('cachemon-memcached-');
+  const port = await freePort();
+  const args = ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', '-t', '2'];
+  // memcached refuses to run as root without a user to switch to.
+  if (process.getuid?.() === 0) args.push('-u', 'root');
+  args.push(...(options.extraArgs ?? []));
+  const server = new MemcachedProcess(port, new ManagedProcess(`memcached 127.0.0.1:${port}`, MEMCACHED, args, join(dir, 'memcached.log'), dir));
+  try {
+    await server.start();
+  } catch (err) {
+    await server.kill();
+    throw err;
+  }
+  return server;
+}

@@ -1,0 +1,263 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TestkitError, TestkitErrors } from './errors.js';
+import { ManagedProcess } from './managed-process.js';
+import { fourLetterWord, freePort } from './net-utils.js';
+import { tempDir } from './temp.js';
+
+/** Debian's zookeeper package: no wrapper script, the JVM is started directly. */
+const JAVA = process.env['CACHEMON_JAVA'] ?? 'java';
+const CLASSPATH_JARS = ['/usr/share/java/zookeeper.jar', '/usr/share/java/slf4j-log4j12.jar', '/usr/share/java/log4j-1.2.jar'];
+const JVM_FLAGS = ['-Xms16m', '-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
+const MAIN_CLASS = 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
+const DEFAULT_FOUR_LETTER_WORDS = ['mntr', 'ruok', 'srvr', 'conf'];
+const READY_TIMEOUT_MS = 30_000;
+
+const LOG4J_PROPERTIES = `log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n
+`;
+
+export interface ZooKeeperOptions {
+  /**
+   * `4lw.commands.whitelist`; default mntr, ruok, srvr, conf. `[]` omits the line (ZooKeeper then
+   * allows only `srvr`). `srvr` is always added to a non-empty list: readiness and mode() use it.
+   */
+  readonly fourLetterWords?: readonly string[];
+}
+
+export interface ZooKeeperServer {
+  /** 127.0.0.1:port */
+  readonly address: string;
+  readonly port: number;
+  /** PID of the JVM while it runs. */
+  readonly pid: number | undefined;
+  readonly dataDir: string;
+  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
+  stop(): Promise<void>;
+  /** SIGKILL by PID. */
+  kill(): Promise<void>;
+  /** Start again on the same ports and data; resolves when it serves (standalone) or listens (ensemble member). */
+  start(): Promise<void>;
+  /** standalone | leader | follower from `srvr`; undefined when not serving or unreachable. */
+  mode(): Promise<string | undefined>;
+}
+
+export interface ZooKeeperEnsemble {
+  readonly servers: ZooKeeperServer[];
+  /** host:port,host:port,... */
+  readonly connectString: string;
+  /** The server that reports Mode: leader now; rejects when none does. */
+  leader(): Promise<ZooKeeperServer>;
+  /** Waits until a server other than `exclude` is leader (default timeout 30 s). */
+  waitForLeader(options?: { exclude?: ZooKeeperServer; timeoutMs?: number }): Promise<ZooKeeperServer>;
+  stop(): Promise<void>;
+}
+
+interface Peer {
+  readonly id: number;
+  readonly clientPort: number;
+  readonly quorumPort: number;
+  readonly electionPort: number;
+}
+
+function zooCfg(dataDir: string, clientPort: number, words: readonly string[], peers: readonly Peer[]): string {
+  const lines = [
+    'tickTime=500',
+    'initLimit=20',
+    'syncLimit=10',
+    `dataDir=${dataDir}`,
+    `clientPort=${clientPort}`,
+    'clientPortAddress=127.0.0.1',
+    'admin.enableServer=false',
+  ];
+  if (words.length > 0) {
+    const list = words.includes('srvr') ? words : [...words, 'srvr'];
+    lines.push(`4lw.commands.whitelist=${list.join(',')}`);
+  }
+  for (const peer of peers) lines.push(`server.${peer.id}=127.0.0.1:${peer.quorumPort}:${peer.electionPort}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Parses the Mode line of a `srvr` answer. */
+export function parseSrvrMode(answer: string): string | undefined {
+  return /^Mode: (\S+)/m.exec(answer)?.[1];
+}
+
+class ZooKeeperProcess implements ZooKeeperServer {
+  readonly address: string;
+  readonly dataDir: string;
+  private readonly process: ManagedProcess;
+
+  constructor(
+    readonly port: number,
+    dir: string,
+    private readonly standalone: boolean,
+  ) {
+    this.address = `127.0.0.1:${port}`;
+    this.dataDir = join(dir, 'data');
+    const confDir = join(dir, 'conf');
+    const classpath = [confDir, ...CLASSPATH_JARS].join(':');
+    this.process = new ManagedProcess(
+      `ZooKeeper ${this.address}`,
+      JAVA,
+      [...JVM_FLAGS, '-cp', classpath, MAIN_CLASS, join(confDir, 'zoo.cfg')],
+      join(dir, 'zookeeper.log'),
+      dir,
+    );
+  }
+
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  /** Starts the JVM without waiting (ensemble members wait together for quorum). */
+  launch(): void {
+    this.process.start();
+  }
+
+  /**
+   * Standalone: until it serves. Ensemble member: until it answers `srvr` at all (serving needs a
+   * quorum, which may be down on purpose); use mode() or waitForLeader() to wait for more.
+   */
+  async start(): Promise<void> {
+    this.launch();
+    if (this.standalone) await this.waitServing();
+    else await this.process.waitUntil('listening (srvr answers)', async () => (await fourLetterWord(this.address, 'srvr', 1000)).length > 0, READY_TIMEOUT_MS);
+  }
+
+  /** Until `srvr` answers with a Mode line. */
+  waitServing(timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+    return this.process.waitUntil('ready (srvr with a Mode line)', async () => (await this.mode()) !== undefined, timeoutMs);
+  }
+
+  /** Throws the process failure (with its log) when the JVM is gone. */
+  assertRunning(what: string): void {
+    if (!this.process.running) throw this.process.failure(what);
+  }
+
+  stop(): Promise<void> {
+    return this.process.stop();
+  }
+
+  kill(): Promise<void> {
+    return this.process.kill();
+  }
+
+  async mode(): Promise<string | undefined> {
+    if (!this.process.running) return undefined;
+    try {
+      return parseSrvrMode(await fourLetterWord(this.address, 'srvr', 1000));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+async function prepareDir(dir: string, cfg: string, myid?: number): Promise<void> {
+  await mkdir(join(dir, 'conf'), { recursive: true });
+  await mkdir(join(dir, 'data'), { recursive: true });
+  await writeFile(join(dir, 'conf', 'zoo.cfg'), cfg);
+  await writeFile(join(dir, 'conf', 'log4j.properties'), LOG4J_PROPERTIES);
+  if (myid !== undefined) await writeFile(join(dir, 'data', 'myid'), `${myid}\n`);
+}
+
+/** A standalone ZooKeeper 3.8 on a free loopback port, ready when `srvr` reports its Mode. */
+export async function startZooKeeper(options: ZooKeeperOptions = {}): Promise<ZooKeeperServer> {
+  const dir = await tempDir('cachemon-zk-');
+  const port = await freePort();
+  const server = new ZooKeeperProcess(port, dir, true);
+  await prepareDir(dir, zooCfg(server.dataDir, port, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, []));
+  try {
+    await server.start();
+  } catch (err) {
+    await server.kill();
+    throw err;
+  }
+  return server;
+}
+
+class Ensemble implements ZooKeeperEnsemble {
+  readonly connectString: string;
+
+  constructor(readonly servers: ZooKeeperProcess[]) {
+    this.connectString = servers.map((s) => s.address).join(',');
+  }
+
+  async modes(): Promise<Array<string | undefined>> {
+    return Promise.all(this.servers.map((s) => s.mode()));
+  }
+
+  async leader(): Promise<ZooKeeperServer> {
+    const modes = await this.modes();
+    const index = modes.indexOf('leader');
+    const server = this.servers[index];
+    if (server === undefined) {
+      throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `no ZooKeeper server reports Mode: leader (modes: ${modes.map(String).join(', ')})`);
+    }
+    return server;
+  }
+
+  async waitForLeader(options: { exclude?: ZooKeeperServer; timeoutMs?: number } = {}): Promise<ZooKeeperServer> {
+    const deadline = Date.now() + (options.timeoutMs ?? READY_TIMEOUT_MS);
+    let modes: Array<string | undefined> = [];
+    for (;;) {
+      modes = await this.modes();
+      const index = modes.findIndex((mode, i) => mode === 'leader' && this.servers[i] !== options.exclude);
+      const server = this.servers[index];
+      if (server !== undefined) return server;
+      if (Date.now() >= deadline) break;
+      await sleep(100);
+    }
+    throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `no new ZooKeeper leader within ${options.timeoutMs ?? READY_TIMEOUT_MS} ms (modes: ${modes.map(String).join(', ')})`);
+  }
+
+  /** Until every server serves and exactly one of them leads. */
+  async waitForQuorum(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let modes: Array<string | undefined> = [];
+    for (;;) {
+      for (const server of this.servers) server.assertRunning('did not join the ensemble');
+      modes = await this.modes();
+      const leaders = modes.filter((m) => m === 'leader').length;
+      const followers = modes.filter((m) => m === 'follower').length;
+      if (leaders === 1 && leaders + followers === this.servers.length) return;
+      if (Date.now() >= deadline) break;
+      await sleep(100);
+    }
+    throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `ZooKeeper ensemble ${this.connectString} has no quorum after ${timeoutMs} ms (modes: ${modes.map(String).join(', ')})`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.stop()));
+  }
+}
+
+/** `size` ZooKeeper servers (default 3) on loopback, ready when all serve under one leader. */
+export async function startZooKeeperEnsemble(options: { size?: number; fourLetterWords?: readonly string[] } = {}): Promise<ZooKeeperEnsemble> {
+  const size = options.size ?? 3;
+  if (!Number.isInteger(size) || size < 1) throw new TestkitError(TestkitErrors.INVALID_ARGUMENT, `ensemble size must be a positive integer, got ${size}`);
+  const root = await tempDir('cachemon-zk-ensemble-');
+  const peers: Peer[] = [];
+  for (let id = 1; id <= size; id++) {
+    peers.push({ id, clientPort: await freePort(), quorumPort: await freePort(), electionPort: await freePort() });
+  }
+  const servers: ZooKeeperProcess[] = [];
+  for (const peer of peers) {
+    const dir = join(root, `server${peer.id}`);
+    const server = new ZooKeeperProcess(peer.clientPort, dir, false);
+    await prepareDir(dir, zooCfg(server.dataDir, peer.clientPort, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, peers), peer.id);
+    servers.push(server);
+  }
+  const ensemble = new Ensemble(servers);
+  for (const server of servers) server.launch();
+  try {
+    await ensemble.waitForQuorum(READY_TIMEOUT_MS);
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.kill()));
+    throw err;
+  }
+  return ensemble;
+}

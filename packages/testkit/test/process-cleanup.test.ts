@@ -1,0 +1,114 @@
+/**
+ * The kit must leave nothing behind when a test process ends without cleaning up: its children
+ * are SIGKILLed and its temp dirs removed on exit and on SIGTERM.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { sleep } from './helpers.js';
+
+const INDEX = fileURLToPath(new URL('../src/index.js', import.meta.url));
+
+/** Gone = no such process, or a zombie nobody reaped yet (it is dead). */
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+async function waitGone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 50 && !processGone(pid); i++) await sleep(20);
+  return processGone(pid);
+}
+
+/** Runs a child that starts memcached and a temp dir, then ends as `ending` says. */
+async function runChild(ending: 'exit' | 'sigterm', env: NodeJS.ProcessEnv = {}): Promise<{ pid: number; dir: string; code: number | null; signal: NodeJS.Signals | null }> {
+  const script = `
+    import { startMemcached, tempDir } from ${JSON.stringify(INDEX)};
+    const memcached = await startMemcached();
+    const dir = await tempDir('cachemon-cleanup-test-');
+    console.log(JSON.stringify({ pid: memcached.pid, dir }));
+    if (${JSON.stringify(ending)} === 'exit') process.exit(0);
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (ending === 'sigterm' && out.includes('\n')) child.kill('SIGTERM');
+  });
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  const { pid, dir } = JSON.parse(out.trim()) as { pid: number; dir: string };
+  return { pid, dir, code, signal };
+}
+
+describe('clean-up when the test process ends', () => {
+  test('on exit: children SIGKILLed, temp dirs removed', async () => {
+    const { pid, dir, code } = await runChild('exit');
+    assert.equal(code, 0);
+    assert.ok(await waitGone(pid), `memcached ${pid} is gone`);
+    assert.equal(existsSync(dir), false);
+  });
+
+  test('on SIGTERM: the same, and the process still dies of the signal', async () => {
+    const { pid, dir, signal } = await runChild('sigterm');
+    assert.equal(signal, 'SIGTERM');
+    assert.ok(await waitGone(pid), `memcached ${pid} is gone`);
+    assert.equal(existsSync(dir), false);
+  });
+
+  test('CACHEMON_KEEP_TEMP=1 keeps the temp dirs', async () => {
+    // The child's temp dirs go into a parent of their own, removed here.
+    const parent = mkdtempSync(join(tmpdir(), 'cachemon-keep-test-'));
+    try {
+      const { pid, dir } = await runChild('exit', { CACHEMON_KEEP_TEMP: '1', TMPDIR: parent });
+      assert.ok(await waitGone(pid));
+      assert.ok(dir.startsWith(parent));
+      assert.ok(existsSync(dir));
+      assert.equal(readdirSync(parent).length, 2, 'the memcached dir and the test dir');
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  test('a forgotten registration or double does not keep the process alive', async () => {
+    // The child leaks a node registration and a registered double, then stops ZooKeeper: the
+    // sessions keep reconnecting to a dead server, yet the process must end on its own.
+    const script = `
+      import { ArcusDouble, ArcusZk, startZooKeeper } from ${JSON.stringify(INDEX)};
+      const server = await startZooKeeper();
+      const zk = await ArcusZk.connect(server.address);
+      await zk.createServiceCode('leak');
+      const double = await ArcusDouble.start();
+      await zk.mapServer(double.address, 'leak');
+      await double.register(zk);
+      await zk.registerNode('127.0.0.1:1', 'leak');
+      await zk.close();
+      await server.stop();
+      console.log('leaked');
+    `;
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    clearTimeout(timer);
+    assert.equal(out.trim(), 'leaked');
+    assert.equal(signal, null, 'it was not killed by the 20 s guard');
+    assert.equal(code, 0);
+    assert.ok(Date.now() - started < 20_000);
+  });
+});
