@@ -84,7 +84,9 @@ export class CacheCollector {
     let state = this.nodes.get(address);
     if (!state) {
       state = {
-        client: new ArcusNodeClient(address),
+        // Backoff capped at about one scrape interval: a dead node is not hammered every scrape,
+        // and a recovered one is seen again within seconds.
+        client: new ArcusNodeClient(address, { backoff: { minMs: 500, maxMs: 5000 } }),
         auxFetchedAt: 0,
         lastReason: undefined,
         prefixLimited: false,
@@ -107,6 +109,10 @@ export class CacheCollector {
   private async collectNode(node: CacheNode, deadline: number, expired: Promise<'expired'>): Promise<NodeSnapshot> {
     if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
+    if (Date.now() < state.client.retryAt && state.client.lastError) {
+      // Failed moments ago: report that failure again without contacting the node.
+      return { node, up: false, reason: reasonOf(state.client.lastError) };
+    }
     const started = performance.now();
     const refreshAux = Date.now() - state.auxFetchedAt >= this.auxRefreshMs;
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.

@@ -46,7 +46,7 @@ export const NODE_SCRAPE_DURATION = family(
 export const NODE_ERROR = family(
   'arcus_node_last_error_info',
   'gauge',
-  'Why the node is down (1 for the current reason): not_registered, timeout, unreachable, protocol, error_reply, closed, backoff.',
+  'Why the node is down (1 for the current reason): not_registered, timeout, unreachable, protocol, error_reply, closed. A node that failed moments ago is not contacted again until its backoff (0.5-5 s) ends and keeps its last reason.',
   'exporter',
   ['reason'],
 );

@@ -31,7 +31,7 @@ export interface QosSnapshot {
 export interface NodeSnapshot {
   readonly node: CacheNode;
   readonly up: boolean;
-  /** Why it is down: not_registered, timeout, unreachable, protocol, error_reply, closed, backoff. */
+  /** Why it is down: not_registered, timeout, unreachable, protocol, error_reply, closed. */
   readonly reason?: string;
   readonly durationSeconds?: number;
   readonly stats?: StatsEntries;
