@@ -1,0 +1,95 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ArcusDouble, ArcusZk, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
+import type { ZooKeeperServer } from '@cachemon/testkit';
+import { eventually, parseExposition, valueOf } from './support/exporter.js';
+
+const root = new URL('../../../../', import.meta.url).pathname;
+
+/** stack/cache_exporter/start.sh and stop.sh as an operator runs them in an installed tree. */
+describe('cache_exporter start.sh / stop.sh', () => {
+  let zk: ZooKeeperServer;
+  let arcus: ArcusZk;
+  let node: ArcusDouble;
+  let installDir: string;
+  let componentDir: string;
+  const sh = (script: string, ...args: string[]) =>
+    spawnSync('bash', [join(componentDir, script), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, CACHEMON_HOME: root },
+      timeout: 30_000,
+    });
+
+  before(async () => {
+    zk = await startZooKeeper();
+    arcus = await ArcusZk.connect(zk.address);
+    await arcus.createServiceCode('svc');
+    node = await ArcusDouble.start();
+    await arcus.mapServer(node.address, 'svc');
+    await node.register(arcus);
+    installDir = await tempDir('cachemon-install-');
+    componentDir = join(installDir, 'cache_exporter');
+    cpSync(join(root, 'stack', 'cache_exporter'), componentDir, { recursive: true });
+    mkdirSync(join(installDir, 'lib'));
+    cpSync(join(root, 'stack', 'lib'), join(installDir, 'lib'), { recursive: true });
+  });
+
+  after(async () => {
+    sh('stop.sh', 'ens1');
+    await node?.stop();
+    await arcus?.close();
+    await zk?.stop();
+  });
+
+  test('start.sh <name> runs conf/<name>.json in the background with a pid file and its log; stop.sh stops it', async () => {
+    const port = await freePort();
+    writeFileSync(
+      join(componentDir, 'conf', 'ens1.json'),
+      `// test config\n${JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens1: [zk.address] }, log: { level: 'info', filename: 'log/ens1.log' } })}`,
+    );
+    const started = sh('start.sh', 'ens1');
+    assert.equal(started.status, 0, started.stderr);
+    const pidFile = join(componentDir, 'run', 'ens1.pid');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    assert.ok(pid > 0);
+    process.kill(pid, 0);
+
+    const again = sh('start.sh', 'ens1');
+    assert.notEqual(again.status, 0);
+    assert.match(again.stderr, /already running/);
+
+    await eventually(async () => {
+      const samples = parseExposition(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      assert.equal(valueOf(samples, 'arcus_up', { node: node.address, ensemble: 'ens1' }), 1);
+    });
+    await eventually(() => {
+      const log = readFileSync(join(componentDir, 'log', 'ens1.log'), 'utf8');
+      assert.match(log, /cache exporter listening/);
+    });
+
+    const stopped = sh('stop.sh', 'ens1');
+    assert.equal(stopped.status, 0, stopped.stderr);
+    assert.ok(!existsSync(pidFile));
+    assert.throws(() => process.kill(pid, 0), /ESRCH/);
+    assert.match(sh('stop.sh', 'ens1').stdout, /not running/);
+  });
+
+  test('start.sh refuses a missing or invalid config and starts nothing', () => {
+    const missing = sh('start.sh', 'absent');
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /no config file .*conf\/absent\.json/);
+
+    writeFileSync(join(componentDir, 'conf', 'broken.json'), JSON.stringify({ listen: ':1', ensembleByName: {} }));
+    const broken = sh('start.sh', 'broken');
+    assert.notEqual(broken.status, 0);
+    assert.match(broken.stderr, /broken\.json: ensembleByName: exactly one ensemble/);
+    assert.ok(!existsSync(join(componentDir, 'run', 'broken.pid')));
+
+    const usage = sh('start.sh');
+    assert.equal(usage.status, 2);
+    assert.match(usage.stderr, /usage/);
+  });
+});
