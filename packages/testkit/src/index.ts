@@ -10,3 +10,4 @@ export { ArcusZk, ARCUS_ROOT, ARCUS_REPL_ROOT, cacheListNodeName, mappingData, s
 export type { NodeRegistration, RegisterNodeOptions, ReplicationMapping } from './arcus-zk.js';
 export { ArcusDouble, startArcusDoubles } from './arcus-double/server.js';
 export type { ArcusDoubleBehavior, ArcusDoubleOptions, ArcusRegisterOptions, PopulateKey } from './arcus-double/server.js';
+export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptCommands } from './samples.js';

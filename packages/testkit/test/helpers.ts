@@ -3,7 +3,9 @@ import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 
-export const SAMPLES_DIR = '/work/shared/arcus/samples';
+import { ARCUS_SAMPLES_DIR } from '../src/index.js';
+
+export const SAMPLES_DIR = ARCUS_SAMPLES_DIR;
 
 /** One TCP connection that sends requests and collects replies as latin1 text. */
 export class RawClient {

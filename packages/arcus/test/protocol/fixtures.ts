@@ -1,40 +1,17 @@
 /**
  * Test helpers shared by the protocol tests: the captured ARCUS replies, a seeded random source,
- * a fake server, and a real memcached process.
+ * a fake server; real memcached and free ports come from the test kit.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { arcusSample, arcusSampleNames, arcusTranscriptCommands } from '@cachemon/testkit';
 
-// Compiled to dist/test/{unit,protocol}/; the fixtures stay in the source tree.
-const FIXTURES = new URL('../../../test/protocol/fixtures/arcus-1.15.0/', import.meta.url);
+export { freePort, startMemcached, type Memcached } from '@cachemon/testkit';
 
 /** A captured reply, byte for byte (CRLF kept). */
-export function sample(name: string): string {
-  return readFileSync(new URL(name, FIXTURES), 'latin1');
-}
-
-export function sampleNames(): string[] {
-  return readdirSync(FIXTURES)
-    .filter((name) => name.endsWith('.raw'))
-    .sort();
-}
-
+export const sample = arcusSample;
+export const sampleNames = arcusSampleNames;
 /** Commands of transcript.txt in order, each with its data lines joined by CRLF (as request() takes them). */
-export function transcriptCommands(): string[] {
-  const commands: string[] = [];
-  let current: string[] | undefined;
-  for (const line of sample('transcript.txt').split('\n')) {
-    if (line.startsWith('>>> ')) {
-      current ??= [];
-      current.push(line.slice(4));
-    } else if (current !== undefined) {
-      commands.push(current.join('\r\n'));
-      current = undefined;
-    }
-  }
-  return commands;
-}
+export const transcriptCommands = arcusTranscriptCommands;
 
 /** mulberry32: small, seeded, good enough to make fuzz cases reproducible. */
 export function seededRandom(seed: number): () => number {
@@ -97,51 +74,4 @@ export function onLines(socket: Socket, onLine: (line: string) => void): void {
       onLine(line);
     }
   });
-}
-
-/** A port nothing listens on (bound, read, released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-export interface Memcached {
-  readonly address: string;
-  readonly process: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** Starts /usr/bin/memcached on a free loopback port and waits until it accepts connections. */
-export async function startMemcached(extraArgs: string[] = []): Promise<Memcached> {
-  const port = await freePort();
-  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0 ? ['-u', 'root'] : [];
-  const child = spawn('/usr/bin/memcached', [...asRoot, '-l', '127.0.0.1', '-p', String(port), '-U', '0', ...extraArgs], {
-    stdio: 'ignore',
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  const until = Date.now() + 5000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`memcached exited with ${child.exitCode}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const probe = connect({ host: '127.0.0.1', port }, () => {
-        probe.destroy();
-        resolve(true);
-      });
-      probe.on('error', () => resolve(false));
-    });
-    if (ok) break;
-    if (Date.now() > until) {
-      await stop();
-      throw new Error('memcached did not start listening within 5 s');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return { address: `127.0.0.1:${port}`, process: child, stop };
 }

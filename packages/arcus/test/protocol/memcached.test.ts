@@ -42,7 +42,7 @@ describe('ArcusNodeClient against memcached 1.6.18', () => {
   it('stats', async () => {
     const stats = await client.stats(soon());
     assert.ok(stats.length > 50, String(stats.length));
-    assert.equal(value(stats, 'pid'), String(memcached.process.pid));
+    assert.equal(value(stats, 'pid'), String(memcached.pid));
     assert.equal(value(stats, 'version'), '1.6.18');
     assert.match(value(stats, 'rusage_user') ?? '', /^\d+\.\d+$/);
     assert.equal(value(stats, 'limit_maxbytes'), String(64 * 1024 * 1024));

@@ -6,7 +6,6 @@ import { freePort, tempDir } from '@cachemon/testkit';
 
 const repoRoot = new URL('../../../../../', import.meta.url).pathname;
 export const CACHE_EXPORTER_BIN = join(repoRoot, 'bin', 'cache-exporter');
-export const SAMPLES_DIR = new URL('../../../../../../shared/arcus/samples/', import.meta.url).pathname;
 
 export interface Sample {
   readonly name: string;

@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { ExpositionWriter } from '@cachemon/core';
+import { arcusSample } from '@cachemon/testkit';
 import { parsePrefixItems, parsePrefixOperations } from '@cachemon/arcus';
 import { PrefixAggregator } from '../../src/index.js';
 import type { ServiceCodePrefixes } from '../../src/index.js';
 
-const samples = new URL('../../../../../../shared/arcus/samples/', import.meta.url);
-const sample = (name: string) => readFileSync(new URL(name, samples), 'latin1');
+const sample = arcusSample;
 const items = parsePrefixItems(sample('37-stats-prefixes-after.raw'));
 const operations = parsePrefixOperations(sample('36-stats-detail-dump.raw'));
 

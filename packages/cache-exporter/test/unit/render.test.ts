@@ -1,14 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { ExpositionWriter } from '@cachemon/core';
+import { arcusSample } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
 import { renderNodeMetrics } from '../../src/index.js';
 import type { NodeSnapshot } from '../../src/index.js';
 
-const samples = new URL('../../../../../../shared/arcus/samples/', import.meta.url);
-const sample = (name: string) => readFileSync(new URL(name, samples), 'latin1');
+const sample = arcusSample;
 const stats = parseStats(sample('01-stats.raw'));
 const settings = parseStats(sample('02-stats-settings.raw'));
 const zookeeper = parseStats(sample('04-stats-zookeeper.raw'));

@@ -1,6 +1,6 @@
 /**
  * ArcusDouble: a TCP server that answers like an ARCUS 1.15.0 cache server (see
- * /work/shared/arcus/samples) and registers in ZooKeeper like one. One net.Server per double, no
+ * the captured replies in fixtures/arcus-1.15.0) and registers in ZooKeeper like one. One net.Server per double, no
  * timers per connection; the heartbeat timer runs only while registered.
  */
 import { createServer, type Server, type Socket } from 'node:net';

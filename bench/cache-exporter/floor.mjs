@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// The floor of the cache exporter benchmark: the least any collector can do. One persistent
+// connection per node; a round writes the command(s) to every node at once and ends when every
+// reply's END line has been read. No parsing, no rendering: bytes in, END lines counted.
+//
+// Driven over stdin/stdout, one JSON object per line:
+//   {"op":"connect","nodes":["127.0.0.1:1234", ...]}  -> {"op":"connect","ms":..}
+//   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..}
+//   {"op":"close"}                                    -> exits
+// kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+
+const COMMANDS = {
+  stats: { text: 'stats\r\n', replies: 1 },
+  prefixes: { text: 'stats prefixes\r\nstats detail dump\r\n', replies: 2 },
+};
+// Every reply ends with an END line; no STAT/PREFIX line can hold "\nEND\r\n".
+const END = Buffer.from('\nEND\r\n');
+const TAIL = END.length - 1;
+const ROUND_TIMEOUT_MS = 60_000;
+
+class NodeSocket {
+  constructor(address) {
+    const at = address.lastIndexOf(':');
+    this.address = address;
+    this.socket = connect({ host: address.slice(0, at), port: Number(address.slice(at + 1)) });
+    this.socket.setNoDelay(true);
+    // The last bytes of the stream, to find an END line split across two chunks.
+    this.tail = Buffer.from('\n');
+    this.waiting = 0;
+    this.onDone = undefined;
+    this.bytes = 0;
+    this.socket.on('data', (chunk) => this.onData(chunk));
+    this.socket.on('error', (err) => this.fail(err));
+    this.socket.on('close', () => this.fail(new Error(`${address} closed the connection`)));
+  }
+
+  ready() {
+    return new Promise((resolve, reject) => {
+      this.socket.once('connect', resolve);
+      this.socket.once('error', reject);
+    });
+  }
+
+  send(command) {
+    this.waiting = command.replies;
+    this.bytes = 0;
+    return new Promise((resolve, reject) => {
+      this.onDone = { resolve, reject };
+      this.socket.write(command.text);
+    });
+  }
+
+  onData(chunk) {
+    this.bytes += chunk.length;
+    // Matches across the boundary: the window holds at most TAIL bytes of each side.
+    const window = Buffer.concat([this.tail, chunk.subarray(0, TAIL)]);
+    let found = window.indexOf(END) === -1 ? 0 : 1;
+    for (let at = chunk.indexOf(END); at !== -1; at = chunk.indexOf(END, at + END.length)) found++;
+    this.tail = chunk.length >= TAIL ? Buffer.from(chunk.subarray(chunk.length - TAIL)) : Buffer.concat([this.tail, chunk]).subarray(-TAIL);
+    if (found === 0 || this.onDone === undefined) return;
+    this.waiting -= found;
+    if (this.waiting <= 0) {
+      const done = this.onDone;
+      this.onDone = undefined;
+      done.resolve(this.bytes);
+    }
+  }
+
+  fail(err) {
+    const done = this.onDone;
+    this.onDone = undefined;
+    done?.reject(err);
+  }
+
+  close() {
+    this.socket.removeAllListeners('close');
+    this.socket.destroy();
+  }
+}
+
+let sockets = [];
+const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
+
+async function round(kind) {
+  const command = COMMANDS[kind];
+  if (!command) throw new Error(`unknown round kind ${kind}`);
+  const started = performance.now();
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`round ${kind} not done within ${ROUND_TIMEOUT_MS} ms`)), ROUND_TIMEOUT_MS);
+  });
+  try {
+    const sizes = await Promise.race([Promise.all(sockets.map((s) => s.send(command))), timeout]);
+    return { ms: performance.now() - started, bytes: sizes.reduce((a, b) => a + b, 0) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function handle(message) {
+  switch (message.op) {
+    case 'connect': {
+      const started = performance.now();
+      sockets = message.nodes.map((address) => new NodeSocket(address));
+      await Promise.all(sockets.map((s) => s.ready()));
+      return { op: 'connect', ms: performance.now() - started, nodes: sockets.length };
+    }
+    case 'round':
+      return { op: 'round', kind: message.kind, ...(await round(message.kind)) };
+    case 'cpu':
+      return { op: 'cpu', cpu: process.cpuUsage() };
+    case 'close':
+      for (const s of sockets) s.close();
+      process.exit(0);
+      break;
+    default:
+      throw new Error(`unknown op ${message.op}`);
+  }
+}
+
+// One message at a time, in order.
+let queue = Promise.resolve();
+const input = createInterface({ input: process.stdin });
+input.on('line', (line) => {
+  if (line.trim() === '') return;
+  queue = queue.then(async () => {
+    try {
+      reply(await handle(JSON.parse(line)));
+    } catch (err) {
+      reply({ op: 'error', error: String(err?.message ?? err) });
+    }
+  });
+});
+input.on('close', () => {
+  for (const s of sockets) s.close();
+  process.exit(0);
+});
