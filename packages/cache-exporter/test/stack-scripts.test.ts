@@ -5,7 +5,8 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { eventually, parseExposition, valueOf } from './support/exporter.js';
+import bcrypt from 'bcryptjs';
+import { eventually, parseExposition, startExporter, valueOf } from './support/exporter.js';
 
 const root = new URL('../../../../', import.meta.url).pathname;
 
@@ -91,5 +92,30 @@ describe('cache_exporter start.sh / stop.sh', () => {
     const usage = sh('start.sh');
     assert.equal(usage.status, 2);
     assert.match(usage.stderr, /usage/);
+  });
+
+  test('-web.config.file turns on basic auth for every path; SIGTERM exits 0', async () => {
+    const webConfig = join(installDir, 'web.yml');
+    writeFileSync(webConfig, `basic_auth_users:\n  prometheus: ${bcrypt.hashSync('s3cret', 4)}\n`);
+    const exporter = await startExporter(
+      { ensembleByName: { ens1: [zk.address] } },
+      { flags: [`-web.config.file=${webConfig}`], waitReady: false },
+    );
+    const auth = { Authorization: `Basic ${Buffer.from('prometheus:s3cret').toString('base64')}` };
+    await eventually(async () => {
+      const response = await fetch(`${exporter.url}/-/ready`, { headers: auth });
+      assert.equal(response.status, 200);
+    });
+    const anonymous = await fetch(`${exporter.url}/metrics`);
+    assert.equal(anonymous.status, 401);
+    assert.match(anonymous.headers.get('www-authenticate') ?? '', /^Basic/);
+    const wrong = await fetch(`${exporter.url}/metrics`, {
+      headers: { Authorization: `Basic ${Buffer.from('prometheus:nope').toString('base64')}` },
+    });
+    assert.equal(wrong.status, 401);
+    const { status, samples } = await exporter.scrape('/metrics', auth);
+    assert.equal(status, 200);
+    assert.equal(valueOf(samples, 'arcus_up', { node: node.address }), 1);
+    assert.equal(await exporter.stop(), 0);
   });
 });

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// Top self-time functions of a V8 .cpuprofile (as written by node --cpu-prof).
+//   node bench/cache-exporter/profile-summary.mjs <file.cpuprofile> [top=20]
+import { readFileSync } from 'node:fs';
+
+export function summarizeProfile(path, top = 20) {
+  const profile = JSON.parse(readFileSync(path, 'utf8'));
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = new Map();
+  // timeDeltas[i] is the time before sample i; attribute it to the sampled node.
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i] ?? 0;
+    total += dt;
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
+  }
+  const byFunction = new Map();
+  for (const [id, us] of self) {
+    const { functionName, url, lineNumber } = byId.get(id).callFrame;
+    const where = url ? `${url.replace(/^file:\/\/.*?\/(packages|node_modules)\//, '$1/')}:${lineNumber + 1}` : '';
+    const key = `${functionName || '(anonymous)'} ${where}`.trim();
+    byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+  }
+  const idle = [...byFunction].filter(([k]) => k.startsWith('(idle)')).reduce((a, [, v]) => a + v, 0);
+  const busy = total - idle;
+  const rows = [...byFunction].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top);
+  const lines = [`${path}: ${(total / 1000).toFixed(0)} ms profiled, ${(busy / 1000).toFixed(0)} ms busy (main thread)`];
+  lines.push('   self ms  % busy  function');
+  for (const [key, us] of rows) {
+    lines.push(`${(us / 1000).toFixed(1).padStart(10)}  ${((100 * us) / busy).toFixed(1).padStart(6)}  ${key}`);
+  }
+  return lines.join('\n');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [path, top] = process.argv.slice(2);
+  if (!path) {
+    process.stderr.write('usage: profile-summary.mjs <file.cpuprofile> [top]\n');
+    process.exit(2);
+  }
+  process.stdout.write(`${summarizeProfile(path, Number(top ?? 20))}\n`);
+}

@@ -1,0 +1,626 @@
+#!/usr/bin/env node
+// Cache exporter benchmark: the real exporter process (bin/cache-exporter) against N ARCUS test
+// doubles registered in a real ZooKeeper, compared with the floor (a bare socket client reading
+// the same replies from the same servers). See README.md beside this file.
+//
+//   node bench/cache-exporter/run.mjs [--nodes=10,100,500] [--prefixes=0,50,500] [--scrapes=50]
+//        [--prefix-scrapes=20] [--quick] [--no-gzip] [--profile] [--per-code=100]
+//        [--exporter-flags="-qos-interval=5s ..."] [--out=bench/cache-exporter/results/latest.json]
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { dirname, join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { gunzipSync } from 'node:zlib';
+import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { summarizeProfile } from './profile-summary.mjs';
+
+const HERE = dirname(new URL(import.meta.url).pathname);
+const ROOT = join(HERE, '..', '..');
+const EXPORTER_BIN = join(ROOT, 'bin', 'cache-exporter');
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+function parseArgs(argv) {
+  const out = {};
+  for (const arg of argv) {
+    const m = /^--([^=]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unknown argument ${arg} (see the header of run.mjs)`);
+    out[m[1]] = m[2] ?? 'true';
+  }
+  return out;
+}
+const args = parseArgs(process.argv.slice(2));
+if (args.help) {
+  process.stdout.write(readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1, 9).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+  process.exit(0);
+}
+const quick = args.quick === 'true';
+const list = (value, fallback) => (value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number));
+const OPTS = {
+  nodes: list(args.nodes, quick ? [10, 100] : [10, 100, 500]),
+  prefixes: list(args.prefixes, quick ? [0, 50] : [0, 50, 500]),
+  scrapes: Number(args.scrapes ?? (quick ? 20 : 50)),
+  prefixScrapes: Number(args['prefix-scrapes'] ?? (quick ? 8 : 20)),
+  /** Wall-time budget for the prefix scrapes (and as much floor) of one configuration. */
+  prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 40_000)),
+  gzip: args['no-gzip'] !== 'true',
+  profile: args.profile === 'true',
+  perCode: Number(args['per-code'] ?? 100),
+  exporterFlags: args['exporter-flags'] ? String(args['exporter-flags']).split(/\s+/).filter(Boolean) : [],
+  out: args.out ?? join(HERE, 'results', 'latest.json'),
+  /** Scrapes per block: blocks of exporter, floor and idle time alternate inside each round. */
+  block: Number(args.block ?? 5),
+  /** Least time between two scrape starts (a store scrapes sequentially; ~10/s at most here). */
+  paceMs: Number(args['pace-ms'] ?? 100),
+};
+for (const n of [...OPTS.nodes, ...OPTS.prefixes, OPTS.scrapes, OPTS.prefixScrapes]) {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`bad number in the arguments: ${n}`);
+}
+const METRICS_TIMEOUT_S = 5; // the cache job scrapes every 5 s
+const PREFIXES_TIMEOUT_S = 10; // the arcus_prefixes job scrapes every 1 m; the store's default timeout
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: tracked, and killed by PID whatever way this process ends.
+
+const children = new Set();
+let zk;
+let cleaning;
+
+function track(child, name) {
+  child.benchName = name;
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+function killAll(signal) {
+  for (const child of children) {
+    try {
+      if (child.exitCode === null && child.signalCode === null) process.kill(child.pid, signal);
+    } catch {
+      // gone already
+    }
+  }
+}
+
+async function stopChild(child, { gentle, graceMs = 10_000 } = {}) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    gentle ? gentle() : process.kill(child.pid, 'SIGTERM');
+  } catch {
+    // gone
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function cleanup() {
+  cleaning ??= (async () => {
+    await Promise.allSettled([...children].map((c) => stopChild(c, { graceMs: 5000 })));
+    if (zk) await zk.stop().catch(() => undefined);
+  })();
+  return cleaning;
+}
+
+// Last resort (exit without cleanup): SIGKILL what is left. ZooKeeper is killed by the testkit's own hook.
+process.on('exit', () => killAll('SIGKILL'));
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    log(`${signal}: stopping every child process`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Reads JSON lines from a child's stdout; next() resolves with the next one. */
+function jsonLines(child, name) {
+  const queue = [];
+  const waiters = [];
+  let ended = false;
+  const rl = createInterface({ input: child.stdout });
+  rl.on('line', (line) => {
+    let value;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      log(`${name}: ${line}`);
+      return;
+    }
+    const waiter = waiters.shift();
+    if (waiter) waiter.resolve(value);
+    else queue.push(value);
+  });
+  child.once('exit', (code, signal) => {
+    ended = true;
+    for (const w of waiters.splice(0)) w.reject(new Error(`${name} exited (code ${code}, signal ${signal})`));
+  });
+  return {
+    next(timeoutMs = 60_000) {
+      if (queue.length > 0) return Promise.resolve(queue.shift());
+      if (ended) return Promise.reject(new Error(`${name} has exited`));
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name}: no answer within ${timeoutMs} ms`)), timeoutMs);
+        waiters.push({
+          resolve: (v) => (clearTimeout(timer), resolve(v)),
+          reject: (e) => (clearTimeout(timer), reject(e)),
+        });
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZooKeeper, doubles, floor, exporter
+
+async function startBenchZooKeeper() {
+  const server = await startZooKeeper();
+  // ZooKeeper allows 60 connections per client IP by default; every double has a session of its
+  // own (like real servers on their own machines), all from 127.0.0.1. Lift the limit and restart.
+  await server.stop();
+  appendFileSync(join(dirname(server.dataDir), 'conf', 'zoo.cfg'), 'maxClientCnxns=0\n');
+  await server.start();
+  return server;
+}
+
+async function startDoubles(n, p) {
+  const child = track(
+    spawn(process.execPath, [join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    }),
+    'doubles',
+  );
+  const lines = jsonLines(child, 'doubles');
+  const ready = await lines.next(300_000);
+  if (!ready.ready) throw new Error(`doubles: unexpected first line ${JSON.stringify(ready)}`);
+  return {
+    child,
+    ...ready,
+    stop: () => stopChild(child, { gentle: () => child.stdin.end('stop\n'), graceMs: 20_000 }),
+  };
+}
+
+async function startFloor(addresses) {
+  const child = track(spawn(process.execPath, [join(HERE, 'floor.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] }), 'floor');
+  const lines = jsonLines(child, 'floor');
+  const call = async (message, timeoutMs = 120_000) => {
+    child.stdin.write(`${JSON.stringify(message)}\n`);
+    const answer = await lines.next(timeoutMs);
+    if (answer.op === 'error') throw new Error(`floor: ${answer.error}`);
+    return answer;
+  };
+  await call({ op: 'connect', nodes: addresses });
+  return {
+    child,
+    pid: child.pid,
+    round: (kind) => call({ op: 'round', kind }),
+    stop: () => stopChild(child, { gentle: () => child.stdin.end(`${JSON.stringify({ op: 'close' })}\n`), graceMs: 5000 }),
+  };
+}
+
+async function startExporter(label) {
+  const dir = await tempDir('bench-cache-exporter-');
+  const port = await freePort();
+  const configFile = join(dir, 'exporter.json');
+  writeFileSync(configFile, JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { bench: [zk.address] } }, null, 2));
+  const logFile = join(dir, 'exporter.log');
+  const fd = openSync(logFile, 'a');
+  const nodeFlags = [];
+  let profileDir;
+  if (OPTS.profile) {
+    profileDir = join(HERE, 'results', 'profiles', label);
+    mkdirSync(profileDir, { recursive: true });
+    nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
+  }
+  const child = track(
+    spawn(process.execPath, [...nodeFlags, EXPORTER_BIN, `-config-file=${configFile}`, ...OPTS.exporterFlags], { stdio: ['ignore', fd, fd], cwd: dir }),
+    'exporter',
+  );
+  closeSync(fd);
+  const url = `http://127.0.0.1:${port}`;
+  const startedAt = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exporter exited ${child.exitCode}:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    const res = await get(url, '/-/ready', { timeoutMs: 2000 }).catch(() => undefined);
+    if (res?.status === 200) break;
+    if (Date.now() - startedAt > 30_000) throw new Error(`exporter not ready within 30 s:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    await sleep(100);
+  }
+  return {
+    child,
+    pid: child.pid,
+    url,
+    logFile,
+    profileDir,
+    startedAt,
+    stop: () => stopChild(child, { graceMs: 10_000 }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP: one keep-alive connection, like a store's scraper.
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+function get(base, path, { timeoutMs = 30_000, headers = {} } = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = request(`${base}${path}`, { agent, headers, timeout: timeoutMs }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const ms = performance.now() - started;
+        resolve({ status: res.statusCode, ms, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'] });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function scrape(exporter, path, timeoutSeconds) {
+  const headers = { 'X-Prometheus-Scrape-Timeout-Seconds': String(timeoutSeconds) };
+  if (OPTS.gzip) headers['Accept-Encoding'] = 'gzip';
+  const res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000 });
+  if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
+  const text = (res.encoding === 'gzip' ? gunzipSync(res.raw) : res.raw).toString('utf8');
+  return { ms: res.ms, wireBytes: res.raw.length, text };
+}
+
+/** Samples (non-comment, non-empty lines) of an exposition text. */
+function seriesCount(text) {
+  let count = 0;
+  let pos = 0;
+  while (pos < text.length) {
+    let nl = text.indexOf('\n', pos);
+    if (nl === -1) nl = text.length;
+    if (nl > pos && text.charCodeAt(pos) !== 0x23 /* # */) count++;
+    pos = nl + 1;
+  }
+  return count;
+}
+
+const count = (text, re) => (text.match(re) ?? []).length;
+const upCount = (text) => count(text, /^arcus_up\{[^}]*\} 1$/gm);
+const prefixOkNodes = (text) => {
+  let sum = 0;
+  for (const m of text.matchAll(/^arcus_prefix_nodes\{state="ok",[^}]*\} (\d+)$/gm)) sum += Number(m[1]);
+  return sum;
+};
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings of the exporter process
+
+function cpuMs(pid) {
+  // utime and stime (fields 14, 15) in clock ticks, all threads included; after the last ')'.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+function statusKb(pid, field) {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/** Nearest-rank percentile (p99 of 50 samples is the largest). */
+function percentile(values, p) {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+const summary = (values) => ({
+  n: values.length,
+  p50: percentile(values, 50),
+  p99: percentile(values, 99),
+  mean: values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN,
+  max: values.length ? Math.max(...values) : NaN,
+});
+const round1 = (v) => (Number.isFinite(v) ? Math.round(v * 10) / 10 : null);
+
+// ---------------------------------------------------------------------------------------------
+// One configuration
+
+/** Calls fn `times` times, starting calls at least paceMs apart. */
+async function paced(times, fn) {
+  let last = -Infinity;
+  for (let i = 0; i < times; i++) {
+    const wait = last + OPTS.paceMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    last = performance.now();
+    await fn(i);
+  }
+}
+
+async function waitForNodes(exporter, n) {
+  const deadline = Date.now() + 120_000;
+  let up = 0;
+  for (;;) {
+    const { text } = await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
+    up = upCount(text);
+    if (up === n) return;
+    if (Date.now() > deadline) throw new Error(`only ${up} of ${n} nodes show arcus_up 1 after 120 s (see ${exporter.logFile})`);
+    await sleep(500);
+  }
+}
+
+/** Until every node has a QoS result (the first round starts within one interval), at most 20 s. */
+async function waitForQos(exporter, n) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const { text } = await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
+    const have = count(text, /^arcus_qos_last_run_timestamp_seconds\{/gm);
+    if (have >= n) return true;
+    if (Date.now() > deadline) {
+      log(`  QoS results for ${have} of ${n} nodes after 20 s; measuring anyway`);
+      return false;
+    }
+    await sleep(500);
+  }
+}
+
+async function runConfig(n, p) {
+  const label = `N${n}-P${p}`;
+  log(`${label}: starting ${n} doubles with ${p} prefixes`);
+  const t0 = Date.now();
+  const doubles = await startDoubles(n, p);
+  let floor;
+  let exporter;
+  try {
+    const addresses = doubles.nodes.map((d) => d.address);
+    floor = await startFloor(addresses);
+    exporter = await startExporter(label);
+    await waitForNodes(exporter, n);
+    await waitForQos(exporter, n);
+    log(`${label}: ready in ${Date.now() - t0} ms (doubles ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
+
+    // Warm-up (JIT, connections, first aux read), not measured.
+    await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
+    await paced(3, () => floor.round('stats'));
+    const warmPrefix = [];
+    await paced(2, async () => warmPrefix.push((await scrape(exporter, '/metrics/prefixes', PREFIXES_TIMEOUT_S)).ms));
+    await paced(2, () => floor.round('prefixes'));
+
+    // Prefix scrapes are slow at large N x P: fit them (and as many floor rounds) in the budget.
+    const perPrefixPair = 2 * Math.max(OPTS.paceMs, Math.max(...warmPrefix));
+    const prefixScrapes = Math.max(Math.min(OPTS.prefixScrapes, 5), Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)));
+    if (prefixScrapes < OPTS.prefixScrapes) log(`${label}: a prefix scrape takes ~${Math.round(Math.max(...warmPrefix))} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`);
+
+    const m = { ms: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
+    const pf = { ms: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
+    const fs = { ms: [], bytes: 0 };
+    const fp = { ms: [], bytes: 0 };
+    const idle = { cpuMs: 0, wallMs: 0 };
+    let rssMax = 0;
+    const sampleRss = () => {
+      const kb = statusKb(exporter.pid, 'VmRSS');
+      if (kb > rssMax) rssMax = kb;
+    };
+    const sampler = setInterval(sampleRss, 100);
+
+    const rounds = Math.max(1, Math.ceil(OPTS.scrapes / OPTS.block));
+    const share = (total, i) => Math.floor(((i + 1) * total) / rounds) - Math.floor((i * total) / rounds);
+    let lastBusyWall = 500;
+
+    const exporterBlock = async (acc, path, timeoutS, times) => {
+      if (times === 0) return 0;
+      const c0 = cpuMs(exporter.pid);
+      const w0 = performance.now();
+      await paced(times, async () => {
+        const r = await scrape(exporter, path, timeoutS);
+        acc.ms.push(r.ms);
+        acc.series = seriesCount(r.text);
+        acc.bytes = r.text.length;
+        acc.wire = r.wireBytes;
+        if (path === '/metrics' ? upCount(r.text) !== n : prefixOkNodes(r.text) !== n) acc.incomplete++;
+        sampleRss();
+      });
+      const wall = performance.now() - w0;
+      acc.cpuMs += cpuMs(exporter.pid) - c0;
+      acc.wallMs += wall;
+      acc.scrapes += times;
+      return wall;
+    };
+    const floorBlock = async (acc, kind, times) => {
+      await paced(times, async () => {
+        const r = await floor.round(kind);
+        acc.ms.push(r.ms);
+        acc.bytes = r.bytes;
+      });
+    };
+    const idleBlock = async () => {
+      const c0 = cpuMs(exporter.pid);
+      const w0 = performance.now();
+      await sleep(lastBusyWall);
+      idle.wallMs += performance.now() - w0;
+      idle.cpuMs += cpuMs(exporter.pid) - c0;
+      sampleRss();
+    };
+
+    const measureStart = Date.now();
+    for (let i = 0; i < rounds; i++) {
+      const ms = share(OPTS.scrapes, i);
+      const ps = share(prefixScrapes, i);
+      let busy = 0;
+      const blocks = [
+        async () => (busy += await exporterBlock(m, '/metrics', METRICS_TIMEOUT_S, ms)),
+        () => floorBlock(fs, 'stats', ms),
+        async () => {
+          // Idle time equal to the exporter's busy time of the previous round (the first: 500 ms).
+          await idleBlock();
+        },
+        async () => (busy += await exporterBlock(pf, '/metrics/prefixes', PREFIXES_TIMEOUT_S, ps)),
+        () => floorBlock(fp, 'prefixes', ps),
+      ];
+      // Rotate the order every round, so no side always follows the other.
+      for (let k = 0; k < blocks.length; k++) await blocks[(k + i) % blocks.length]();
+      lastBusyWall = Math.max(200, busy);
+    }
+    clearInterval(sampler);
+    const hwm = statusKb(exporter.pid, 'VmHWM');
+    const measureMs = Date.now() - measureStart;
+
+    const idleRate = idle.wallMs > 0 ? idle.cpuMs / idle.wallMs : 0; // CPU ms per wall ms
+    const cpu = (acc) => ({
+      rawMsPerScrape: acc.scrapes ? acc.cpuMs / acc.scrapes : NaN,
+      netMsPerScrape: acc.scrapes ? (acc.cpuMs - idleRate * acc.wallMs) / acc.scrapes : NaN,
+    });
+    const result = {
+      nodes: n,
+      prefixes: p,
+      serviceCodes: doubles.serviceCodes.length,
+      setupMs: Date.now() - t0 - measureMs,
+      measureMs,
+      idle: { cpuMsPerSecond: idleRate * 1000, wallMs: idle.wallMs },
+      metrics: {
+        exporter: { ...summary(m.ms), ...cpu(m), series: m.series, bodyBytes: m.bytes, wireBytes: m.wire, incomplete: m.incomplete },
+        floor: { ...summary(fs.ms), bytes: fs.bytes },
+      },
+      prefixMetrics: {
+        exporter: { ...summary(pf.ms), ...cpu(pf), series: pf.series, bodyBytes: pf.bytes, wireBytes: pf.wire, incomplete: pf.incomplete },
+        floor: { ...summary(fp.ms), bytes: fp.bytes },
+      },
+      rss: { maxMB: rssMax / 1024, hwmMB: hwm / 1024 },
+    };
+    log(
+      `${label}: /metrics p50 ${round1(result.metrics.exporter.p50)} p99 ${round1(result.metrics.exporter.p99)} ms ` +
+        `(floor ${round1(result.metrics.floor.p50)}/${round1(result.metrics.floor.p99)}), ` +
+        `/metrics/prefixes p50 ${round1(result.prefixMetrics.exporter.p50)} p99 ${round1(result.prefixMetrics.exporter.p99)} ms ` +
+        `(floor ${round1(result.prefixMetrics.floor.p50)}/${round1(result.prefixMetrics.floor.p99)}), RSS max ${round1(result.rss.maxMB)} MB`,
+    );
+    return result;
+  } finally {
+    await exporter?.stop();
+    if (exporter?.profileDir) {
+      const files = existsSync(exporter.profileDir) ? readdirSync(exporter.profileDir).filter((f) => f.endsWith('.cpuprofile')) : [];
+      for (const f of files) {
+        const path = join(exporter.profileDir, f);
+        log(`${label}: CPU profile ${relative(ROOT, path)}`);
+        process.stderr.write(summarizeProfile(path, 15) + '\n');
+      }
+    }
+    await floor?.stop();
+    await doubles.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function table(results) {
+  const header = ['N', 'P', 'endpoint', 'exp p50', 'exp p99', 'floor p50', 'floor p99', 'p99/floor', 'CPU ms/scr net (raw)', 'series', 'RSS MB'];
+  const rows = [];
+  for (const r of results) {
+    for (const [name, e] of [
+      ['/metrics', r.metrics],
+      ['/metrics/prefixes', r.prefixMetrics],
+    ]) {
+      rows.push([
+        r.nodes,
+        r.prefixes,
+        name + (e.exporter.incomplete ? ` (${e.exporter.incomplete} incomplete)` : ''),
+        fmt(e.exporter.p50),
+        fmt(e.exporter.p99),
+        fmt(e.floor.p50),
+        fmt(e.floor.p99),
+        `${(e.exporter.p99 / e.floor.p99).toFixed(2)}x`,
+        `${fmt(e.exporter.netMsPerScrape)} (${fmt(e.exporter.rawMsPerScrape)})`,
+        e.exporter.series,
+        fmt(r.rss.maxMB),
+      ]);
+    }
+  }
+  const all = [header, ...rows].map((row) => row.map(String));
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)));
+  const line = (row) => row.map((cell, i) => (i <= 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
+}
+const fmt = (v) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
+
+function goals(results) {
+  const find = (n, p) => results.find((r) => r.nodes === n && r.prefixes === p);
+  const out = [];
+  for (const p of [0, 50]) {
+    const r = find(100, p);
+    const name = `N=100 P=${p}: /metrics p99 <= 1.5x floor p99 and < 100 ms`;
+    if (!r) {
+      out.push({ goal: name, status: 'NOT RUN' });
+      continue;
+    }
+    const { exporter, floor } = r.metrics;
+    const ratio = exporter.p99 / floor.p99;
+    const pass = ratio <= 1.5 && exporter.p99 < 100;
+    out.push({ goal: name, status: pass ? 'PASS' : 'FAIL', detail: `p99 ${fmt(exporter.p99)} ms, floor p99 ${fmt(floor.p99)} ms, ratio ${ratio.toFixed(2)}x` });
+  }
+  const big = find(500, 50);
+  out.push(
+    big
+      ? { goal: 'N=500 P=50: exporter RSS < 150 MB', status: big.rss.maxMB < 150 ? 'PASS' : 'FAIL', detail: `max VmRSS ${fmt(big.rss.maxMB)} MB (VmHWM ${fmt(big.rss.hwmMB)} MB)` }
+      : { goal: 'N=500 P=50: exporter RSS < 150 MB', status: 'NOT RUN' },
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const started = Date.now();
+  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}`);
+  zk = await startBenchZooKeeper();
+  log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
+  const results = [];
+  for (const n of OPTS.nodes) {
+    for (const p of OPTS.prefixes) results.push(await runConfig(n, p));
+  }
+  await zk.stop();
+  zk = undefined;
+
+  const evaluated = goals(results);
+  const report = {
+    when: new Date().toISOString(),
+    machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+    options: OPTS,
+    wallSeconds: Math.round((Date.now() - started) / 1000),
+    results,
+    goals: evaluated,
+  };
+  mkdirSync(dirname(OPTS.out), { recursive: true });
+  writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
+
+  process.stdout.write(`\ncache exporter benchmark (${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s)\n`);
+  process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
+  process.stdout.write(`${table(results)}\n\n`);
+  process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
+  process.stdout.write('goals:\n');
+  for (const g of evaluated) process.stdout.write(`  ${g.status.padEnd(7)} ${g.goal}${g.detail ? `: ${g.detail}` : ''}\n`);
+  process.stdout.write(`\nresults: ${relative(process.cwd(), OPTS.out)}\n`);
+}
+
+main().then(
+  async () => {
+    await cleanup();
+    process.exit(0);
+  },
+  async (err) => {
+    log(`failed: ${err?.stack ?? err}`);
+    await cleanup();
+    process.exit(1);
+  },
+);
