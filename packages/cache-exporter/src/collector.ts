@@ -3,7 +3,8 @@ import type { CacheNode } from '@cachemon/arcus';
 import { ArcusNodeClient, isTooManyPrefixes } from '@cachemon/arcus';
 import type { PrefixSelection } from './config.js';
 import type { NodeSnapshot, StatsEntries } from './metrics/render.js';
-import type { NodePrefixResult, PrefixItems, PrefixOperations, ServiceCodePrefixes } from './metrics/prefixes.js';
+import { PrefixSums } from './metrics/prefixes.js';
+import type { NodePrefixResult, PrefixItems, PrefixOperations } from './metrics/prefixes.js';
 
 export interface CollectorLogger {
   debug(obj: object, msg: string): void;
@@ -162,27 +163,30 @@ export class CacheCollector {
     }
   }
 
-  /** Prefix statistics of every live node whose service code collects them, summed later. */
+  /**
+   * Prefix statistics of every live node whose service code collects them, each node folded
+   * into the sums as soon as it answers (so replies are not held for the whole scrape).
+   */
   async collectPrefixes(
     nodes: readonly CacheNode[],
     selectionFor: (serviceCode: string) => PrefixSelection,
     deadline: number,
-  ): Promise<ServiceCodePrefixes[]> {
-    const groups = new Map<string, { selection: PrefixSelection; results: Promise<NodePrefixResult>[] }>();
+  ): Promise<PrefixSums> {
+    const sums = new PrefixSums();
+    const selections = new Map<string, PrefixSelection>();
+    const pending: Promise<void>[] = [];
     for (const node of nodes) {
-      let group = groups.get(node.serviceCode);
-      if (!group) {
-        group = { selection: selectionFor(node.serviceCode), results: [] };
-        groups.set(node.serviceCode, group);
+      let selection = selections.get(node.serviceCode);
+      if (!selection) {
+        selection = selectionFor(node.serviceCode);
+        selections.set(node.serviceCode, selection);
+        sums.serviceCode(node.serviceCode, selection.kind !== 'none');
       }
-      if (!node.live || group.selection.kind === 'none') continue;
-      group.results.push(this.collectNodePrefixes(node, group.selection, deadline));
+      if (!node.live || selection.kind === 'none') continue;
+      pending.push(this.collectNodePrefixes(node, selection, deadline).then((result) => sums.add(node.serviceCode, result)));
     }
-    const out: ServiceCodePrefixes[] = [];
-    for (const [serviceCode, group] of groups) {
-      out.push({ serviceCode, collected: group.selection.kind !== 'none', nodes: await Promise.all(group.results) });
-    }
-    return out;
+    await Promise.all(pending);
+    return sums;
   }
 
   private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number): Promise<NodePrefixResult> {

@@ -12,7 +12,7 @@ export {
 export type { CacheExporterConfig, PrefixSelection } from './config.js';
 export { renderNodeMetrics } from './metrics/render.js';
 export type { NodeSnapshot, QosSnapshot, StatsEntries } from './metrics/render.js';
-export { PrefixAggregator } from './metrics/prefixes.js';
+export { PrefixAggregator, PrefixSums } from './metrics/prefixes.js';
 export type { NodePrefixResult, ServiceCodePrefixes } from './metrics/prefixes.js';
 export { allFamilies } from './metrics/catalog.js';
 export type { FamilySpec } from './metrics/catalog.js';

@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
 
   app.get('/metrics', async (request, reply) => {
     const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
-    const body = (await exporter.metrics(deadline)) + (await registry.metrics());
+    const body = Buffer.concat([await exporter.metrics(deadline), Buffer.from(await registry.metrics())]);
     await sendExposition(request, reply, body);
   });
   app.get('/metrics/prefixes', async (request, reply) => {

@@ -56,6 +56,7 @@ export {
   escapeHelp,
   escapeLabelValue,
   EXPOSITION_CONTENT_TYPE,
+  ExpositionBuffer,
   ExpositionWriter,
   formatValue,
   renderLabels,

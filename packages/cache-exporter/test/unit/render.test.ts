@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExpositionWriter } from '@cachemon/core';
+import { ExpositionBuffer } from '@cachemon/core';
 import { arcusSample } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
@@ -22,9 +22,9 @@ const node = (n: string, extra: Partial<CacheNode> = {}): CacheNode => ({
 });
 
 function render(snapshots: NodeSnapshot[]): string {
-  const writer = new ExpositionWriter();
+  const writer = new ExpositionBuffer(256);
   renderNodeMetrics('zk1', snapshots, writer);
-  return writer.toString();
+  return writer.toBuffer().toString('utf8');
 }
 
 function sampleLines(text: string): string[] {
@@ -113,4 +113,25 @@ test('QoS results: latency of successful probes, success of every probe, time of
   assert.match(text, /^arcus_qos_success\{probe="lop_insert",.*\} 0$/m);
   assert.doesNotMatch(text, /arcus_qos_latency_seconds\{probe="lop_insert"/);
   assert.match(text, /^arcus_qos_last_run_timestamp_seconds\{.*\} 1700000000$/m);
+});
+
+test('nodes with different stats field lists (ARCUS and plain memcached) share each family once', () => {
+  const memcachedStats: Array<[string, string]> = [['pid', '7'], ['cmd_get', '5'], ['get_hits', '4'], ['get_expired', '1'], ['curr_items', '2']];
+  const text = render([
+    { node: node('127.0.0.1:21211'), up: true, stats },
+    { node: node('127.0.0.1:11211'), up: true, stats: memcachedStats },
+    { node: node('127.0.0.1:21212'), up: true, stats },
+  ]);
+  assert.equal(text.match(/^# TYPE arcus_commands_total counter$/gm)?.length, 1);
+  assert.equal(text.match(/^# TYPE arcus_items gauge$/gm)?.length, 1);
+  assert.match(text, /^arcus_commands_total\{command="get",ensemble="zk1",service_code="test",node="127.0.0.1:11211",hostname="localhost"\} 5$/m);
+  assert.match(text, /^arcus_stat\{field="get_expired",.*node="127.0.0.1:11211".*\} 1$/m);
+  assert.equal(text.match(/^arcus_items\{/gm)?.length, 3);
+  // Every family's samples are contiguous: once a family's block ends, its name never comes back.
+  const order = text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.slice(0, l.search(/[{ ]/)));
+  const finished = new Set<string>();
+  order.forEach((name, i) => {
+    assert.ok(!finished.has(name), `${name} is split`);
+    if (order[i + 1] !== name) finished.add(name);
+  });
 });
