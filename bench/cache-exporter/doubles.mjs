@@ -5,10 +5,10 @@
 //   node bench/cache-exporter/doubles.mjs --zk=127.0.0.1:2181 --nodes=100 --prefixes=50 [--per-code=100]
 //
 // Starts the doubles (max_stats_prefixes above P, stats detail on), fills each with P prefixes
-// (p<i>:k1, p<i>:k2 kv, p<i>:l1 list of 2, p<i>:b1 btree of 2; plus one key without prefix), runs a
-// few reads per prefix so `stats detail dump` has lines, maps them in ZooKeeper under service codes
-// bench0, bench1, ... (per-code nodes each) and registers each on its own session like a real
-// server. Then prints one JSON line on stdout ({"ready":true,"nodes":[...]}) and waits.
+// (p<i>:k1, p<i>:k2 kv, p<i>:l1 list, p<i>:b1 btree; plus one key without prefix), runs four reads
+// per prefix (get hit, get miss, lop get, bop get) so `stats detail dump` has lines, maps them in
+// ZooKeeper under service codes bench0, bench1, ... (per-code nodes each) and registers each on its
+// own session like a real server. Then prints one JSON line on stdout ({"ready":true,"nodes":[...]}) and waits.
 // "stop" on stdin, stdin closing, SIGTERM or SIGINT: unregister, unmap, exit 0.
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -92,7 +92,7 @@ function exercise(double, prefixes) {
     });
     let text = '';
     for (const p of prefixes) {
-      text += `get ${p}:k1\r\nget ${p}:k2\r\nget ${p}:missing\r\nlop get ${p}:l1 0..10\r\nbop get ${p}:b1 0..1000000000\r\n`;
+      text += `get ${p}:k1\r\nget ${p}:missing\r\nlop get ${p}:l1 0..10\r\nbop get ${p}:b1 0..1000000000\r\n`;
     }
     text += 'get nokey\r\nversion\r\n';
     socket.write(text);
@@ -127,14 +127,7 @@ async function main() {
   const prefixes = Array.from({ length: P }, (_, i) => `p${i}`);
   const keys = [{ key: 'nokey' }];
   for (const p of prefixes) {
-    keys.push(
-      { key: `${p}:k1` },
-      { key: `${p}:k2`, bytes: 100 },
-      { key: `${p}:l1`, type: 'list' },
-      { key: `${p}:l1`, type: 'list' },
-      { key: `${p}:b1`, type: 'btree' },
-      { key: `${p}:b1`, type: 'btree' },
-    );
+    keys.push({ key: `${p}:k1` }, { key: `${p}:k2`, bytes: 100 }, { key: `${p}:l1`, type: 'list' }, { key: `${p}:b1`, type: 'btree' });
   }
   for (const d of doubles) d.populate(keys);
   const populatedAt = Date.now();

@@ -5,9 +5,11 @@
 //
 //   node bench/cache-exporter/run.mjs [--nodes=10,100,500] [--prefixes=0,50,500] [--scrapes=50]
 //        [--prefix-scrapes=20] [--quick] [--no-gzip] [--profile] [--per-code=100]
-//        [--exporter-flags="-qos-interval=5s ..."] [--out=bench/cache-exporter/results/latest.json]
+//        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
+//        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
+//        [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -34,7 +36,9 @@ function parseArgs(argv) {
 }
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
-  process.stdout.write(readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1, 9).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+  const header = readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1);
+  const usage = header.slice(0, header.findIndex((l) => !l.startsWith('//')));
+  process.stdout.write(`${usage.map((l) => l.replace(/^\/\/ ?/, '')).join('\n')}\n`);
   process.exit(0);
 }
 const quick = args.quick === 'true';
@@ -45,12 +49,18 @@ const OPTS = {
   scrapes: Number(args.scrapes ?? (quick ? 20 : 50)),
   prefixScrapes: Number(args['prefix-scrapes'] ?? (quick ? 8 : 20)),
   /** Wall-time budget for the prefix scrapes (and as much floor) of one configuration. */
-  prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 40_000)),
+  prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 30_000)),
   gzip: args['no-gzip'] !== 'true',
   profile: args.profile === 'true',
   perCode: Number(args['per-code'] ?? 100),
   exporterFlags: args['exporter-flags'] ? String(args['exporter-flags']).split(/\s+/).filter(Boolean) : [],
+  /** Keep the exporter's config and log under results/logs/N<n>-P<p>/ (with --trace-gc, say). */
+  keepLogs: args['keep-logs'] === 'true',
+  /** Extra node flags for the exporter process (e.g. --max-semi-space-size=8, --trace-gc). */
+  exporterNodeFlags: args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [],
   out: args.out ?? join(HERE, 'results', 'latest.json'),
+  /** Which endpoints to measure (both by default); one alone makes a --profile about that one. */
+  endpoints: String(args.endpoints ?? 'metrics,prefixes').split(','),
   /** Scrapes per block: blocks of exporter, floor and idle time alternate inside each round. */
   block: Number(args.block ?? 5),
   /** Least time between two scrape starts (a store scrapes sequentially; ~10/s at most here). */
@@ -210,13 +220,14 @@ async function startFloor(addresses) {
 }
 
 async function startExporter(label) {
-  const dir = await tempDir('bench-cache-exporter-');
+  const dir = OPTS.keepLogs ? join(HERE, 'results', 'logs', label) : await tempDir('bench-cache-exporter-');
+  mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const configFile = join(dir, 'exporter.json');
   writeFileSync(configFile, JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { bench: [zk.address] } }, null, 2));
   const logFile = join(dir, 'exporter.log');
   const fd = openSync(logFile, 'a');
-  const nodeFlags = [];
+  const nodeFlags = [...OPTS.exporterNodeFlags];
   let profileDir;
   if (OPTS.profile) {
     profileDir = join(HERE, 'results', 'profiles', label);
@@ -274,7 +285,16 @@ function get(base, path, { timeoutMs = 30_000, headers = {} } = {}) {
 async function scrape(exporter, path, timeoutSeconds) {
   const headers = { 'X-Prometheus-Scrape-Timeout-Seconds': String(timeoutSeconds) };
   if (OPTS.gzip) headers['Accept-Encoding'] = 'gzip';
-  const res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000 });
+  let res;
+  try {
+    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000 });
+  } catch (err) {
+    await sleep(200);
+    const { exitCode, signalCode } = exporter.child;
+    if (exitCode === null && signalCode === null) throw err;
+    const tail = readFileSync(exporter.logFile, 'utf8').split('\n').slice(-15).join('\n');
+    throw new Error(`GET ${path}: the exporter died (code ${exitCode}, signal ${signalCode}); end of its log:\n${tail}`);
+  }
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
   const text = (res.encoding === 'gzip' ? gunzipSync(res.raw) : res.raw).toString('utf8');
   return { ms: res.ms, wireBytes: res.raw.length, text };
@@ -300,6 +320,20 @@ const prefixOkNodes = (text) => {
   for (const m of text.matchAll(/^arcus_prefix_nodes\{state="ok",[^}]*\} (\d+)$/gm)) sum += Number(m[1]);
   return sum;
 };
+
+/** nodejs_heap_size_total/used, external memory and RSS as the exporter reports them, in MB. */
+function selfMemory(text) {
+  const value = (name) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return m ? Math.round((Number(m[1]) / 1048576) * 10) / 10 : null;
+  };
+  return {
+    heapTotal: value('nodejs_heap_size_total_bytes'),
+    heapUsed: value('nodejs_heap_size_used_bytes'),
+    external: value('nodejs_external_memory_bytes'),
+    resident: value('process_resident_memory_bytes'),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // /proc readings of the exporter process
@@ -380,28 +414,41 @@ async function runConfig(n, p) {
   const label = `N${n}-P${p}`;
   log(`${label}: starting ${n} doubles with ${p} prefixes`);
   const t0 = Date.now();
-  const doubles = await startDoubles(n, p);
+  // The exporter first: it watches ZooKeeper, sees the nodes join, and its QoS rounds are already
+  // running when the last one has registered (saves most of a QoS interval of waiting).
+  const build = codeVersion().build; // what this exporter loads
+  const exporter = await startExporter(label);
+  let doubles;
   let floor;
-  let exporter;
   try {
+    doubles = await startDoubles(n, p);
     const addresses = doubles.nodes.map((d) => d.address);
     floor = await startFloor(addresses);
-    exporter = await startExporter(label);
     await waitForNodes(exporter, n);
     await waitForQos(exporter, n);
-    log(`${label}: ready in ${Date.now() - t0} ms (doubles ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
+    log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
 
     // Warm-up (JIT, connections, first aux read), not measured.
     await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
     await paced(3, () => floor.round('stats'));
-    const warmPrefix = [];
-    await paced(2, async () => warmPrefix.push((await scrape(exporter, '/metrics/prefixes', PREFIXES_TIMEOUT_S)).ms));
-    await paced(2, () => floor.round('prefixes'));
+    let warmPrefixMs = OPTS.paceMs;
+    if (OPTS.endpoints.includes('prefixes')) {
+      warmPrefixMs = (await scrape(exporter, '/metrics/prefixes', PREFIXES_TIMEOUT_S)).ms;
+      await floor.round('prefixes');
+      // A second warm-up only when cheap: at 500 x 500 one scrape takes seconds and JIT is warm.
+      if (warmPrefixMs < 2000) {
+        await sleep(OPTS.paceMs);
+        warmPrefixMs = (await scrape(exporter, '/metrics/prefixes', PREFIXES_TIMEOUT_S)).ms;
+        await floor.round('prefixes');
+      }
+    }
 
-    // Prefix scrapes are slow at large N x P: fit them (and as many floor rounds) in the budget.
-    const perPrefixPair = 2 * Math.max(OPTS.paceMs, Math.max(...warmPrefix));
-    const prefixScrapes = Math.max(Math.min(OPTS.prefixScrapes, 5), Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)));
-    if (prefixScrapes < OPTS.prefixScrapes) log(`${label}: a prefix scrape takes ~${Math.round(Math.max(...warmPrefix))} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`);
+    // Prefix scrapes are slow at large N x P: fit them (and as many floor rounds) in the budget,
+    // but take at least 5 (3 when one takes seconds).
+    const perPrefixPair = 2 * Math.max(OPTS.paceMs, warmPrefixMs);
+    const atLeast = Math.min(OPTS.prefixScrapes, warmPrefixMs < 2000 ? 5 : 3);
+    const prefixScrapes = Math.max(atLeast, Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)));
+    if (prefixScrapes < OPTS.prefixScrapes) log(`${label}: a prefix scrape takes ~${Math.round(warmPrefixMs)} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`);
 
     const m = { ms: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
     const pf = { ms: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
@@ -409,6 +456,8 @@ async function runConfig(n, p) {
     const fp = { ms: [], bytes: 0 };
     const idle = { cpuMs: 0, wallMs: 0 };
     let rssMax = 0;
+    let rssIdleMin = Infinity;
+    let lastMetricsText = '';
     const sampleRss = () => {
       const kb = statusKb(exporter.pid, 'VmRSS');
       if (kb > rssMax) rssMax = kb;
@@ -427,6 +476,7 @@ async function runConfig(n, p) {
         const r = await scrape(exporter, path, timeoutS);
         acc.ms.push(r.ms);
         acc.series = seriesCount(r.text);
+        if (path === '/metrics') lastMetricsText = r.text;
         acc.bytes = r.text.length;
         acc.wire = r.wireBytes;
         if (path === '/metrics' ? upCount(r.text) !== n : prefixOkNodes(r.text) !== n) acc.incomplete++;
@@ -452,12 +502,13 @@ async function runConfig(n, p) {
       idle.wallMs += performance.now() - w0;
       idle.cpuMs += cpuMs(exporter.pid) - c0;
       sampleRss();
+      rssIdleMin = Math.min(rssIdleMin, statusKb(exporter.pid, 'VmRSS'));
     };
 
     const measureStart = Date.now();
     for (let i = 0; i < rounds; i++) {
-      const ms = share(OPTS.scrapes, i);
-      const ps = share(prefixScrapes, i);
+      const ms = OPTS.endpoints.includes('metrics') ? share(OPTS.scrapes, i) : 0;
+      const ps = OPTS.endpoints.includes('prefixes') ? share(prefixScrapes, i) : 0;
       let busy = 0;
       const blocks = [
         async () => (busy += await exporterBlock(m, '/metrics', METRICS_TIMEOUT_S, ms)),
@@ -485,6 +536,7 @@ async function runConfig(n, p) {
     const result = {
       nodes: n,
       prefixes: p,
+      build,
       serviceCodes: doubles.serviceCodes.length,
       setupMs: Date.now() - t0 - measureMs,
       measureMs,
@@ -497,7 +549,11 @@ async function runConfig(n, p) {
         exporter: { ...summary(pf.ms), ...cpu(pf), series: pf.series, bodyBytes: pf.bytes, wireBytes: pf.wire, incomplete: pf.incomplete },
         floor: { ...summary(fp.ms), bytes: fp.bytes },
       },
-      rss: { maxMB: rssMax / 1024, hwmMB: hwm / 1024 },
+      // max: highest VmRSS seen while measuring (sampled every 100 ms and after every scrape);
+      // idleMin: lowest at the end of an idle block (what the process settles to between scrapes).
+      rss: { maxMB: rssMax / 1024, idleMinMB: rssIdleMin / 1024, hwmMB: hwm / 1024 },
+      // The exporter's own view of its memory at the last /metrics scrape (prom-client default metrics).
+      selfMemoryMB: selfMemory(lastMetricsText),
     };
     log(
       `${label}: /metrics p50 ${round1(result.metrics.exporter.p50)} p99 ${round1(result.metrics.exporter.p99)} ms ` +
@@ -507,7 +563,7 @@ async function runConfig(n, p) {
     );
     return result;
   } finally {
-    await exporter?.stop();
+    await exporter.stop();
     if (exporter?.profileDir) {
       const files = existsSync(exporter.profileDir) ? readdirSync(exporter.profileDir).filter((f) => f.endsWith('.cpuprofile')) : [];
       for (const f of files) {
@@ -517,7 +573,7 @@ async function runConfig(n, p) {
       }
     }
     await floor?.stop();
-    await doubles.stop();
+    await doubles?.stop();
   }
 }
 
@@ -532,6 +588,7 @@ function table(results) {
       ['/metrics', r.metrics],
       ['/metrics/prefixes', r.prefixMetrics],
     ]) {
+      if (e.exporter.n === 0) continue;
       rows.push([
         r.nodes,
         r.prefixes,
@@ -578,10 +635,36 @@ function goals(results) {
   return out;
 }
 
+/**
+ * The commit measured, whether packages/ differed from it, and the time of the newest built file
+ * the exporter loads (the build is what runs; a rebuild during the run makes a mixed result).
+ */
+function codeVersion() {
+  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const dirty = git('status', '--porcelain', '--', 'packages', 'bin');
+  let newest = 0;
+  const walk = (dir) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.js')) newest = Math.max(newest, statSync(path).mtimeMs);
+    }
+  };
+  for (const pkg of ['core', 'arcus', 'cache-exporter']) walk(join(ROOT, 'packages', pkg, 'dist', 'src'));
+  return {
+    commit: git('rev-parse', '--short', 'HEAD'),
+    packagesModified: dirty === '' ? [] : dirty.split('\n'),
+    build: new Date(newest).toISOString(),
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
   const started = Date.now();
+  const codeAtStart = codeVersion();
+  log(`code: commit ${codeAtStart.commit}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
   log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}`);
   zk = await startBenchZooKeeper();
   log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
@@ -593,18 +676,23 @@ async function main() {
   zk = undefined;
 
   const evaluated = goals(results);
+  const mixed = results.filter((r) => r.build !== codeAtStart.build).map((r) => `N${r.nodes}-P${r.prefixes}`);
   const report = {
     when: new Date().toISOString(),
     machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+    code: codeAtStart,
     options: OPTS,
     wallSeconds: Math.round((Date.now() - started) / 1000),
+    ...(mixed.length ? { warning: `the build changed during the run: ${mixed.join(', ')} ran a newer build than the first configuration (see results[].build)` } : {}),
     results,
     goals: evaluated,
   };
   mkdirSync(dirname(OPTS.out), { recursive: true });
   writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
 
-  process.stdout.write(`\ncache exporter benchmark (${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s)\n`);
+  const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
+  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s)\n`);
+  if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
   process.stdout.write(`${table(results)}\n\n`);
   process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
