@@ -58,7 +58,7 @@ interface Pending {
   /** Data lines sent after the command line: replies to swallow if the server answers ERROR. */
   readonly echoLines: number;
   readonly deadline: number;
-  readonly resolve: (reply: string) => void;
+  readonly resolve: (reply: Buffer) => void;
   readonly reject: (err: CachemonError) => void;
 }
 
@@ -115,11 +115,19 @@ export class AsciiConnection {
   }
 
   /**
-   * Sends `command` and resolves with its whole reply, final CRLF included. `command` has no
-   * trailing CRLF; a storage command carries its data block after one: `set k 0 3 4\r\nDATA`.
+   * Sends `command` and resolves with its whole reply as text, final CRLF included. `command` has
+   * no trailing CRLF; a storage command carries its data block after one: `set k 0 3 4\r\nDATA`.
    * Rejects with CachemonError only (codes above).
    */
-  request(command: string, options: RequestOptions): Promise<string> {
+  async request(command: string, options: RequestOptions): Promise<string> {
+    return (await this.requestBytes(command, options)).toString('utf8');
+  }
+
+  /**
+   * request() without decoding: the reply's bytes, a view of what the socket delivered (valid for
+   * as long as the caller holds it). For replies read on every scrape and parsed as bytes.
+   */
+  requestBytes(command: string, options: RequestOptions): Promise<Buffer> {
     const { deadline, reply } = options;
     const lineEnd = command.indexOf('\r\n');
     const commandLine = lineEnd === -1 ? command : command.slice(0, lineEnd);
@@ -137,7 +145,7 @@ export class AsciiConnection {
       );
     }
     const socket = this.socket ?? this.open();
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<Buffer>((resolve, reject) => {
       if (this.pendingCount === 0) socket.ref();
       this.pending.push({ command: commandLine, kind: reply, echoLines: countLines(command, lineEnd), deadline, resolve, reject });
       this.write(socket, `${command}\r\n`);

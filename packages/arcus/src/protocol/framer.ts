@@ -2,7 +2,8 @@
  * Incremental reply framer: cuts the byte stream of one ascii connection into replies. Pure (no
  * I/O): AsciiConnection pushes socket chunks in and asks for the next reply of the kind the oldest
  * pending request expects. Works across any chunk split, scans every byte once, and copies bytes
- * only while a reply spans several chunks.
+ * only while a reply spans several chunks. A reply comes back as a view of the bytes received
+ * (no copy, no decoding): nothing the framer does later writes over bytes it has handed out.
  *
  * Reply kinds:
  *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
@@ -107,7 +108,7 @@ export class ReplyFramer {
    * on bytes that cannot be this kind of reply or on a reply beyond the size limit; the stream is
    * then lost and the framer must be reset.
    */
-  next(kind: ReplyKind, echoLines = 0): string | undefined {
+  next(kind: ReplyKind, echoLines = 0): Buffer | undefined {
     for (;;) {
       if (this.phase === Phase.Data) {
         const blockEnd = this.cursor + this.remaining;
@@ -224,12 +225,13 @@ export class ReplyFramer {
     return undefined;
   }
 
-  private complete(): string {
+  private complete(): Buffer {
     const length = this.resultLength >= 0 ? this.resultLength : this.cursor;
     if (this.cursor > this.maxReplyBytes) {
       throw protocolError(`reply larger than ${this.maxReplyBytes} bytes`, this.text(0, 100));
     }
-    const reply = this.buf.toString('utf8', this.start, this.start + length);
+    // A view: push() only ever writes past `end`, and a reset drops the buffer instead of reusing it.
+    const reply = this.buf.subarray(this.start, this.start + length);
     this.start += this.cursor;
     if (this.start === this.end) this.reset();
     else this.resetReply();

@@ -48,6 +48,14 @@ export class ArcusNodeClient {
     return this.statsCommand('stats', deadline);
   }
 
+  /**
+   * The `stats` reply as bytes, framed but not parsed: walk it with scanStats (which also checks
+   * it). For the scrape path, where parsing into strings would cost more than the round trip.
+   */
+  statsBytes(deadline: number): Promise<Buffer> {
+    return this.connection.requestBytes('stats', { deadline, reply: 'multi' });
+  }
+
   statsSettings(deadline: number): Promise<StatsReply> {
     return this.statsCommand('stats settings', deadline);
   }
@@ -88,7 +96,7 @@ export class ArcusNodeClient {
   }
 
   private async statsCommand(command: string, deadline: number): Promise<StatsReply> {
-    return parseStats(await this.multi(command, deadline));
+    return parseStats(await this.connection.requestBytes(command, { deadline, reply: 'multi' }));
   }
 
   private multi(command: string, deadline: number): Promise<string> {

@@ -33,27 +33,60 @@ export interface PrefixOperationStats {
   counts: Record<string, number>;
 }
 
-/** Parses a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply. */
-export function parseStats(reply: string): StatsReply {
-  const stats: StatsReply = [];
+/**
+ * Receives the `STAT <name> <value>` lines of a stats reply as byte offsets into the reply (the
+ * value is empty, valueStart === valueEnd, when the server printed none). Returning false stops
+ * the walk.
+ */
+export type StatLineVisitor = (nameStart: number, nameEnd: number, valueStart: number, valueEnd: number) => boolean | void;
+
+/**
+ * Walks a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply held as bytes,
+ * creating no strings: the exporter renders every scrape's `stats` replies straight from their
+ * bytes. Throws like parseStats. Returns true once END closed the reply, false when `visit`
+ * stopped the walk (the rest of the reply is then unchecked).
+ */
+export function scanStats(reply: Buffer, visit: StatLineVisitor): boolean {
+  const length = reply.length;
   let pos = 0;
   for (;;) {
-    const nl = reply.indexOf('\n', pos);
-    if (nl === -1) throw unterminated(reply, pos);
-    const end = contentEnd(reply, pos, nl);
-    if (reply.startsWith('STAT ', pos)) {
+    const nl = reply.indexOf(LF, pos);
+    if (nl === -1) throw unterminatedBytes(reply, pos);
+    const end = nl > pos && reply[nl - 1] === CR ? nl - 1 : nl;
+    if (end - pos >= 5 && reply[pos] === 0x53 && reply[pos + 1] === 0x54 && reply[pos + 2] === 0x41 && reply[pos + 3] === 0x54 && reply[pos + 4] === SPACE) {
       const nameStart = pos + 5;
-      const nameEnd = spaceOrEnd(reply, nameStart, end);
-      if (nameEnd === nameStart) throw protocolError('STAT line without a name', lineAt(reply, pos, end));
+      let nameEnd = nameStart;
+      while (nameEnd < end && reply[nameEnd] !== SPACE) nameEnd++;
+      if (nameEnd === nameStart) throw protocolError('STAT line without a name', bytesLine(reply, pos, end));
       // The server omits the space when the value is empty: `STAT <name>`.
-      stats.push([reply.slice(nameStart, nameEnd), nameEnd < end ? reply.slice(nameEnd + 1, end) : '']);
-    } else if (isEnd(reply, pos, end)) {
-      return finish(reply, nl, stats);
+      const valueStart = nameEnd < end ? nameEnd + 1 : end;
+      if (visit(nameStart, nameEnd, valueStart, end) === false) return false;
+    } else if (end - pos === 3 && reply[pos] === 0x45 && reply[pos + 1] === 0x4e && reply[pos + 2] === 0x44) {
+      if (nl + 1 !== length) {
+        const next = reply.indexOf(LF, nl + 1);
+        const lineEnd = next === -1 ? length : next > nl + 1 && reply[next - 1] === CR ? next - 1 : next;
+        throw protocolError('data after END', bytesLine(reply, nl + 1, lineEnd));
+      }
+      return true;
     } else {
-      throw unexpectedLine(reply, pos, end, nl, 'expected STAT or END');
+      const line = bytesLine(reply, pos, end);
+      if (pos === 0 && nl + 1 === length && errorKeywordAt(line, 0, end) !== undefined) {
+        throw errorReply(reply.toString('utf8', 0, end));
+      }
+      throw protocolError('expected STAT or END', line);
     }
     pos = nl + 1;
   }
+}
+
+/** Parses a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply (text or bytes). */
+export function parseStats(reply: string | Buffer): StatsReply {
+  const bytes = typeof reply === 'string' ? Buffer.from(reply, 'utf8') : reply;
+  const stats: StatsReply = [];
+  scanStats(bytes, (nameStart, nameEnd, valueStart, valueEnd) => {
+    stats.push([bytes.toString('utf8', nameStart, nameEnd), bytes.toString('utf8', valueStart, valueEnd)]);
+  });
+  return stats;
 }
 
 /** Parses a `stats prefixes` or `stats prefixlist item ...` reply. */
@@ -195,5 +228,17 @@ function parseCount(text: string, start: number, end: number): number {
   return end - start > 15 ? Number(text.slice(start, end)) : value;
 }
 
+/** The line for an error message, decoded; never more than the quoted part of a long line. */
+function bytesLine(reply: Buffer, start: number, end: number): string {
+  return reply.toString('utf8', start, Math.min(end, start + QUOTE_LIMIT + 1));
+}
+
+function unterminatedBytes(reply: Buffer, pos: number): CachemonError {
+  if (pos === reply.length) return protocolError('reply ends without END');
+  return protocolError('reply ends inside a line', bytesLine(reply, pos, reply.length));
+}
+
 const CR = 0x0d;
+const LF = 0x0a;
+const SPACE = 0x20;
 const ZERO = 0x30;

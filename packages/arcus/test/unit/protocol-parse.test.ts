@@ -6,6 +6,7 @@ import {
   parsePrefixItems,
   parsePrefixOperations,
   parseStats,
+  scanStats,
   type StatsReply,
 } from '../../src/protocol/index.js';
 import { sample, seededRandom } from '../protocol/fixtures.js';
@@ -88,6 +89,43 @@ describe('parseStats on ARCUS 1.15.0 replies', () => {
 
   it('accepts bare LF line ends', () => {
     assert.deepEqual(parseStats('STAT pid 1\nEND\n'), [['pid', '1']]);
+  });
+});
+
+describe('scanStats: the same walk over bytes, without strings', () => {
+  it('offsets of every sample name the same lines parseStats returns; bytes and text parse alike', () => {
+    for (const name of STATS_SAMPLES) {
+      const bytes = Buffer.from(sample(name), 'latin1');
+      const seen: StatsReply = [];
+      const done = scanStats(bytes, (nameStart, nameEnd, valueStart, valueEnd) => {
+        seen.push([bytes.toString('latin1', nameStart, nameEnd), bytes.toString('latin1', valueStart, valueEnd)]);
+      });
+      assert.equal(done, true, name);
+      assert.deepEqual(seen, parseStats(sample(name)), name);
+      assert.deepEqual(parseStats(bytes), seen, name);
+    }
+  });
+
+  it('an empty value is an empty range at the end of the line', () => {
+    const bytes = Buffer.from('STAT ssl_key\r\nEND\r\n');
+    const ranges: number[][] = [];
+    scanStats(bytes, (...range) => void ranges.push(range));
+    assert.deepEqual(ranges, [[5, 12, 12, 12]]);
+  });
+
+  it('the visitor stops the walk by returning false; the rest is not read', () => {
+    const bytes = Buffer.from('STAT a 1\r\nSTAT b 2\r\ngarbage without END\r\n');
+    let lines = 0;
+    assert.equal(scanStats(bytes, () => ++lines < 2), false);
+    assert.equal(lines, 2);
+    assertCode(() => scanStats(bytes, () => true), Errors.NODE_PROTOCOL.code, 'expected STAT or END');
+  });
+
+  it('error replies and garbage fail as in parseStats', () => {
+    const err = assertCode(() => scanStats(Buffer.from('SERVER_ERROR out of memory\r\n'), () => true), Errors.NODE_ERROR_REPLY.code);
+    assert.equal(err.details?.['reply'], 'SERVER_ERROR out of memory');
+    assertCode(() => scanStats(Buffer.from('END\r\nSTAT a 1\r\n'), () => true), Errors.NODE_PROTOCOL.code, 'data after END');
+    assertCode(() => scanStats(Buffer.from('STAT a 1\r\n'), () => true), Errors.NODE_PROTOCOL.code, 'without END');
   });
 });
 
