@@ -2,7 +2,7 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/
 import type { CacheNode } from '@cachemon/arcus';
 import { ArcusNodeClient, isTooManyPrefixes } from '@cachemon/arcus';
 import type { PrefixSelection } from './config.js';
-import type { NodeSnapshot, StatsEntries } from './metrics/render.js';
+import type { NodeSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
 import { PrefixSums } from './metrics/prefixes.js';
 import type { NodePrefixResult, PrefixItems, PrefixOperations } from './metrics/prefixes.js';
 
@@ -97,17 +97,26 @@ export class CacheCollector {
     return state;
   }
 
-  /** `stats` of every live node, concurrently, bounded by the deadline. */
-  async collectStats(nodes: readonly CacheNode[], deadline: number): Promise<NodeSnapshot[]> {
+  /**
+   * `stats` of every live node, concurrently, bounded by the deadline. Each reply is handed to
+   * `accept` (as bytes) the moment it arrives, so rendering overlaps the wait for slower nodes; a
+   * reply `accept` rejects (it throws: garbage, an error line) makes that node down.
+   */
+  collectStats(
+    nodes: readonly CacheNode[],
+    deadline: number,
+    accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+  ): Promise<NodeSnapshot[]> {
     const guard = deadlineGuard(deadline);
-    try {
-      return await Promise.all(nodes.map((node) => this.collectNode(node, deadline, guard.promise)));
-    } finally {
-      guard.cancel();
-    }
+    return Promise.all(nodes.map((node) => this.collectNode(node, deadline, guard.promise, accept))).finally(guard.cancel);
   }
 
-  private async collectNode(node: CacheNode, deadline: number, expired: Promise<'expired'>): Promise<NodeSnapshot> {
+  private async collectNode(
+    node: CacheNode,
+    deadline: number,
+    expired: Promise<'expired'>,
+    accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+  ): Promise<NodeSnapshot> {
     if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
     if (Date.now() < state.client.retryAt && state.client.lastError) {
@@ -117,17 +126,18 @@ export class CacheCollector {
     const started = performance.now();
     const refreshAux = Date.now() - state.auxFetchedAt >= this.auxRefreshMs;
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
-    const statsPromise = state.client.stats(deadline);
+    const statsPromise = state.client.statsBytes(deadline);
     const auxPromise = refreshAux
       ? Promise.allSettled([state.client.statsSettings(deadline), state.client.statsZookeeper(deadline)])
       : undefined;
     try {
-      const stats = await Promise.race([statsPromise, expired]);
-      if (stats === 'expired') {
+      const reply = await Promise.race([statsPromise, expired]);
+      if (reply === 'expired') {
         // The connection's own timer fires at the deadline too; this only guards against a bug there.
         throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
       }
       const durationSeconds = (performance.now() - started) / 1000;
+      const stats = accept(node, reply);
       if (auxPromise) {
         const [settings, zookeeper] = await auxPromise;
         state.auxFetchedAt = Date.now();

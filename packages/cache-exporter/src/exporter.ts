@@ -7,10 +7,20 @@ import type { CacheExporterConfig } from './config.js';
 import { prefixSelectionFor } from './config.js';
 import { CacheCollector } from './collector.js';
 import { QosScheduler } from './qos.js';
-import { renderNodeMetrics } from './metrics/render.js';
+import { NodeMetricsRenderer } from './metrics/render.js';
 import { PrefixAggregator } from './metrics/prefixes.js';
 import { SelfMetrics } from './self-metrics.js';
 import { VERSION } from './version.js';
+
+/**
+ * A /metrics body on a pooled buffer. Reusing the buffers matters: a fresh multi-megabyte buffer
+ * per scrape is external memory, and V8 answers its growth with full (mark-compact) collections.
+ * Everyone who got the body (scrapes sharing one collection) calls release() once it is sent.
+ */
+export interface MetricsBody {
+  readonly bytes: Buffer;
+  release(): void;
+}
 
 export interface CacheExporterOptions {
   readonly logger: Logger;
@@ -20,6 +30,8 @@ export interface CacheExporterOptions {
   readonly qosIntervalMs: number;
   readonly zkSessionTimeoutMs?: number;
   readonly resolver?: Resolver;
+  /** The exporter's own metrics (cachemon_*, process_*), appended to every /metrics body. */
+  readonly selfMetrics?: () => Promise<string>;
 }
 
 /**
@@ -32,8 +44,12 @@ export class CacheExporter {
   private readonly collector: CacheCollector;
   private readonly qos: QosScheduler;
   private readonly prefixes = new PrefixAggregator();
+  private renderer: NodeMetricsRenderer;
   readonly self: SelfMetrics;
   private readonly inflight = new Map<string, Promise<Buffer>>();
+  private inflightMetrics: { promise: Promise<{ bytes: Buffer; backing: Buffer }>; users: number } | undefined;
+  /** Output buffers of finished scrapes, reused by the next ones. */
+  private readonly spareBuffers: Buffer[] = [];
   /** Size of the last /metrics body: the next buffer starts that large and rarely grows. */
   private lastMetricsBytes = 64 * 1024;
 
@@ -43,6 +59,7 @@ export class CacheExporter {
     this.collector = new CacheCollector({ logger: options.logger });
     this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
     this.watcher = this.createWatcher(config);
+    this.renderer = new NodeMetricsRenderer(config.ensemble.name);
   }
 
   get topology(): Topology {
@@ -120,35 +137,65 @@ export class CacheExporter {
     return Date.now() + Math.max(50, timeoutMs);
   }
 
-  /** GET /metrics. Concurrent scrapes share one collection. */
-  metrics(deadline: number): Promise<Buffer> {
-    return this.shared('/metrics', async () => {
-      const topology = this.watcher.topology;
-      const started = performance.now();
-      const snapshots = await this.collector.collectStats(topology.nodes, deadline);
-      const collected = performance.now();
-      const writer = new ExpositionBuffer(this.lastMetricsBytes + 16 * 1024);
-      const withQos = snapshots.map((s) => {
-        if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
-        const qos = this.qos.snapshot(s.node.node);
-        return qos ? { ...s, qos } : s;
+  /** GET /metrics. Concurrent scrapes share one collection (and its body). */
+  async metrics(deadline: number): Promise<MetricsBody> {
+    let flight = this.inflightMetrics;
+    if (flight) {
+      flight.users++;
+      this.self.sharedScrapes.inc({ path: '/metrics' });
+    } else {
+      const end = this.self.scrapeDuration.startTimer({ path: '/metrics' });
+      const promise = this.collectMetrics(deadline).finally(() => {
+        if (this.inflightMetrics === flight) this.inflightMetrics = undefined;
+        end();
       });
-      renderNodeMetrics(this.config.ensemble.name, withQos, writer);
-      const body = writer.toBuffer();
-      this.lastMetricsBytes = body.length;
-      if (this.options.logger.isLevelEnabled('debug')) {
-        this.options.logger.debug(
-          {
-            nodes: snapshots.length,
-            series: writer.sampleCount,
-            collectMs: Math.round((collected - started) * 10) / 10,
-            renderMs: Math.round((performance.now() - collected) * 10) / 10,
-          },
-          'scrape collected',
-        );
-      }
-      return body;
+      flight = { promise, users: 1 };
+      this.inflightMetrics = flight;
+    }
+    const shared = flight;
+    const { bytes, backing } = await shared.promise;
+    let released = false;
+    return {
+      bytes,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--shared.users === 0 && this.spareBuffers.length < 2) this.spareBuffers.push(backing);
+      },
+    };
+  }
+
+  private async collectMetrics(deadline: number): Promise<{ bytes: Buffer; backing: Buffer }> {
+    const topology = this.watcher.topology;
+    const renderer = this.renderer;
+    const started = performance.now();
+    const snapshots = await this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
+    const collected = performance.now();
+    const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024, this.spareBuffers.pop());
+    const withQos = snapshots.map((s) => {
+      if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
+      const qos = this.qos.snapshot(s.node.node);
+      return qos ? { ...s, qos } : s;
     });
+    renderer.render(withQos, writer);
+    const rendered = performance.now();
+    // Read last, so that the scrapes that joined this collection are counted in its body.
+    if (this.options.selfMetrics) writer.text(await this.options.selfMetrics());
+    const bytes = writer.toBuffer();
+    this.lastMetricsBytes = bytes.length;
+    if (this.options.logger.isLevelEnabled('debug')) {
+      this.options.logger.debug(
+        {
+          nodes: snapshots.length,
+          series: writer.sampleCount,
+          bytes: bytes.length,
+          collectMs: Math.round((collected - started) * 10) / 10,
+          renderMs: Math.round((rendered - collected) * 10) / 10,
+        },
+        'scrape collected',
+      );
+    }
+    return { bytes, backing: writer.backing };
   }
 
   /** GET /metrics/prefixes. */
@@ -193,6 +240,7 @@ export class CacheExporter {
     }
     const previous = this.config;
     this.config = { ...next, listen: previous.listen };
+    if (next.ensemble.name !== previous.ensemble.name) this.renderer = new NodeMetricsRenderer(next.ensemble.name);
     this.qos.setSimple(next.simpleQos);
     const sameEnsemble =
       next.ensemble.name === previous.ensemble.name &&

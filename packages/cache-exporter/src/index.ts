@@ -10,8 +10,8 @@ export {
   prefixSelectionFor,
 } from './config.js';
 export type { CacheExporterConfig, PrefixSelection } from './config.js';
-export { renderNodeMetrics } from './metrics/render.js';
-export type { NodeSnapshot, QosSnapshot, StatsEntries } from './metrics/render.js';
+export { NodeMetricsRenderer, isDecimal } from './metrics/render.js';
+export type { NodeSnapshot, QosSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
 export { PrefixAggregator, PrefixSums } from './metrics/prefixes.js';
 export type { NodePrefixResult, ServiceCodePrefixes } from './metrics/prefixes.js';
 export { allFamilies } from './metrics/catalog.js';

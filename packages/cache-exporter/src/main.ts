@@ -61,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
     defaultTimeoutMs: values['scrape-timeout'],
     qosIntervalMs: values['qos-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
+    selfMetrics: () => registry.metrics(),
   });
 
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });
@@ -68,8 +69,10 @@ async function main(argv: string[]): Promise<number> {
 
   app.get('/metrics', async (request, reply) => {
     const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
-    const body = Buffer.concat([await exporter.metrics(deadline), Buffer.from(await registry.metrics())]);
-    await sendExposition(request, reply, body);
+    const body = await exporter.metrics(deadline);
+    // The buffer goes back to the pool once the response is out (or the scraper went away).
+    reply.raw.once('close', body.release);
+    await sendExposition(request, reply, body.bytes);
   });
   app.get('/metrics/prefixes', async (request, reply) => {
     const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));

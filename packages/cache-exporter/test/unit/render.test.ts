@@ -1,16 +1,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExpositionBuffer } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionBuffer } from '@cachemon/core';
 import { arcusSample } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
-import { renderNodeMetrics } from '../../src/index.js';
-import type { NodeSnapshot } from '../../src/index.js';
+import { NodeMetricsRenderer, isDecimal } from '../../src/index.js';
+import type { NodeSnapshot, RenderedStats } from '../../src/index.js';
 
 const sample = arcusSample;
-const stats = parseStats(sample('01-stats.raw'));
+const statsReply = Buffer.from(sample('01-stats.raw'), 'latin1');
+const stats = parseStats(statsReply);
 const settings = parseStats(sample('02-stats-settings.raw'));
 const zookeeper = parseStats(sample('04-stats-zookeeper.raw'));
+
+/** A `stats` reply as a server sends it. */
+const reply = (entries: ReadonlyArray<readonly [string, string]>): Buffer =>
+  Buffer.from(`${entries.map(([name, value]) => `STAT ${name} ${value}\r\n`).join('')}END\r\n`);
 
 const node = (n: string, extra: Partial<CacheNode> = {}): CacheNode => ({
   serviceCode: 'test',
@@ -21,9 +26,14 @@ const node = (n: string, extra: Partial<CacheNode> = {}): CacheNode => ({
   ...extra,
 });
 
+let renderer = new NodeMetricsRenderer('zk1');
+
+/** The node's `stats` reply of this scrape, rendered (a fresh renderer per test file run is enough: nodes are new objects). */
+const accept = (n: CacheNode, bytes: Buffer = statsReply): RenderedStats => renderer.acceptStats(n, bytes);
+
 function render(snapshots: NodeSnapshot[]): string {
   const writer = new ExpositionBuffer(256);
-  renderNodeMetrics('zk1', snapshots, writer);
+  renderer.render(snapshots, writer);
   return writer.toBuffer().toString('utf8');
 }
 
@@ -34,7 +44,8 @@ function sampleLines(text: string): string[] {
 const labels = 'ensemble="zk1",service_code="test",node="127.0.0.1:21211",hostname="localhost"';
 
 test('stats of the sample server become typed metrics with the node labels', () => {
-  const text = render([{ node: node('127.0.0.1:21211'), up: true, stats, settings, zookeeper, durationSeconds: 0.002 }]);
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, stats: accept(n), settings, zookeeper, durationSeconds: 0.002 }]);
   const has = (line: string) => assert.ok(text.includes(`${line}\n`), `missing: ${line}`);
   has(`arcus_up{${labels}} 1`);
   has(`arcus_commands_total{command="set",${labels}} 10`);
@@ -64,8 +75,9 @@ test('stats of the sample server become typed metrics with the node labels', () 
 });
 
 test('every numeric stats field of the sample is exported exactly once', () => {
-  const text = render([{ node: node('127.0.0.1:21211'), up: true, stats }]);
-  const numeric = stats.filter(([, v]) => v !== '' && !Number.isNaN(Number(v))).length;
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, stats: accept(n) }]);
+  const numeric = stats.filter(([, v]) => /^-?\d+(\.\d+)?$/.test(v)).length;
   const fromStats = sampleLines(text).filter(
     (l) => !/^arcus_(up|node_registered|version_info|node_scrape_duration_seconds)\{/.test(l),
   );
@@ -73,8 +85,9 @@ test('every numeric stats field of the sample is exported exactly once', () => {
 });
 
 test('HELP and TYPE once per family across nodes; a down node has only its state series', () => {
+  const n = node('127.0.0.1:21211');
   const text = render([
-    { node: node('127.0.0.1:21211'), up: true, stats },
+    { node: n, up: true, stats: accept(n) },
     { node: node('127.0.0.1:21212'), up: false, reason: 'timeout', durationSeconds: 4 },
     { node: node('127.0.0.1:21213', { live: false, hostname: '' }), up: false, reason: 'not_registered' },
   ]);
@@ -88,17 +101,17 @@ test('HELP and TYPE once per family across nodes; a down node has only its state
 });
 
 test('replication nodes carry group and role; label values are escaped', () => {
-  const text = render([
-    { node: node('10.0.0.1:11211', { group: 'g1', role: 'master', hostname: 'we"ird\\host' }), up: true, stats: [['curr_items', '5']] },
-  ]);
+  const n = node('10.0.0.1:11211', { group: 'g1', role: 'master', hostname: 'we"ird\\host' });
+  const text = render([{ node: n, up: true, stats: accept(n, reply([['curr_items', '5']])) }]);
   assert.match(text, /^arcus_items\{ensemble="zk1",service_code="test",node="10.0.0.1:11211",hostname="we\\"ird\\\\host",group="g1",role="master"\} 5$/m);
 });
 
 test('unknown numeric fields are kept as arcus_stat{field}; text fields are skipped', () => {
-  const text = render([{ node: node('1.1.1.1:1'), up: true, stats: [['get_expired', '3'], ['brand_new_field', '7'], ['weird', 'text']] }]);
+  const n = node('1.1.1.1:1');
+  const text = render([{ node: n, up: true, stats: accept(n, reply([['get_expired', '3'], ['brand_new_field', '7'], ['weird', 'text'], ['hexish', '0x10']])) }]);
   assert.match(text, /^arcus_stat\{field="get_expired",.*\} 3$/m);
   assert.match(text, /^arcus_stat\{field="brand_new_field",.*\} 7$/m);
-  assert.doesNotMatch(text, /weird/);
+  assert.doesNotMatch(text, /weird|hexish/);
 });
 
 test('QoS results: latency of successful probes, success of every probe, time of the run', () => {
@@ -117,10 +130,11 @@ test('QoS results: latency of successful probes, success of every probe, time of
 
 test('nodes with different stats field lists (ARCUS and plain memcached) share each family once', () => {
   const memcachedStats: Array<[string, string]> = [['pid', '7'], ['cmd_get', '5'], ['get_hits', '4'], ['get_expired', '1'], ['curr_items', '2']];
+  const [a, m, b] = [node('127.0.0.1:21211'), node('127.0.0.1:11211'), node('127.0.0.1:21212')];
   const text = render([
-    { node: node('127.0.0.1:21211'), up: true, stats },
-    { node: node('127.0.0.1:11211'), up: true, stats: memcachedStats },
-    { node: node('127.0.0.1:21212'), up: true, stats },
+    { node: a, up: true, stats: accept(a) },
+    { node: m, up: true, stats: accept(m, reply(memcachedStats)) },
+    { node: b, up: true, stats: accept(b) },
   ]);
   assert.equal(text.match(/^# TYPE arcus_commands_total counter$/gm)?.length, 1);
   assert.equal(text.match(/^# TYPE arcus_items gauge$/gm)?.length, 1);
@@ -134,4 +148,77 @@ test('nodes with different stats field lists (ARCUS and plain memcached) share e
     assert.ok(!finished.has(name), `${name} is split`);
     if (order[i + 1] !== name) finished.add(name);
   });
+});
+
+test('the next reply of a node is rendered into the same area: values change, nothing of the last one stays', () => {
+  const n = node('127.0.0.1:21211');
+  const first = accept(n, reply([['curr_items', '1'], ['cmd_get', '10'], ['hb_latency', '6']]));
+  const firstText = render([{ node: n, up: true, stats: first }]);
+  assert.match(firstText, /^arcus_items\{.*\} 1$/m);
+  const second = accept(n, reply([['curr_items', '123456789'], ['cmd_get', '11'], ['hb_latency', '7000']]));
+  assert.equal(second.bytes, first.bytes, 'the byte area is reused');
+  const text = render([{ node: n, up: true, stats: second }]);
+  assert.match(text, /^arcus_items\{.*\} 123456789$/m);
+  assert.match(text, /^arcus_commands_total\{command="get",.*\} 11$/m);
+  assert.match(text, /^arcus_heartbeat_latency_seconds_total\{.*\} 7$/m);
+  assert.equal(text.match(/^arcus_items\{/gm)?.length, 1);
+});
+
+test('a node whose field list changes (server upgraded) gets a plan of its own, then back', () => {
+  const n = node('127.0.0.1:21211');
+  render([{ node: n, up: true, stats: accept(n) }]);
+  const upgraded = [...stats.slice(0, 10), ['brand_new_counter', '42'] as const, ...stats.slice(10)];
+  const text = render([{ node: n, up: true, stats: accept(n, reply(upgraded)) }]);
+  assert.match(text, /^arcus_stat\{field="brand_new_counter",.*\} 42$/m);
+  assert.match(text, /^arcus_commands_total\{command="set",.*\} 10$/m);
+  // Same length, one name different: must not be read with the old plan.
+  const renamed = stats.map(([name, value]) => (name === 'curr_items' ? (['curr_itemz', value] as const) : ([name, value] as const)));
+  const again = render([{ node: n, up: true, stats: accept(n, reply(renamed)) }]);
+  assert.match(again, /^arcus_stat\{field="curr_itemz",.*\} 1$/m);
+  assert.doesNotMatch(again, /^arcus_items\{/m);
+});
+
+test('a field the server repeats is one series; empty values are skipped', () => {
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, stats: accept(n, reply([['curr_items', '1'], ['curr_items', '2'], ['ssl_key', '']])) }]);
+  assert.equal(text.match(/^arcus_items\{/gm)?.length, 1);
+  assert.match(text, /^arcus_items\{.*\} 1$/m);
+  assert.doesNotMatch(text, /ssl_key/);
+});
+
+test('a reply that is not stats is refused with the protocol error codes', () => {
+  const n = node('127.0.0.1:21211');
+  const code = (bytes: string) => {
+    try {
+      renderer.acceptStats(n, Buffer.from(bytes));
+    } catch (err) {
+      assert.ok(err instanceof CachemonError, String(err));
+      return err.code;
+    }
+    return 'accepted';
+  };
+  assert.equal(code('SERVER_ERROR out of memory\r\n'), Errors.NODE_ERROR_REPLY.code);
+  assert.equal(code('STAT pid 1\r\nVALUE x 0 1\r\nEND\r\n'), Errors.NODE_PROTOCOL.code);
+  assert.equal(code('STAT pid 1\r\n'), Errors.NODE_PROTOCOL.code);
+  // With a plan in place, garbage late in an otherwise matching reply is still refused.
+  accept(n);
+  assert.equal(code(`${sample('01-stats.raw').slice(0, -5)}STAT\r\nEND\r\n`), Errors.NODE_PROTOCOL.code);
+  assert.equal(code(`${sample('01-stats.raw')}END\r\n`), Errors.NODE_PROTOCOL.code);
+  assert.equal(code(sample('01-stats.raw')), 'accepted');
+});
+
+test('isDecimal: what a server prints as a number, and nothing the format would refuse', () => {
+  const yes = ['0', '12', '-3', '0.008834', '1.25', '.5', '5.', '1e9', '2.5E-3', '18446744073709551615'];
+  const no = ['', '-', '.', 'e5', '1e', '1e+', '0x10', 'NaN', 'Infinity', 'inf', ' 1', '1 ', '1.2.3', '+1', 'on', '(null)'];
+  const check = (text: string) => isDecimal(Buffer.from(`x${text}y`), 1, 1 + Buffer.byteLength(text));
+  for (const text of yes) assert.equal(check(text), true, text);
+  for (const text of no) assert.equal(check(text), false, text);
+});
+
+test('a renderer is bound to its ensemble label', () => {
+  renderer = new NodeMetricsRenderer('other');
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, stats: accept(n) }]);
+  assert.match(text, /^arcus_items\{ensemble="other",/m);
+  renderer = new NodeMetricsRenderer('zk1');
 });
