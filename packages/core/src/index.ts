@@ -59,6 +59,7 @@ export {
   ExpositionBuffer,
   ExpositionWriter,
   formatValue,
+  gzipBody,
   renderLabels,
   sendExposition,
 } from './exposition.js';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { crc32, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib';
 import {
   acceptsGzip,
   Errors,
@@ -7,6 +8,7 @@ import {
   escapeLabelValue,
   ExpositionWriter,
   formatValue,
+  gzipBody,
   isCachemonError,
   renderLabels,
 } from '../../src/index.js';
@@ -152,4 +154,37 @@ describe('acceptsGzip', () => {
   for (const [header, expected] of table) {
     it(`${JSON.stringify(header)} -> ${expected}`, () => assert.equal(acceptsGzip(header), expected));
   }
+});
+
+describe('gzipBody', () => {
+  /** Exposition-like text of about `bytes` bytes, different on every line. */
+  const body = (bytes: number): Buffer => {
+    let text = '';
+    for (let i = 0; text.length < bytes; i++) text += `arcus_commands_total{command="c${i % 60}",node="10.0.${i % 250}.${i % 7}:11211"} ${i * 7919}\n`;
+    return Buffer.from(text.slice(0, bytes));
+  };
+
+  it('round-trips small and large bodies, cut into parts or not', async () => {
+    for (const size of [0, 1, 1000, 256 * 1024 - 1, 256 * 1024, 300_001, 1_048_576, 2_500_003]) {
+      const input = body(size);
+      const compressed = await gzipBody(input);
+      assert.deepEqual(gunzipSync(compressed), input, `size ${size}`);
+    }
+  });
+
+  it('is one gzip member: header, one deflate stream ending in a final block, CRC-32 and length of the whole body', async () => {
+    const input = body(2_000_000);
+    const compressed = await gzipBody(input);
+    assert.deepEqual([...compressed.subarray(0, 3)], [0x1f, 0x8b, 8]);
+    assert.deepEqual(inflateRawSync(compressed.subarray(10, compressed.length - 8)), input);
+    assert.equal(compressed.readUInt32LE(compressed.length - 4), input.length);
+    assert.equal(compressed.readUInt32LE(compressed.length - 8), crc32(input));
+  });
+
+  it('costs little in size against one stream at the same level', async () => {
+    const input = body(2_000_000);
+    const parts = (await gzipBody(input)).length;
+    const whole = gzipSync(input, { level: 1 }).length;
+    assert.ok(parts <= whole * 1.02, `${parts} bytes in parts, ${whole} in one stream`);
+  });
 });
