@@ -24,14 +24,15 @@ export interface MetricsBody {
 
 export interface CacheExporterOptions {
   readonly logger: Logger;
+  /** Where the exporter's own cachemon_* metrics live; served after the node series. */
   readonly registry: Registry;
   /** Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds. */
   readonly defaultTimeoutMs: number;
   readonly qosIntervalMs: number;
   readonly zkSessionTimeoutMs?: number;
   readonly resolver?: Resolver;
-  /** The exporter's own metrics (cachemon_*, process_*), appended to every /metrics body. */
-  readonly selfMetrics?: () => Promise<string>;
+  /** The process_* and nodejs_* metrics (createSelfRegistry), appended to every /metrics body. */
+  readonly processMetrics?: () => Promise<string>;
 }
 
 /**
@@ -169,6 +170,8 @@ export class CacheExporter {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
+    // Started now: its /proc reads and event-loop turn overlap the nodes' round trips.
+    const processText = this.options.processMetrics?.();
     const snapshots = await this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
     const collected = performance.now();
     const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024, this.spareBuffers.pop());
@@ -179,8 +182,9 @@ export class CacheExporter {
     });
     renderer.render(withQos, writer);
     const rendered = performance.now();
+    if (processText) writer.text(await processText);
     // Read last, so that the scrapes that joined this collection are counted in its body.
-    if (this.options.selfMetrics) writer.text(await this.options.selfMetrics());
+    writer.text(await this.options.registry.metrics());
     const bytes = writer.toBuffer();
     this.lastMetricsBytes = bytes.length;
     if (this.options.logger.isLevelEnabled('debug')) {

@@ -11,6 +11,7 @@ import {
   sendExposition,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
+import { Registry } from 'prom-client';
 import { loadCacheExporterConfig } from './config.js';
 import { CacheExporter } from './exporter.js';
 import { VERSION } from './version.js';
@@ -54,14 +55,15 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger(config.log, { name: PROGRAM, base: { ensemble: config.ensemble.name } });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
-  const registry = createSelfRegistry();
+  const registry = new Registry();
+  const processRegistry = createSelfRegistry();
   const exporter = new CacheExporter(config, {
     logger,
     registry,
     defaultTimeoutMs: values['scrape-timeout'],
     qosIntervalMs: values['qos-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
-    selfMetrics: () => registry.metrics(),
+    processMetrics: () => processRegistry.metrics(),
   });
 
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });

@@ -1,6 +1,6 @@
-import { escapeLabelValue, formatValue } from '@cachemon/core';
+import { CachemonError, Errors, escapeLabelValue, formatValue } from '@cachemon/core';
 import type { ExpositionBuffer } from '@cachemon/core';
-import { parseStats, scanStats } from '@cachemon/arcus';
+import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
 import type { FamilySpec, SettingRule } from './catalog.js';
 import {
@@ -79,14 +79,15 @@ export interface NodeSnapshot {
 /** How a node's `stats` field list is rendered. Shared by every node with the same list. */
 interface StatsPlan {
   readonly names: readonly string[];
-  /** The names as bytes, `nameOffsets[i]..nameOffsets[i + 1]` each. */
-  readonly nameBytes: Buffer;
-  readonly nameOffsets: Uint32Array;
+  /** `STAT <name>` of each position as the server sends it, `headOffsets[i]..headOffsets[i + 1]`. */
+  readonly heads: Buffer;
+  readonly headOffsets: Uint32Array;
   /** The plan's families, in the order of their first field. */
   readonly families: readonly FamilySpec[];
   readonly familyIndex: ReadonlyMap<FamilySpec, number>;
-  /** Positions of each family's fields. */
-  readonly positions: ReadonlyArray<readonly number[]>;
+  /** The rendered positions, family by family; family f is order[familyStarts[f]..familyStarts[f + 1]). */
+  readonly order: Uint32Array;
+  readonly familyStarts: Uint32Array;
   readonly scales: ReadonlyArray<number | undefined>;
   readonly scaled: number;
   /** Positions of the text fields that make arcus_version_info, or -1. */
@@ -99,20 +100,46 @@ interface StatsPlan {
 interface NodeSeries {
   readonly base: string;
   readonly braced: string;
-  readonly upLines: readonly [string, string];
-  readonly registeredLines: readonly [string, string];
+  /** `arcus_up{...} 0\n` and `... 1\n`; the same for arcus_node_registered; the duration's prefix. */
+  readonly upLines: readonly [Buffer, Buffer];
+  readonly registeredLines: readonly [Buffer, Buffer];
+  readonly durationPrefix: Buffer;
   /** Prefixes of the series with one extra label (reason, probe, setting type). */
   readonly labelled: Map<string, string>;
   plan: StatsPlan | undefined;
+  /** `name{labels} ` of each position of the plan, encoded: offsets[i]..offsets[i + 1]. */
   prefixes: Buffer;
   offsets: Uint32Array;
-  /** Value ranges of the reply being rendered: start and end per position. */
+  /** Value ranges in the reply being rendered: start and end per position. */
   values: Uint32Array;
-  stats: RenderedStats | undefined;
-  versionLine: { version: string; libevent: string; line: string } | undefined;
+  /**
+   * The node's sample lines, family by family, as the last reply left them: area[0, areaLength).
+   * valueLengths[k] is the value length of the k-th rendered position's line (-1: no line).
+   */
+  area: Buffer;
+  areaLength: number;
+  areaPlan: StatsPlan | undefined;
+  valueLengths: Int32Array;
+  segments: Uint32Array;
+  versionLine: { version: string; libevent: string; line: Buffer } | undefined;
   /** Lines of settings, zookeeper and QoS, kept while their sources are the same objects. */
-  aux: { settings?: StatsEntries; zookeeper?: StatsEntries; qos?: QosSnapshot; lines: ReadonlyArray<readonly [FamilySpec, string]> } | undefined;
+  aux: AuxLines | undefined;
 }
+
+/** A node's settings, zookeeper and QoS lines: per family of AUX_FAMILIES, start, end, count in `bytes`. */
+interface AuxLines {
+  readonly settings: StatsEntries | undefined;
+  readonly zookeeper: StatsEntries | undefined;
+  readonly qos: QosSnapshot | undefined;
+  readonly bytes: Buffer;
+  readonly segments: Uint32Array;
+}
+
+/** Families of the settings, zookeeper and QoS lines, in the order they are written. */
+const AUX_FAMILIES: readonly FamilySpec[] = [
+  ...new Set([...[...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family), QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP]),
+];
+const AUX_INDEX: ReadonlyMap<FamilySpec, number> = new Map(AUX_FAMILIES.map((family, i) => [family, i]));
 
 /**
  * Renders the node series of /metrics for one ensemble. Keeps, per node, what repeats from one
@@ -134,10 +161,12 @@ export class NodeMetricsRenderer {
    */
   acceptStats(node: CacheNode, reply: Buffer): RenderedStats {
     const series = this.nodeSeries(node);
-    if (series.plan === undefined || !readValues(series, series.plan, reply)) {
+    if (series.plan === undefined || !matchPlan(series.plan, reply, series.values)) {
       // A new node or a field list of its own: parse once (this also checks the whole reply).
-      this.usePlan(series, this.findPlan(parseStats(reply).map(([name]) => name)));
-      if (!readValues(series, series.plan!, reply)) throw new Error('stats plan does not match the reply it was made from');
+      this.usePlan(series, this.findPlan(reply));
+      if (!matchPlan(series.plan!, reply, series.values)) {
+        throw new CachemonError(Errors.INTERNAL, `${node.node}: stats plan does not match the reply it was made from`);
+      }
     }
     return writeSamples(series, series.plan!, reply);
   }
@@ -145,48 +174,43 @@ export class NodeMetricsRenderer {
   /** Writes the node series of /metrics: state, stats, settings and QoS, family by family. */
   render(snapshots: readonly NodeSnapshot[], out: ExpositionBuffer): void {
     const series = snapshots.map((snapshot) => this.nodeSeries(snapshot.node));
+    const count = snapshots.length;
 
-    const state = new Lines();
-    snapshots.forEach((snapshot, i) => {
-      const s = series[i]!;
-      state.add(UP, s.upLines[snapshot.up ? 1 : 0]);
-      state.add(NODE_REGISTERED, s.registeredLines[snapshot.node.live ? 1 : 0]);
-      if (!snapshot.up && snapshot.reason !== undefined) {
-        state.add(NODE_ERROR, `${labelledPrefix(s, NODE_ERROR, 'reason', snapshot.reason)}1\n`);
-      }
-      if (snapshot.durationSeconds !== undefined) {
-        state.add(NODE_SCRAPE_DURATION, `${NODE_SCRAPE_DURATION.name}${s.braced} ${formatValue(snapshot.durationSeconds)}\n`);
-      }
-      if (snapshot.up && snapshot.stats) {
-        const line = versionLine(s, snapshot.stats);
-        if (line !== undefined) state.add(VERSION_INFO, line);
-      }
-    });
-    state.writeAllTo(out);
+    let family = new FamilyBlock(out, UP);
+    for (let i = 0; i < count; i++) family.line(series[i]!.upLines[snapshots[i]!.up ? 1 : 0]);
+    family = new FamilyBlock(out, NODE_REGISTERED);
+    for (let i = 0; i < count; i++) family.line(series[i]!.registeredLines[snapshots[i]!.node.live ? 1 : 0]);
+    family = new FamilyBlock(out, NODE_ERROR);
+    for (let i = 0; i < count; i++) {
+      const { up, reason } = snapshots[i]!;
+      if (!up && reason !== undefined) family.text(`${labelledPrefix(series[i]!, NODE_ERROR, 'reason', reason)}1\n`);
+    }
+    family = new FamilyBlock(out, NODE_SCRAPE_DURATION);
+    for (let i = 0; i < count; i++) {
+      const seconds = snapshots[i]!.durationSeconds;
+      if (seconds !== undefined) family.sample(series[i]!.durationPrefix, formatValue(seconds));
+    }
+    family = new FamilyBlock(out, VERSION_INFO);
+    for (let i = 0; i < count; i++) {
+      const { up, stats } = snapshots[i]!;
+      const line = up && stats ? versionLine(series[i]!, stats) : undefined;
+      if (line !== undefined) family.line(line);
+    }
 
-    for (const family of this.statsFamilyOrder) {
-      let headed = false;
+    for (const spec of this.statsFamilyOrder) {
+      family = new FamilyBlock(out, spec);
       for (const snapshot of snapshots) {
         const stats = snapshot.up ? snapshot.stats : undefined;
-        if (stats === undefined) continue;
-        const index = stats.plan.familyIndex.get(family);
-        if (index === undefined) continue;
-        const start = stats.segments[index * 3]!;
-        const end = stats.segments[index * 3 + 1]!;
-        if (end === start) continue;
-        if (!headed) {
-          out.family(family.name, family.type, family.help);
-          headed = true;
-        }
-        out.bytes(stats.bytes, start, end, stats.segments[index * 3 + 2]!);
+        const index = stats?.plan.familyIndex.get(spec);
+        if (index !== undefined) family.segment(stats!.bytes, stats!.segments, index);
       }
     }
 
-    const rest = new Lines();
-    snapshots.forEach((snapshot, i) => {
-      for (const [family, line] of auxLines(series[i]!, snapshot)) rest.add(family, line);
+    const aux = snapshots.map((snapshot, i) => auxLines(series[i]!, snapshot));
+    AUX_FAMILIES.forEach((spec, index) => {
+      family = new FamilyBlock(out, spec);
+      for (const lines of aux) if (lines !== undefined) family.segment(lines.bytes, lines.segments, index);
     });
-    rest.writeAllTo(out);
   }
 
   private nodeSeries(node: CacheNode): NodeSeries {
@@ -197,14 +221,19 @@ export class NodeMetricsRenderer {
       series = {
         base,
         braced,
-        upLines: [`${UP.name}${braced} 0\n`, `${UP.name}${braced} 1\n`],
-        registeredLines: [`${NODE_REGISTERED.name}${braced} 0\n`, `${NODE_REGISTERED.name}${braced} 1\n`],
+        upLines: [Buffer.from(`${UP.name}${braced} 0\n`), Buffer.from(`${UP.name}${braced} 1\n`)],
+        registeredLines: [Buffer.from(`${NODE_REGISTERED.name}${braced} 0\n`), Buffer.from(`${NODE_REGISTERED.name}${braced} 1\n`)],
+        durationPrefix: Buffer.from(`${NODE_SCRAPE_DURATION.name}${braced} `),
         labelled: new Map(),
         plan: undefined,
         prefixes: EMPTY,
         offsets: new Uint32Array(1),
         values: new Uint32Array(0),
-        stats: undefined,
+        area: EMPTY,
+        areaLength: 0,
+        areaPlan: undefined,
+        valueLengths: new Int32Array(0),
+        segments: new Uint32Array(0),
         versionLine: undefined,
         aux: undefined,
       };
@@ -213,11 +242,15 @@ export class NodeMetricsRenderer {
     return series;
   }
 
-  private findPlan(names: readonly string[]): StatsPlan {
-    const key = names.join('\n');
+  /** The plan of a reply's field list (made on first sight). Parses the reply: throws for garbage. */
+  private findPlan(reply: Buffer): StatsPlan {
+    const heads: Buffer[] = [];
+    scanStats(reply, (nameStart, nameEnd) => void heads.push(reply.subarray(nameStart - 5, nameEnd)));
+    // latin1 maps bytes to characters one to one: equal keys, equal bytes.
+    const key = heads.map((head) => head.toString('latin1')).join('\n');
     let plan = this.plans.get(key);
     if (plan === undefined) {
-      plan = makePlan(names);
+      plan = makePlan(heads);
       this.plans.set(key, plan);
       for (const family of plan.families) if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
     }
@@ -241,8 +274,11 @@ export class NodeMetricsRenderer {
 }
 
 const EMPTY = Buffer.alloc(0);
+const STAT_HEAD = 5; // `STAT `
 
-function makePlan(names: readonly string[]): StatsPlan {
+/** A plan from the `STAT <name>` heads of a reply's lines, as bytes. */
+function makePlan(heads: readonly Buffer[]): StatsPlan {
+  const names = heads.map((head) => head.toString('utf8', STAT_HEAD));
   const families: FamilySpec[] = [];
   const familyIndex = new Map<FamilySpec, number>();
   const positions: number[][] = [];
@@ -266,21 +302,20 @@ function makePlan(names: readonly string[]): StatsPlan {
     }
     positions[index]!.push(position);
   });
-  const rendered = new Set(positions.flat());
-  const nameOffsets = new Uint32Array(names.length + 1);
-  let at = 0;
-  names.forEach((name, i) => {
-    nameOffsets[i] = at;
-    at += Buffer.byteLength(name);
-  });
-  nameOffsets[names.length] = at;
+  const order = Uint32Array.from(positions.flat());
+  const familyStarts = new Uint32Array(families.length + 1);
+  positions.forEach((list, f) => (familyStarts[f + 1] = familyStarts[f]! + list.length));
+  const rendered = new Set(order);
+  const headOffsets = new Uint32Array(heads.length + 1);
+  heads.forEach((head, i) => (headOffsets[i + 1] = headOffsets[i]! + head.length));
   return {
     names,
-    nameBytes: Buffer.from(names.join('')),
-    nameOffsets,
+    heads: Buffer.concat(heads),
+    headOffsets,
     families,
     familyIndex,
-    positions,
+    order,
+    familyStarts,
     scales,
     scaled,
     versionAt: names.indexOf('version'),
@@ -294,68 +329,120 @@ function makePlan(names: readonly string[]): StatsPlan {
 }
 
 /**
- * Pass one over a reply: checks that its field names are the plan's, in order, and records where
- * each value is. False when they differ (the reply is then parsed to find its plan).
+ * Checks that a reply has exactly the plan's lines (`STAT <name>` heads, byte for byte, in order,
+ * then END) and records where each value is. Accepts every reply scanStats accepts with these
+ * names; false for anything else, which then goes to the parser.
  */
-function readValues(series: NodeSeries, plan: StatsPlan, reply: Buffer): boolean {
-  const names = plan.nameBytes;
-  const nameOffsets = plan.nameOffsets;
+function matchPlan(plan: StatsPlan, reply: Buffer, values: Uint32Array): boolean {
+  const heads = plan.heads;
+  const headOffsets = plan.headOffsets;
   const count = plan.names.length;
-  const values = series.values;
-  let position = 0;
-  const complete = scanStats(reply, (nameStart, nameEnd, valueStart, valueEnd) => {
-    if (position === count) return false;
-    const expected = nameOffsets[position]!;
-    const length = nameOffsets[position + 1]! - expected;
-    if (nameEnd - nameStart !== length) return false;
-    for (let i = 0; i < length; i++) if (reply[nameStart + i] !== names[expected + i]) return false;
-    values[position * 2] = valueStart;
-    values[position * 2 + 1] = valueEnd;
-    position++;
-    return true;
-  });
-  return complete && position === count;
+  const length = reply.length;
+  let pos = 0;
+  for (let position = 0; position < count; position++) {
+    const headStart = headOffsets[position]!;
+    const headLength = headOffsets[position + 1]! - headStart;
+    if (pos + headLength > length) return false;
+    for (let i = 0; i < headLength; i++) if (reply[pos + i] !== heads[headStart + i]) return false;
+    const after = pos + headLength;
+    // Values are a few bytes: a loop beats a native indexOf call per line.
+    let nl = after;
+    while (nl < length && reply[nl] !== LF) nl++;
+    if (nl === length) return false;
+    const end = nl > after && reply[nl - 1] === CR ? nl - 1 : nl;
+    if (after === end) {
+      values[position * 2] = end; // `STAT <name>`: no value
+    } else if (reply[after] === SPACE) {
+      values[position * 2] = after + 1;
+    } else {
+      return false; // a longer name
+    }
+    values[position * 2 + 1] = end;
+    pos = nl + 1;
+  }
+  const rest = length - pos;
+  return (
+    (rest === 5 || (rest === 4 && reply[pos + 3] === LF)) &&
+    reply[pos] === 0x45 &&
+    reply[pos + 1] === 0x4e &&
+    reply[pos + 2] === 0x44 &&
+    (rest === 4 || (reply[pos + 3] === CR && reply[pos + 4] === LF))
+  );
 }
 
-/** Pass two: the samples, family by family, into the node's byte area. */
+/**
+ * The samples of a matched reply, family by family, in the node's area. The area holds the last
+ * reply's lines with the same prefixes in the same places, so a value of unchanged length (most
+ * of them: counters rarely gain a digit) is the only thing written; a length change moves the
+ * rest of the area once (a native memmove); a line appears or goes when a value becomes or stops
+ * being a number.
+ */
 function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): RenderedStats {
-  const prefixes = series.prefixes;
-  const offsets = series.offsets;
-  const values = series.values;
-  // Every value is at most its bytes in the reply; a scaled one at most a float's shortest text.
-  const capacity = prefixes.length + reply.length + plan.scaled * 32;
-  let bytes = series.stats?.bytes;
-  if (bytes === undefined || bytes.length < capacity) bytes = Buffer.allocUnsafeSlow(capacity + (capacity >> 2));
-  const segments = series.stats?.plan === plan ? (series.stats.segments as Uint32Array) : new Uint32Array(plan.families.length * 3);
+  const { prefixes, offsets, values } = series;
+  const order = plan.order;
+  let area = series.area;
+  let length = series.areaLength;
+  let valueLengths = series.valueLengths;
+  // While rewriting, the area holds new lines before `at` and old ones after it: at most the old
+  // length plus every new value (a scaled one at most a float's shortest text).
+  const scaledBound = plan.scaled * 32;
+  if (series.areaPlan !== plan || area.length < length + reply.length + scaledBound) {
+    const fresh = prefixes.length + order.length + reply.length + scaledBound;
+    if (area.length < fresh) area = Buffer.allocUnsafeSlow(fresh + (fresh >> 2));
+    length = 0;
+    valueLengths = valueLengths.length === order.length ? valueLengths.fill(-1) : new Int32Array(order.length).fill(-1);
+    series.segments = new Uint32Array(plan.families.length * 3);
+    series.areaPlan = plan;
+  }
+  const segments = series.segments;
   let at = 0;
-  for (let index = 0; index < plan.families.length; index++) {
-    segments[index * 3] = at;
+  for (let f = 0; f < plan.families.length; f++) {
+    segments[f * 3] = at;
     let samples = 0;
-    for (const position of plan.positions[index]!) {
+    for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
+      const position = order[k]!;
       const valueStart = values[position * 2]!;
       const valueEnd = values[position * 2 + 1]!;
-      // The server's own number text is valid exposition as it is; skip what is not a number.
-      if (!isDecimal(reply, valueStart, valueEnd)) continue;
-      const start = offsets[position]!;
-      const end = offsets[position + 1]!;
-      prefixes.copy(bytes, at, start, end);
-      at += end - start;
-      const scale = plan.scales[position];
-      if (scale === undefined) {
-        for (let i = valueStart; i < valueEnd; i++) bytes[at++] = reply[i]!;
-      } else {
-        const text = formatValue(Number(reply.toString("latin1", valueStart, valueEnd)) * scale);
-        for (let i = 0; i < text.length; i++) bytes[at++] = text.charCodeAt(i);
+      const prefixLength = offsets[position + 1]! - offsets[position]!;
+      const old = valueLengths[k]!;
+      // The server's own number text is valid exposition as it is; what is not a number has no line.
+      if (!isDecimal(reply, valueStart, valueEnd)) {
+        if (old >= 0) {
+          const line = prefixLength + old + 1;
+          area.copyWithin(at, at + line, length);
+          length -= line;
+          valueLengths[k] = -1;
+        }
+        continue;
       }
-      bytes[at++] = 0x0a;
+      const scale = plan.scales[position];
+      const text = scale === undefined ? undefined : formatValue(Number(reply.toString('latin1', valueStart, valueEnd)) * scale);
+      const valueLength = text === undefined ? valueEnd - valueStart : text.length;
+      if (old < 0) {
+        const line = prefixLength + valueLength + 1;
+        if (at < length) area.copyWithin(at + line, at, length);
+        length += line;
+        prefixes.copy(area, at, offsets[position]!, offsets[position + 1]!);
+      } else if (old !== valueLength) {
+        area.copyWithin(at + prefixLength + valueLength, at + prefixLength + old, length);
+        length += valueLength - old;
+      }
+      let w = at + prefixLength;
+      if (text === undefined) for (let i = valueStart; i < valueEnd; i++) area[w++] = reply[i]!;
+      else for (let i = 0; i < text.length; i++) area[w++] = text.charCodeAt(i);
+      area[w] = LF;
+      valueLengths[k] = valueLength;
+      at = w + 1;
       samples++;
     }
-    segments[index * 3 + 1] = at;
-    segments[index * 3 + 2] = samples;
+    segments[f * 3 + 1] = at;
+    segments[f * 3 + 2] = samples;
   }
+  series.area = area;
+  series.areaLength = length;
+  series.valueLengths = valueLengths;
   const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
-  series.stats = { plan, bytes, length: at, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
-  return series.stats;
+  return { plan, bytes: area, length, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
 /**
@@ -388,6 +475,10 @@ export function isDecimal(bytes: Buffer, start: number, end: number): boolean {
   return i === end;
 }
 
+const LF = 0x0a;
+const CR = 0x0d;
+const SPACE = 0x20;
+
 function labelledPrefix(series: NodeSeries, family: FamilySpec, label: string, value: string): string {
   const key = `${family.name}\u0000${label}\u0000${value}`;
   let prefix = series.labelled.get(key);
@@ -398,61 +489,100 @@ function labelledPrefix(series: NodeSeries, family: FamilySpec, label: string, v
   return prefix;
 }
 
-function versionLine(series: NodeSeries, stats: RenderedStats): string | undefined {
+function versionLine(series: NodeSeries, stats: RenderedStats): Buffer | undefined {
   const { version, libevent } = stats;
   if (version === '' && libevent === '') return undefined;
   const cached = series.versionLine;
   if (cached !== undefined && cached.version === version && cached.libevent === libevent) return cached.line;
-  const line = `${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`;
+  const line = Buffer.from(`${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`);
   series.versionLine = { version, libevent, line };
   return line;
 }
 
-/** Settings, zookeeper and QoS lines of a node; rebuilt only when one of their sources changed. */
-function auxLines(series: NodeSeries, snapshot: NodeSnapshot): ReadonlyArray<readonly [FamilySpec, string]> {
+/** Settings, zookeeper and QoS lines of a node; encoded again only when one of their sources changed. */
+function auxLines(series: NodeSeries, snapshot: NodeSnapshot): AuxLines | undefined {
   const settings = snapshot.up ? snapshot.settings : undefined;
   const zookeeper = snapshot.up ? snapshot.zookeeper : undefined;
   const qos = snapshot.node.live ? snapshot.qos : undefined;
+  if (settings === undefined && zookeeper === undefined && qos === undefined) return undefined;
   const cached = series.aux;
-  if (cached !== undefined && cached.settings === settings && cached.zookeeper === zookeeper && cached.qos === qos) return cached.lines;
-  const lines: Array<readonly [FamilySpec, string]> = [];
-  if (settings) addSettings(lines, series, SETTINGS, settings);
-  if (zookeeper) addSettings(lines, series, ZOOKEEPER_STATS, zookeeper);
+  if (cached !== undefined && cached.settings === settings && cached.zookeeper === zookeeper && cached.qos === qos) return cached;
+  const lines: string[][] = AUX_FAMILIES.map(() => []);
+  const add = (family: FamilySpec, line: string) => lines[AUX_INDEX.get(family)!]!.push(line);
+  if (settings) addSettings(add, series, SETTINGS, settings);
+  if (zookeeper) addSettings(add, series, ZOOKEEPER_STATS, zookeeper);
   if (qos) {
     for (const result of qos.results) {
-      lines.push([QOS_SUCCESS, `${labelledPrefix(series, QOS_SUCCESS, 'probe', result.probe)}${result.ok ? 1 : 0}\n`]);
-      if (result.ok) lines.push([QOS_LATENCY, `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`]);
+      add(QOS_SUCCESS, `${labelledPrefix(series, QOS_SUCCESS, 'probe', result.probe)}${result.ok ? 1 : 0}\n`);
+      if (result.ok) add(QOS_LATENCY, `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`);
     }
-    lines.push([QOS_TIMESTAMP, `${QOS_TIMESTAMP.name}${series.braced} ${formatValue(qos.at / 1000)}\n`]);
+    add(QOS_TIMESTAMP, `${QOS_TIMESTAMP.name}${series.braced} ${formatValue(qos.at / 1000)}\n`);
   }
-  series.aux = { ...(settings ? { settings } : {}), ...(zookeeper ? { zookeeper } : {}), ...(qos ? { qos } : {}), lines };
-  return lines;
+  const texts = lines.map((family) => family.join(''));
+  const segments = new Uint32Array(AUX_FAMILIES.length * 3);
+  let at = 0;
+  texts.forEach((text, index) => {
+    segments[index * 3] = at;
+    at += Buffer.byteLength(text);
+    segments[index * 3 + 1] = at;
+    segments[index * 3 + 2] = lines[index]!.length;
+  });
+  series.aux = { settings, zookeeper, qos, bytes: Buffer.from(texts.join('')), segments };
+  return series.aux;
 }
 
-function addSettings(lines: Array<readonly [FamilySpec, string]>, series: NodeSeries, rules: ReadonlyMap<string, SettingRule>, entries: StatsEntries): void {
+function addSettings(
+  add: (family: FamilySpec, line: string) => void,
+  series: NodeSeries,
+  rules: ReadonlyMap<string, SettingRule>,
+  entries: StatsEntries,
+): void {
   for (const [name, raw] of entries) {
     const rule = rules.get(name);
     if (!rule) continue;
     const value = rule.parse(raw);
     if (value === undefined) continue;
     const prefix = rule.label ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1]) : `${rule.family.name}${series.braced} `;
-    lines.push([rule.family, `${prefix}${formatValue(value)}\n`]);
+    add(rule.family, `${prefix}${formatValue(value)}\n`);
   }
 }
 
-/** Whole sample lines of the small families (a few per node), grouped by family. */
-class Lines {
-  private readonly families = new Map<FamilySpec, string[]>();
+/** One family's block of the body: HELP and TYPE before its first sample, none when it has none. */
+class FamilyBlock {
+  private headed = false;
 
-  add(family: FamilySpec, line: string): void {
-    const lines = this.families.get(family);
-    if (lines === undefined) this.families.set(family, [line]);
-    else lines.push(line);
+  constructor(
+    private readonly out: ExpositionBuffer,
+    private readonly family: FamilySpec,
+  ) {}
+
+  /** One encoded sample line. */
+  line(bytes: Buffer): void {
+    this.head().bytes(bytes, 0, bytes.length, 1);
   }
 
-  writeAllTo(out: ExpositionBuffer): void {
-    for (const [family, lines] of this.families) {
-      out.family(family.name, family.type, family.help).text(lines.join('')).countSamples(lines.length);
+  /** An encoded `name{labels} ` prefix and the value's text. */
+  sample(prefix: Buffer, value: string): void {
+    this.head().sample(prefix, 0, prefix.length, value);
+  }
+
+  /** Whole lines as text. */
+  text(lines: string): void {
+    this.head().text(lines).countSamples(1);
+  }
+
+  /** Segment `index` of a node's byte area (start, end and sample count at segments[index * 3]). */
+  segment(bytes: Buffer, segments: Uint32Array, index: number): void {
+    const start = segments[index * 3]!;
+    const end = segments[index * 3 + 1]!;
+    if (end > start) this.head().bytes(bytes, start, end, segments[index * 3 + 2]!);
+  }
+
+  private head(): ExpositionBuffer {
+    if (!this.headed) {
+      this.out.family(this.family.name, this.family.type, this.family.help);
+      this.headed = true;
     }
+    return this.out;
   }
 }

@@ -222,3 +222,36 @@ test('a renderer is bound to its ensemble label', () => {
   assert.match(text, /^arcus_items\{ensemble="other",/m);
   renderer = new NodeMetricsRenderer('zk1');
 });
+
+test('in-place rewriting equals a fresh rendering, over random reply sequences (seeded, 3 nodes x 400 replies)', () => {
+  let seed = 20261122;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const values = ['0', '7', '42', '1234567', '18446744073709551615', '0.008834', '12.5', '', 'on', '-3', '1e9', 'x1'];
+  const baseNames = ['pid', 'version', 'hb_latency', 'curr_items', 'cmd_get', 'get_hits', 'get_misses', 'rusage_user', 'libevent', 'brand_new', 'bytes'];
+  const shared = new NodeMetricsRenderer('zk1');
+  const nodes = [node('127.0.0.1:1'), node('127.0.0.1:2', { group: 'g', role: 'slave' }), node('127.0.0.1:3')];
+  let names = baseNames;
+  for (let step = 0; step < 400; step++) {
+    if (random() < 0.05) {
+      // The server's field list changes: a field dropped or one added.
+      names = random() < 0.5 ? baseNames.filter((n) => n !== pick(baseNames)) : [...baseNames.slice(0, 4), 'extra_field', ...baseNames.slice(4)];
+    }
+    const snapshots: NodeSnapshot[] = [];
+    const freshSnapshots: NodeSnapshot[] = [];
+    const fresh = new NodeMetricsRenderer('zk1');
+    for (const n of nodes) {
+      const bytes = reply(names.map((name) => [name, name === 'version' ? '1.15.0' : pick(values)] as const));
+      snapshots.push({ node: n, up: true, stats: shared.acceptStats(n, bytes) });
+      freshSnapshots.push({ node: n, up: true, stats: fresh.acceptStats(n, bytes) });
+    }
+    const write = (r: NodeMetricsRenderer, s: NodeSnapshot[]) => {
+      const writer = new ExpositionBuffer(256);
+      r.render(s, writer);
+      return writer.toBuffer().toString('utf8');
+    };
+    // Families may come in another order (the shared renderer has seen more field lists); compare sorted lines.
+    const lines = (text: string) => text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).sort();
+    assert.deepEqual(lines(write(shared, snapshots)), lines(write(fresh, freshSnapshots)), `step ${step}`);
+  }
+});
