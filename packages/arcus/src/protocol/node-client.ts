@@ -5,6 +5,7 @@
 import { CachemonError, Errors } from '@cachemon/core';
 import { AsciiConnection, type AsciiConnectionOptions } from './connection.js';
 import {
+  errorReplyOf,
   parsePrefixItems,
   parsePrefixOperations,
   parseStats,
@@ -76,9 +77,7 @@ export class ArcusNodeClient {
    * server does not hold are simply absent from the result. `<null>` names keys without a prefix.
    */
   async prefixItems(deadline: number, names?: readonly string[]): Promise<PrefixItemStats[]> {
-    if (names === undefined) return parsePrefixItems(await this.multi('stats prefixes', deadline));
-    const replies = await this.multiAll(prefixListCommands('item', names), deadline);
-    return replies.flatMap(parsePrefixItems);
+    return (await this.prefixItemsBytes(deadline, names)).flatMap(parsePrefixItems);
   }
 
   /**
@@ -86,9 +85,21 @@ export class ArcusNodeClient {
    * prefixes). The server counts only while detail is on (`stats detail on` or the `-D` flag).
    */
   async prefixOperations(deadline: number, names?: readonly string[]): Promise<PrefixOperationStats[]> {
-    if (names === undefined) return parsePrefixOperations(await this.multi('stats detail dump', deadline));
-    const replies = await this.multiAll(prefixListCommands('operation', names), deadline);
-    return replies.flatMap(parsePrefixOperations);
+    return (await this.prefixOperationsBytes(deadline, names)).flatMap(parsePrefixOperations);
+  }
+
+  /**
+   * prefixItems() without parsing: the replies' bytes (one per command), for scanPrefixLines with
+   * textField `time`. Like prefixItems(), rejects with NODE_ERROR_REPLY when the server refuses
+   * (see isTooManyPrefixes).
+   */
+  prefixItemsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
+    return this.multiBytes(names === undefined ? ['stats prefixes'] : prefixListCommands('item', names), deadline);
+  }
+
+  /** prefixOperations() without parsing: the replies' bytes (one per command), for scanPrefixLines; rejects like it. */
+  prefixOperationsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
+    return this.multiBytes(names === undefined ? ['stats detail dump'] : prefixListCommands('operation', names), deadline);
   }
 
   close(): void {
@@ -99,13 +110,16 @@ export class ArcusNodeClient {
     return parseStats(await this.connection.requestBytes(command, { deadline, reply: 'multi' }));
   }
 
-  private multi(command: string, deadline: number): Promise<string> {
-    return this.connection.request(command, { deadline, reply: 'multi' });
-  }
-
-  /** Pipelined: all commands are written at once, replies come back in order. */
-  private multiAll(commands: string[], deadline: number): Promise<string[]> {
-    return Promise.all(commands.map((command) => this.multi(command, deadline)));
+  /** Pipelined: all commands are written at once, replies come back in order. A refusal rejects. */
+  private multiBytes(commands: string[], deadline: number): Promise<Buffer[]> {
+    return Promise.all(
+      commands.map(async (command) => {
+        const reply = await this.connection.requestBytes(command, { deadline, reply: 'multi' });
+        const refusal = errorReplyOf(reply);
+        if (refusal) throw refusal;
+        return reply;
+      }),
+    );
   }
 }
 

@@ -89,8 +89,94 @@ export function parseStats(reply: string | Buffer): StatsReply {
   return stats;
 }
 
-/** Parses a `stats prefixes` or `stats prefixlist item ...` reply. */
-export function parsePrefixItems(reply: string): PrefixItemStats[] {
+/**
+ * Receives one `PREFIX <name> <field> <value> ...` line of a prefix statistics reply: the name's
+ * byte range, and `pairs` field/value pairs. `ranges[4i .. 4i + 3]` are the i-th field's start and
+ * end and its value's start and end; `counts[i]` is the value as a number (NaN for the text field).
+ * Both arrays are reused from line to line: read them during the call. `line` is the line's range,
+ * for messages. Returning false stops the walk.
+ */
+export type PrefixLineVisitor = (
+  nameStart: number,
+  nameEnd: number,
+  ranges: Uint32Array,
+  counts: Float64Array,
+  pairs: number,
+  lineStart: number,
+  lineEnd: number,
+) => boolean | void;
+
+/**
+ * Walks a `stats prefixes`, `stats detail dump` or `stats prefixlist ...` reply held as bytes,
+ * creating no strings. Every value must be a decimal count except the field named `textField`
+ * (the creation `time` of item statistics). Throws like parsePrefixItems; returns true once END
+ * closed the reply, false when `visit` stopped the walk.
+ */
+export function scanPrefixLines(reply: Buffer, textField: string | undefined, visit: PrefixLineVisitor): boolean {
+  const text = textField === undefined ? undefined : Buffer.from(textField);
+  const length = reply.length;
+  let ranges = new Uint32Array(64 * 4);
+  let counts = new Float64Array(64);
+  let pos = 0;
+  for (;;) {
+    const nl = reply.indexOf(LF, pos);
+    if (nl === -1) throw unterminatedBytes(reply, pos);
+    const end = nl > pos && reply[nl - 1] === CR ? nl - 1 : nl;
+    if (end - pos >= 7 && startsWithPrefix(reply, pos)) {
+      const nameStart = pos + 7;
+      let at = spaceOrEndBytes(reply, nameStart, end);
+      if (at === nameStart) throw protocolError('PREFIX line without a name', bytesLine(reply, pos, end));
+      const nameEnd = at;
+      let pairs = 0;
+      // `at` is the space before the next field name, or the end of the line.
+      while (at < end) {
+        const fieldStart = at + 1;
+        const fieldEnd = spaceOrEndBytes(reply, fieldStart, end);
+        if (fieldEnd === fieldStart) throw protocolError('empty field', bytesLine(reply, pos, end));
+        if (fieldEnd === end) throw protocolError('field without a value', bytesLine(reply, pos, end));
+        const valueStart = fieldEnd + 1;
+        const valueEnd = spaceOrEndBytes(reply, valueStart, end);
+        if (valueEnd === valueStart) throw protocolError('empty value', bytesLine(reply, pos, end));
+        if (pairs === counts.length) {
+          ranges = grow(ranges, ranges.length * 2);
+          counts = grow(counts, counts.length * 2);
+        }
+        let value = NaN;
+        if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
+          value = countAt(reply, valueStart, valueEnd);
+          if (value < 0) {
+            throw protocolError(`non-numeric value for ${reply.toString('utf8', fieldStart, fieldEnd)}`, bytesLine(reply, pos, end));
+          }
+        }
+        ranges[pairs * 4] = fieldStart;
+        ranges[pairs * 4 + 1] = fieldEnd;
+        ranges[pairs * 4 + 2] = valueStart;
+        ranges[pairs * 4 + 3] = valueEnd;
+        counts[pairs] = value;
+        pairs++;
+        at = valueEnd;
+      }
+      if (visit(nameStart, nameEnd, ranges, counts, pairs, pos, end) === false) return false;
+    } else if (end - pos === 3 && reply[pos] === 0x45 && reply[pos + 1] === 0x4e && reply[pos + 2] === 0x44) {
+      if (nl + 1 !== length) {
+        const next = reply.indexOf(LF, nl + 1);
+        const lineEnd = next === -1 ? length : next > nl + 1 && reply[next - 1] === CR ? next - 1 : next;
+        throw protocolError('data after END', bytesLine(reply, nl + 1, lineEnd));
+      }
+      return true;
+    } else {
+      const line = bytesLine(reply, pos, end);
+      if (pos === 0 && nl + 1 === length && errorKeywordAt(line, 0, end) !== undefined) {
+        throw errorReply(reply.toString('utf8', 0, end));
+      }
+      throw protocolError('expected PREFIX or END', line);
+    }
+    pos = nl + 1;
+  }
+}
+
+/** Parses a `stats prefixes` or `stats prefixlist item ...` reply (text or bytes). */
+export function parsePrefixItems(reply: string | Buffer): PrefixItemStats[] {
   const items: PrefixItemStats[] = [];
   parsePrefixLines(reply, 'time', (prefix, fields, created) => {
     items.push(created === undefined ? { prefix, fields } : { prefix, fields, created });
@@ -98,13 +184,27 @@ export function parsePrefixItems(reply: string): PrefixItemStats[] {
   return items;
 }
 
-/** Parses a `stats detail dump` or `stats prefixlist operation ...` reply. */
-export function parsePrefixOperations(reply: string): PrefixOperationStats[] {
+/** Parses a `stats detail dump` or `stats prefixlist operation ...` reply (text or bytes). */
+export function parsePrefixOperations(reply: string | Buffer): PrefixOperationStats[] {
   const operations: PrefixOperationStats[] = [];
   parsePrefixLines(reply, undefined, (prefix, counts) => {
     operations.push({ prefix, counts });
   });
   return operations;
+}
+
+/**
+ * The server's refusal when a framed reply is one error line (`ERROR`, `CLIENT_ERROR <msg>`,
+ * `SERVER_ERROR <msg>`), as the NODE_ERROR_REPLY the parsers would throw; else undefined.
+ */
+export function errorReplyOf(reply: Buffer): CachemonError | undefined {
+  const first = reply[0];
+  if (first !== 0x45 /* E */ && first !== 0x43 /* C */ && first !== 0x53 /* S */) return undefined;
+  const nl = reply.indexOf(LF);
+  if (nl === -1 || nl + 1 !== reply.length) return undefined;
+  const end = nl > 0 && reply[nl - 1] === CR ? nl - 1 : nl;
+  const line = reply.toString('utf8', 0, end);
+  return errorKeywordAt(line, 0, line.length) === undefined ? undefined : errorReply(line);
 }
 
 /**
@@ -120,112 +220,72 @@ export function isTooManyPrefixes(err: unknown): boolean {
 
 // ---------------------------------------------------------------------------------------------
 
-/**
- * Walks `PREFIX <name> <field> <value> ...` lines up to END. The field named `textField` (the
- * creation `time` of item stats) is kept as text; every other value must be a decimal count.
- */
+/** scanPrefixLines into strings and plain objects, for callers that keep what they read. */
 function parsePrefixLines(
-  reply: string,
+  reply: string | Buffer,
   textField: string | undefined,
   emit: (prefix: string, numbers: Record<string, number>, text: string | undefined) => void,
 ): void {
-  let pos = 0;
-  for (;;) {
-    const nl = reply.indexOf('\n', pos);
-    if (nl === -1) throw unterminated(reply, pos);
-    const end = contentEnd(reply, pos, nl);
-    if (reply.startsWith('PREFIX ', pos)) {
-      const nameStart = pos + 7;
-      let at = spaceOrEnd(reply, nameStart, end);
-      if (at === nameStart) throw protocolError('PREFIX line without a name', lineAt(reply, pos, end));
-      const prefix = reply.slice(nameStart, at);
-      const numbers: Record<string, number> = {};
-      let text: string | undefined;
-      // `at` is the space before the next field name, or the end of the line.
-      while (at < end) {
-        const fieldStart = at + 1;
-        const fieldEnd = spaceOrEnd(reply, fieldStart, end);
-        if (fieldEnd === fieldStart) throw protocolError('empty field', lineAt(reply, pos, end));
-        if (fieldEnd === end) throw protocolError('field without a value', lineAt(reply, pos, end));
-        const valueStart = fieldEnd + 1;
-        const valueEnd = spaceOrEnd(reply, valueStart, end);
-        if (valueEnd === valueStart) throw protocolError('empty value', lineAt(reply, pos, end));
-        const field = reply.slice(fieldStart, fieldEnd);
-        if (field === textField) {
-          text = reply.slice(valueStart, valueEnd);
-        } else {
-          const value = parseCount(reply, valueStart, valueEnd);
-          if (value < 0) throw protocolError(`non-numeric value for ${field}`, lineAt(reply, pos, end));
-          // The one name a plain object cannot hold as data.
-          if (field === '__proto__') throw protocolError('invalid field name', lineAt(reply, pos, end));
-          numbers[field] = value;
-        }
-        at = valueEnd;
+  const bytes = typeof reply === 'string' ? Buffer.from(reply, 'utf8') : reply;
+  scanPrefixLines(bytes, textField, (nameStart, nameEnd, ranges, counts, pairs, lineStart, lineEnd) => {
+    const numbers: Record<string, number> = {};
+    let text: string | undefined;
+    for (let i = 0; i < pairs; i++) {
+      const field = bytes.toString('utf8', ranges[i * 4], ranges[i * 4 + 1]);
+      if (Number.isNaN(counts[i])) {
+        text = bytes.toString('utf8', ranges[i * 4 + 2], ranges[i * 4 + 3]);
+        continue;
       }
-      emit(prefix, numbers, text);
-    } else if (isEnd(reply, pos, end)) {
-      finish(reply, nl, undefined);
-      return;
-    } else {
-      throw unexpectedLine(reply, pos, end, nl, 'expected PREFIX or END');
+      // The one name a plain object cannot hold as data.
+      if (field === '__proto__') throw protocolError('invalid field name', bytesLine(bytes, lineStart, lineEnd));
+      numbers[field] = counts[i]!;
     }
-    pos = nl + 1;
-  }
+    emit(bytes.toString('utf8', nameStart, nameEnd), numbers, text);
+  });
 }
 
-/** End of the line's content: the `\n` at `nl`, or the `\r` before it. */
-function contentEnd(text: string, start: number, nl: number): number {
-  return nl > start && text.charCodeAt(nl - 1) === CR ? nl - 1 : nl;
+/** True when `PREFIX ` starts at `pos`. */
+function startsWithPrefix(bytes: Buffer, pos: number): boolean {
+  return (
+    bytes[pos] === 0x50 &&
+    bytes[pos + 1] === 0x52 &&
+    bytes[pos + 2] === 0x45 &&
+    bytes[pos + 3] === 0x46 &&
+    bytes[pos + 4] === 0x49 &&
+    bytes[pos + 5] === 0x58 &&
+    bytes[pos + 6] === SPACE
+  );
 }
 
 /** Index of the first space in [from, end), else `end`. */
-function spaceOrEnd(text: string, from: number, end: number): number {
-  const space = text.indexOf(' ', from);
-  return space === -1 || space > end ? end : space;
+function spaceOrEndBytes(bytes: Buffer, from: number, end: number): number {
+  let i = from;
+  while (i < end && bytes[i] !== SPACE) i++;
+  return i;
 }
 
-function isEnd(text: string, start: number, end: number): boolean {
-  return end - start === 3 && text.startsWith('END', start);
-}
-
-/** END must close the reply: bytes after it mean the caller framed the stream wrongly. */
-function finish<T>(reply: string, nl: number, result: T): T {
-  if (nl + 1 !== reply.length) {
-    const next = reply.indexOf('\n', nl + 1);
-    const end = next === -1 ? reply.length : contentEnd(reply, nl + 1, next);
-    throw protocolError('data after END', lineAt(reply, nl + 1, end));
-  }
-  return result;
-}
-
-/** The reply is a lone error line (the server refused), or a line of the wrong kind (garbage). */
-function unexpectedLine(reply: string, start: number, end: number, nl: number, reason: string): CachemonError {
-  if (start === 0 && nl + 1 === reply.length && errorKeywordAt(reply, 0, end) !== undefined) {
-    return errorReply(reply.slice(0, end));
-  }
-  return protocolError(reason, lineAt(reply, start, end));
-}
-
-function unterminated(reply: string, pos: number): CachemonError {
-  if (pos === reply.length) return protocolError('reply ends without END');
-  return protocolError('reply ends inside a line', lineAt(reply, pos, reply.length));
-}
-
-/** The line for an error message; never copies more than the quoted part of a long line. */
-function lineAt(text: string, start: number, end: number): string {
-  return text.slice(start, Math.min(end, start + QUOTE_LIMIT + 1));
+function equalBytes(bytes: Buffer, start: number, end: number, expected: Buffer): boolean {
+  if (end - start !== expected.length) return false;
+  for (let i = 0; i < expected.length; i++) if (bytes[start + i] !== expected[i]) return false;
+  return true;
 }
 
 /** Decimal digits in [start, end) as a number, or -1. Up to 15 digits are summed exactly in place. */
-function parseCount(text: string, start: number, end: number): number {
+function countAt(bytes: Buffer, start: number, end: number): number {
   let value = 0;
   for (let i = start; i < end; i++) {
-    const digit = text.charCodeAt(i) - ZERO;
+    const digit = bytes[i]! - ZERO;
     if (digit < 0 || digit > 9) return -1;
     value = value * 10 + digit;
   }
   // Beyond 2^53 the running sum may round differently from the correctly rounded parse.
-  return end - start > 15 ? Number(text.slice(start, end)) : value;
+  return end - start > 15 ? Number(bytes.toString('latin1', start, end)) : value;
+}
+
+function grow<T extends Uint32Array | Float64Array>(array: T, length: number): T {
+  const grown = new (array.constructor as new (length: number) => T)(length);
+  grown.set(array);
+  return grown;
 }
 
 /** The line for an error message, decoded; never more than the quoted part of a long line. */

@@ -2,10 +2,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CachemonError, Errors } from '@cachemon/core';
 import {
+  errorReplyOf,
   isTooManyPrefixes,
   parsePrefixItems,
   parsePrefixOperations,
   parseStats,
+  scanPrefixLines,
   scanStats,
   type StatsReply,
 } from '../../src/protocol/index.js';
@@ -188,6 +190,50 @@ describe('parsePrefixItems', () => {
   });
 });
 
+describe('scanPrefixLines: prefix lines as byte ranges and counts', () => {
+  it('every item and operation sample: the same names and numbers as the parsers, the text field as NaN', () => {
+    for (const [name, textField] of [...ITEM_SAMPLES.map((n) => [n, 'time'] as const), ...OPERATION_SAMPLES.map((n) => [n, undefined] as const)]) {
+      const bytes = Buffer.from(sample(name), 'latin1');
+      const seen: Array<{ prefix: string; numbers: Record<string, number>; text?: string }> = [];
+      const done = scanPrefixLines(bytes, textField, (nameStart, nameEnd, ranges, counts, pairs) => {
+        const numbers: Record<string, number> = {};
+        let text: string | undefined;
+        for (let i = 0; i < pairs; i++) {
+          const field = bytes.toString('latin1', ranges[i * 4], ranges[i * 4 + 1]);
+          if (Number.isNaN(counts[i])) text = bytes.toString('latin1', ranges[i * 4 + 2], ranges[i * 4 + 3]);
+          else numbers[field] = counts[i]!;
+        }
+        seen.push(text === undefined ? { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers } : { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers, text });
+      });
+      assert.equal(done, true, name);
+      const parsed = textField === undefined
+        ? parsePrefixOperations(bytes).map((op) => ({ prefix: op.prefix, numbers: op.counts }))
+        : parsePrefixItems(bytes).map((item) => (item.created === undefined ? { prefix: item.prefix, numbers: item.fields } : { prefix: item.prefix, numbers: item.fields, text: item.created }));
+      assert.deepEqual(seen, parsed, name);
+    }
+  });
+
+  it('lines with many fields (more than the scanner starts with) and huge counts', () => {
+    const fields = Array.from({ length: 150 }, (_, i) => `f${i} ${i}`).join(' ');
+    const bytes = Buffer.from(`PREFIX a ${fields} big 18446744073709551615\r\nEND\r\n`);
+    let pairs = 0;
+    let last = 0;
+    scanPrefixLines(bytes, undefined, (_s, _e, _r, counts, n) => {
+      pairs = n;
+      last = counts[n - 1]!;
+    });
+    assert.equal(pairs, 151);
+    assert.equal(last, 18446744073709551615);
+  });
+
+  it('the visitor stops the walk by returning false', () => {
+    const bytes = Buffer.from('PREFIX a get 1\r\nPREFIX b get 2\r\nnot a line\r\n');
+    let lines = 0;
+    assert.equal(scanPrefixLines(bytes, undefined, () => ++lines < 2), false);
+    assert.equal(lines, 2);
+  });
+});
+
 describe('parsePrefixOperations', () => {
   it('stats detail dump: four prefixes, 54 counts each', () => {
     const operations = parsePrefixOperations(sample('36-stats-detail-dump.raw'));
@@ -237,6 +283,18 @@ describe('error replies', () => {
       }
     });
   }
+
+  it('errorReplyOf: a reply that is one error line is the refusal the parsers throw; anything else is not', () => {
+    for (const line of ['ERROR', 'ERROR no matching command', 'CLIENT_ERROR invalid: too many prefixes', 'SERVER_ERROR out of memory']) {
+      const err = errorReplyOf(Buffer.from(`${line}\r\n`));
+      assert.ok(err instanceof CachemonError && err.code === Errors.NODE_ERROR_REPLY.code, line);
+      assert.equal(err.details?.['reply'], line);
+      assert.equal(isTooManyPrefixes(err), line.includes('too many'));
+    }
+    for (const reply of ['END\r\n', 'ERRORS\r\n', 'ERROR\r\nEND\r\n', 'STAT a 1\r\nEND\r\n', 'CLIENT_ERROR', '', 'SERVER_ERRORx\r\n']) {
+      assert.equal(errorReplyOf(Buffer.from(reply)), undefined, JSON.stringify(reply));
+    }
+  });
 
   it('isTooManyPrefixes recognises the max_stats_prefixes refusal', () => {
     const err = assertCode(
