@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { crc32, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import {
   acceptsGzip,
   Errors,
@@ -164,27 +164,15 @@ describe('gzipBody', () => {
     return Buffer.from(text.slice(0, bytes));
   };
 
-  it('round-trips small and large bodies, cut into parts or not', async () => {
-    for (const size of [0, 1, 1000, 256 * 1024 - 1, 256 * 1024, 300_001, 1_048_576, 2_500_003]) {
+  it('round-trips empty, small and large bodies', () => {
+    for (const size of [0, 1, 1000, 300_001, 2_500_003]) {
       const input = body(size);
-      const compressed = await gzipBody(input);
-      assert.deepEqual(gunzipSync(compressed), input, `size ${size}`);
+      assert.deepEqual(gunzipSync(gzipBody(input)), input, `size ${size}`);
     }
   });
 
-  it('is one gzip member: header, one deflate stream ending in a final block, CRC-32 and length of the whole body', async () => {
+  it('shrinks exposition text at its fast level (this text: ~6x; real bodies: ~25x)', () => {
     const input = body(2_000_000);
-    const compressed = await gzipBody(input);
-    assert.deepEqual([...compressed.subarray(0, 3)], [0x1f, 0x8b, 8]);
-    assert.deepEqual(inflateRawSync(compressed.subarray(10, compressed.length - 8)), input);
-    assert.equal(compressed.readUInt32LE(compressed.length - 4), input.length);
-    assert.equal(compressed.readUInt32LE(compressed.length - 8), crc32(input));
-  });
-
-  it('costs little in size against one stream at the same level', async () => {
-    const input = body(2_000_000);
-    const parts = (await gzipBody(input)).length;
-    const whole = gzipSync(input, { level: 1 }).length;
-    assert.ok(parts <= whole * 1.02, `${parts} bytes in parts, ${whole} in one stream`);
+    assert.ok(gzipBody(input).length * 5 < input.length);
   });
 });
