@@ -3,8 +3,7 @@ import type { CacheNode } from '@cachemon/arcus';
 import { ArcusNodeClient, isTooManyPrefixes } from '@cachemon/arcus';
 import type { PrefixSelection } from './config.js';
 import type { NodeSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
-import { PrefixSums } from './metrics/prefixes.js';
-import type { NodePrefixResult, PrefixItems, PrefixOperations } from './metrics/prefixes.js';
+import type { PrefixSums } from './metrics/prefixes.js';
 
 export interface CollectorLogger {
   debug(obj: object, msg: string): void;
@@ -22,7 +21,8 @@ interface NodeState {
   readonly client: ArcusNodeClient;
   settings?: StatsEntries;
   zookeeper?: StatsEntries;
-  auxFetchedAt: number;
+  /** When `stats settings` and `stats zookeeper` are read again (Date.now() ms; 0: next scrape). */
+  auxDueAt: number;
   /** Reason of the last failure, to log state changes once instead of every scrape. */
   lastReason: string | undefined;
   /** The node answered `stats prefixes` with "too many prefixes" last time. */
@@ -88,7 +88,7 @@ export class CacheCollector {
         // Backoff capped at about one scrape interval: a dead node is not hammered every scrape,
         // and a recovered one is seen again within seconds.
         client: new ArcusNodeClient(address, { backoff: { minMs: 500, maxMs: 5000 } }),
-        auxFetchedAt: 0,
+        auxDueAt: 0,
         lastReason: undefined,
         prefixLimited: false,
       };
@@ -124,7 +124,7 @@ export class CacheCollector {
       return { node, up: false, reason: reasonOf(state.client.lastError) };
     }
     const started = performance.now();
-    const refreshAux = Date.now() - state.auxFetchedAt >= this.auxRefreshMs;
+    const refreshAux = Date.now() >= state.auxDueAt;
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
     const statsPromise = state.client.statsBytes(deadline);
     const auxPromise = refreshAux
@@ -140,10 +140,13 @@ export class CacheCollector {
       const stats = accept(node, reply);
       if (auxPromise) {
         const [settings, zookeeper] = await auxPromise;
-        state.auxFetchedAt = Date.now();
+        // The first read of every node happens in the same scrape; the next ones are spread over
+        // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
+        state.auxDueAt = Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
         // An ERROR reply means the server lacks the command (plain memcached has no stats zookeeper).
-        state.settings = settings.status === 'fulfilled' ? settings.value : [];
-        state.zookeeper = zookeeper.status === 'fulfilled' ? zookeeper.value : [];
+        // Unchanged entries keep their identity: what is rendered from them is kept too.
+        state.settings = sameEntries(state.settings, settings.status === 'fulfilled' ? settings.value : []);
+        state.zookeeper = sameEntries(state.zookeeper, zookeeper.status === 'fulfilled' ? zookeeper.value : []);
       }
       if (state.lastReason !== undefined) {
         this.options.logger.info({ node: node.node, serviceCode: node.serviceCode, was: state.lastReason }, 'cache node answers again');
@@ -168,21 +171,21 @@ export class CacheCollector {
         state.lastReason = reason;
       }
       // Settings are re-read once the node answers again: it may have been restarted differently.
-      state.auxFetchedAt = 0;
+      state.auxDueAt = 0;
       return { node, up: false, reason, durationSeconds: (performance.now() - started) / 1000 };
     }
   }
 
   /**
-   * Prefix statistics of every live node whose service code collects them, each node folded
-   * into the sums as soon as it answers (so replies are not held for the whole scrape).
+   * Prefix statistics of every live node whose service code collects them, each node added into
+   * `sums` as soon as it answers (so replies are not held for the whole scrape).
    */
   async collectPrefixes(
     nodes: readonly CacheNode[],
     selectionFor: (serviceCode: string) => PrefixSelection,
     deadline: number,
-  ): Promise<PrefixSums> {
-    const sums = new PrefixSums();
+    sums: PrefixSums,
+  ): Promise<void> {
     const selections = new Map<string, PrefixSelection>();
     const pending: Promise<void>[] = [];
     for (const node of nodes) {
@@ -193,20 +196,23 @@ export class CacheCollector {
         sums.serviceCode(node.serviceCode, selection.kind !== 'none');
       }
       if (!node.live || selection.kind === 'none') continue;
-      pending.push(this.collectNodePrefixes(node, selection, deadline).then((result) => sums.add(node.serviceCode, result)));
+      pending.push(this.collectNodePrefixes(node, selection, deadline, sums));
     }
     await Promise.all(pending);
-    return sums;
+    for (const [serviceCode, selection] of selections) {
+      if (selection.kind === 'all') this.remember(serviceCode, sums.prefixesOf(serviceCode));
+    }
   }
 
-  private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number): Promise<NodePrefixResult> {
+  private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
     const state = this.state(node.node);
     const names = selection.kind === 'named' ? selection.names : undefined;
-    const itemsPromise = state.client.prefixItems(deadline, names);
-    const operationsPromise = state.client.prefixOperations(deadline, names);
-    const [items, operations] = await Promise.allSettled([itemsPromise, operationsPromise]);
+    const [items, operations] = await Promise.allSettled([
+      state.client.prefixItemsBytes(deadline, names),
+      state.client.prefixOperationsBytes(deadline, names),
+    ]);
     const tooMany = [items, operations].some((r) => r.status === 'rejected' && isTooManyPrefixes(r.reason));
-    if (tooMany && selection.kind === 'all') return this.limitedFallback(node, state, deadline);
+    if (tooMany && selection.kind === 'all') return this.limitedFallback(node, state, deadline, sums);
     if (state.prefixLimited) state.prefixLimited = false;
 
     const failed = [items, operations].find(
@@ -214,12 +220,10 @@ export class CacheCollector {
     );
     if (failed) {
       this.options.logger.debug({ node: node.node, error: errorMessage(failed.reason) }, 'prefix statistics failed');
-      return { state: 'failed' };
+      sums.failed(node.serviceCode);
+      return;
     }
-    const itemList = items.status === 'fulfilled' ? (items.value as PrefixItems[]) : [];
-    const operationList = operations.status === 'fulfilled' ? (operations.value as PrefixOperations[]) : [];
-    if (selection.kind === 'all') this.remember(node.serviceCode, itemList, operationList);
-    return { state: 'ok', items: itemList, operations: operationList };
+    this.addPrefixReplies(sums, node, 'ok', items, operations);
   }
 
   /**
@@ -227,7 +231,7 @@ export class CacheCollector {
    * `stats detail dump`. Ask for the prefixes the service code is known to have by name instead,
    * and say so (state `limited`, one warning per node).
    */
-  private async limitedFallback(node: CacheNode, state: NodeState, deadline: number): Promise<NodePrefixResult> {
+  private async limitedFallback(node: CacheNode, state: NodeState, deadline: number, sums: PrefixSums): Promise<void> {
     if (!state.prefixLimited) {
       this.options.logger.warn(
         { node: node.node, serviceCode: node.serviceCode },
@@ -237,24 +241,52 @@ export class CacheCollector {
       state.prefixLimited = true;
     }
     const known = [...(this.knownPrefixes.get(node.serviceCode) ?? [])];
-    if (known.length === 0) return { state: 'limited' };
+    if (known.length === 0) {
+      sums.addNode(node.serviceCode, 'limited', [], []);
+      return;
+    }
     const [items, operations] = await Promise.allSettled([
-      state.client.prefixItems(deadline, known),
-      state.client.prefixOperations(deadline, known),
+      state.client.prefixItemsBytes(deadline, known),
+      state.client.prefixOperationsBytes(deadline, known),
     ]);
-    return {
-      state: 'limited',
-      items: items.status === 'fulfilled' ? (items.value as PrefixItems[]) : [],
-      operations: operations.status === 'fulfilled' ? (operations.value as PrefixOperations[]) : [],
-    };
+    this.addPrefixReplies(sums, node, 'limited', items, operations);
   }
 
-  private remember(serviceCode: string, items: readonly PrefixItems[], operations: readonly PrefixOperations[]): void {
+  /** A reply that is not prefix statistics makes the node failed; nothing of it is summed. */
+  private addPrefixReplies(
+    sums: PrefixSums,
+    node: CacheNode,
+    state: 'ok' | 'limited',
+    items: PromiseSettledResult<Buffer[]>,
+    operations: PromiseSettledResult<Buffer[]>,
+  ): void {
+    try {
+      sums.addNode(
+        node.serviceCode,
+        state,
+        items.status === 'fulfilled' ? items.value : [],
+        operations.status === 'fulfilled' ? operations.value : [],
+      );
+    } catch (err) {
+      this.options.logger.debug({ node: node.node, error: errorMessage(err) }, 'prefix statistics not readable');
+      sums.failed(node.serviceCode);
+    }
+  }
+
+  private remember(serviceCode: string, prefixes: readonly string[]): void {
     let known = this.knownPrefixes.get(serviceCode);
     if (!known) this.knownPrefixes.set(serviceCode, (known = new Set()));
-    for (const entry of items) known.add(entry.prefix);
-    for (const entry of operations) known.add(entry.prefix);
+    for (const prefix of prefixes) known.add(prefix);
   }
+}
+
+/** `previous` when `next` holds the same entries, else `next`. */
+function sameEntries(previous: StatsEntries | undefined, next: StatsEntries): StatsEntries {
+  if (previous === undefined || previous.length !== next.length) return next;
+  for (let i = 0; i < next.length; i++) {
+    if (previous[i]![0] !== next[i]![0] || previous[i]![1] !== next[i]![1]) return next;
+  }
+  return previous;
 }
 
 /** Plain memcached answers `ERROR` to `stats prefixes`: no item statistics, not a failure. */

@@ -170,9 +170,9 @@ export class CacheExporter {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
-    // Started now: its /proc reads and event-loop turn overlap the nodes' round trips.
-    const processText = this.options.processMetrics?.();
-    const snapshots = await this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
+    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
+    const processText = this.readProcessMetrics();
+    const snapshots = await collecting;
     const collected = performance.now();
     const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024, this.spareBuffers.pop());
     const withQos = snapshots.map((s) => {
@@ -202,12 +202,24 @@ export class CacheExporter {
     return { bytes, backing: writer.backing };
   }
 
+  /**
+   * The process metrics, read while the nodes answer: they do not depend on the scrape, and their
+   * reading (/proc, an event-loop turn) would otherwise come after the last reply. Started after
+   * the requests have left: the writes are flushed at the next tick, this runs after it.
+   */
+  private readProcessMetrics(): Promise<string> | undefined {
+    const read = this.options.processMetrics;
+    if (read === undefined) return undefined;
+    return new Promise((resolve, reject) => setImmediate(() => read().then(resolve, reject)));
+  }
+
   /** GET /metrics/prefixes. */
   prefixMetrics(deadline: number): Promise<Buffer> {
     return this.shared('/metrics/prefixes', async () => {
       const topology = this.watcher.topology;
       const config = this.config;
-      const sums = await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), deadline);
+      const sums = this.prefixes.newSums();
+      await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), deadline, sums);
       const writer = new ExpositionWriter();
       this.prefixes.render(config.ensemble.name, sums, writer);
       return Buffer.from(writer.toString());

@@ -1,10 +1,13 @@
 import { escapeLabelValue } from '@cachemon/core';
 import type { ExpositionWriter } from '@cachemon/core';
+import { scanPrefixLines } from '@cachemon/arcus';
 import type { FamilySpec } from './catalog.js';
 import {
   PREFIX_COLLECTED,
   PREFIX_COMMANDS,
   PREFIX_COMMAND_HITS,
+  PREFIX_ITEMS,
+  PREFIX_BYTES,
   PREFIX_ITEM_FIELDS,
   PREFIX_ITEM_TOTALS,
   PREFIX_NODES,
@@ -25,134 +28,285 @@ import {
  * it stays, zeros included, so rates and sums keep working. The cost of that rule: the very first
  * increase of a never-used command on a prefix is not seen by rate().
  *
- * Memory: each node's reply is folded into the sums as soon as it is parsed and then dropped, so
- * a scrape holds numbers per (service code, prefix, field), never the replies of all nodes.
+ * Speed and memory: replies are read as bytes the moment they arrive and added into one row of
+ * numbers (a Float64Array) per service code and prefix; nothing per line or per field is kept,
+ * and a scrape holds those rows, never the replies of all nodes.
  */
 
-export interface PrefixItems {
-  readonly prefix: string;
-  readonly fields: Readonly<Record<string, number>>;
-}
-export interface PrefixOperations {
-  readonly prefix: string;
-  readonly counts: Readonly<Record<string, number>>;
-}
-
 export type NodePrefixState = 'ok' | 'failed' | 'limited';
+export type PrefixKind = 'items' | 'operations';
 
-export interface NodePrefixResult {
-  readonly state: NodePrefixState;
-  readonly items?: readonly PrefixItems[];
-  readonly operations?: readonly PrefixOperations[];
-}
+/**
+ * The field names of one kind of prefix line, numbered in the order they were first seen: the
+ * columns of the sum rows. Lines of one server share one field layout, so the layout of the last
+ * line is kept as bytes and a line that matches it needs no name decoded.
+ */
+export class FieldTable {
+  readonly names: string[] = [];
+  private readonly ids = new Map<string, number>();
+  private layout = Buffer.alloc(0);
+  private layoutEnds = new Uint32Array(0);
+  private layoutColumns = new Int32Array(0);
 
-export interface ServiceCodePrefixes {
-  readonly serviceCode: string;
-  readonly collected: boolean;
-  readonly nodes: readonly NodePrefixResult[];
+  constructor(readonly kind: PrefixKind) {}
+
+  get size(): number {
+    return this.names.length;
+  }
+
+  /** The columns of a line's fields into `columns[0..pairs)`; -1 for the text field. */
+  columnsOf(reply: Buffer, ranges: Uint32Array, counts: Float64Array, pairs: number, columns: Int32Array): void {
+    if (this.matchesLayout(reply, ranges, pairs)) {
+      columns.set(this.layoutColumns.subarray(0, pairs));
+      return;
+    }
+    const layoutParts: Buffer[] = [];
+    const ends = new Uint32Array(pairs);
+    let end = 0;
+    for (let i = 0; i < pairs; i++) {
+      const field = reply.subarray(ranges[i * 4]!, ranges[i * 4 + 1]!);
+      layoutParts.push(field);
+      ends[i] = end += field.length;
+      columns[i] = Number.isNaN(counts[i]!) ? -1 : this.id(field.toString('utf8'));
+    }
+    this.layout = Buffer.concat(layoutParts);
+    this.layoutEnds = ends;
+    this.layoutColumns = columns.slice(0, pairs);
+  }
+
+  private id(name: string): number {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(name);
+      this.ids.set(name, id);
+    }
+    return id;
+  }
+
+  private matchesLayout(reply: Buffer, ranges: Uint32Array, pairs: number): boolean {
+    if (pairs !== this.layoutEnds.length) return false;
+    const layout = this.layout;
+    let at = 0;
+    for (let i = 0; i < pairs; i++) {
+      const start = ranges[i * 4]!;
+      const length = ranges[i * 4 + 1]! - start;
+      if (at + length !== this.layoutEnds[i]) return false;
+      for (let j = 0; j < length; j++) if (reply[start + j] !== layout[at + j]) return false;
+      at += length;
+    }
+    return true;
+  }
 }
 
 interface ServiceCodeSums {
   collected: boolean;
   readonly states: Record<NodePrefixState, number>;
-  /** prefix -> `stats prefixes` field -> sum */
-  readonly items: Map<string, Map<string, number>>;
-  /** prefix -> `stats detail dump` code -> sum */
-  readonly operations: Map<string, Map<string, number>>;
+  /** prefix -> sums, one column per field of the kind's FieldTable. */
+  readonly items: Map<string, Float64Array>;
+  readonly operations: Map<string, Float64Array>;
+}
+
+/** A line read and checked, waiting until every reply of its node is checked. */
+interface PendingLines {
+  prefixes: string[];
+  /** Per line, where its pairs start in columns/counts: lineStarts[i]..lineStarts[i + 1]. */
+  lineStarts: Uint32Array;
+  columns: Int32Array;
+  counts: Float64Array;
+  lines: number;
+  pairs: number;
 }
 
 /** The sums of one /metrics/prefixes scrape, filled node by node. */
 export class PrefixSums {
   readonly serviceCodes = new Map<string, ServiceCodeSums>();
+  private readonly pending: Record<PrefixKind, PendingLines> = { items: pendingLines(), operations: pendingLines() };
+  private lineColumns = new Int32Array(64);
 
-  serviceCode(serviceCode: string, collected: boolean): void {
-    if (!this.serviceCodes.has(serviceCode)) {
-      this.serviceCodes.set(serviceCode, {
-        collected,
-        states: { ok: 0, failed: 0, limited: 0 },
-        items: new Map(),
-        operations: new Map(),
+  constructor(readonly fields: Readonly<Record<PrefixKind, FieldTable>>) {}
+
+  serviceCode(serviceCode: string, collected: boolean): ServiceCodeSums {
+    let sums = this.serviceCodes.get(serviceCode);
+    if (sums === undefined) {
+      sums = { collected, states: { ok: 0, failed: 0, limited: 0 }, items: new Map(), operations: new Map() };
+      this.serviceCodes.set(serviceCode, sums);
+    }
+    return sums;
+  }
+
+  /** Counts a node whose statistics are not in the sums (it failed). */
+  failed(serviceCode: string): void {
+    this.serviceCode(serviceCode, true).states.failed++;
+  }
+
+  /**
+   * Adds one node's replies (`stats prefixes` and `stats detail dump`, or their prefixlist forms)
+   * into its service code's sums. Every reply is checked first: one that is not a prefix reply
+   * throws (CachemonError NODE_PROTOCOL or NODE_ERROR_REPLY) and nothing of the node is added.
+   */
+  addNode(serviceCode: string, state: 'ok' | 'limited', items: readonly Buffer[], operations: readonly Buffer[]): void {
+    this.read('items', items, 'time');
+    this.read('operations', operations, undefined);
+    const sums = this.serviceCode(serviceCode, true);
+    sums.states[state]++;
+    this.apply(sums.items, this.pending.items, this.fields.items.size);
+    this.apply(sums.operations, this.pending.operations, this.fields.operations.size);
+  }
+
+  /** Prefixes with sums for the service code. */
+  prefixesOf(serviceCode: string): string[] {
+    const sums = this.serviceCodes.get(serviceCode);
+    return sums === undefined ? [] : [...new Set([...sums.items.keys(), ...sums.operations.keys()])];
+  }
+
+  private read(kind: PrefixKind, replies: readonly Buffer[], textField: string | undefined): void {
+    const table = this.fields[kind];
+    const pending = this.pending[kind];
+    pending.lines = 0;
+    pending.pairs = 0;
+    for (const reply of replies) {
+      scanPrefixLines(reply, textField, (nameStart, nameEnd, ranges, counts, pairs) => {
+        if (this.lineColumns.length < pairs) this.lineColumns = new Int32Array(pairs * 2);
+        table.columnsOf(reply, ranges, counts, pairs, this.lineColumns);
+        reserve(pending, pending.lines + 2, pending.pairs + pairs);
+        pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
+        pending.lineStarts[pending.lines] = pending.pairs;
+        pending.columns.set(this.lineColumns.subarray(0, pairs), pending.pairs);
+        pending.counts.set(counts.subarray(0, pairs), pending.pairs);
+        pending.lines++;
+        pending.pairs += pairs;
+        pending.lineStarts[pending.lines] = pending.pairs;
       });
     }
   }
 
-  add(serviceCode: string, result: NodePrefixResult): void {
-    this.serviceCode(serviceCode, true);
-    const sums = this.serviceCodes.get(serviceCode)!;
-    sums.states[result.state]++;
-    for (const entry of result.items ?? []) fold(sums.items, entry.prefix, entry.fields);
-    for (const entry of result.operations ?? []) fold(sums.operations, entry.prefix, entry.counts);
-  }
-
-  static of(groups: readonly ServiceCodePrefixes[]): PrefixSums {
-    const sums = new PrefixSums();
-    for (const group of groups) {
-      sums.serviceCode(group.serviceCode, group.collected);
-      for (const node of group.nodes) sums.add(group.serviceCode, node);
-    }
-    return sums;
-  }
-}
-
-function fold(target: Map<string, Map<string, number>>, prefix: string, values: Readonly<Record<string, number>>): void {
-  let sums = target.get(prefix);
-  if (!sums) target.set(prefix, (sums = new Map()));
-  for (const field in values) sums.set(field, (sums.get(field) ?? 0) + values[field]!);
-}
-
-interface Sample {
-  readonly labels: string;
-  readonly value: number;
-}
-
-export class PrefixAggregator {
-  /** Series that have been non-zero once; they are emitted from then on, zeros included. */
-  private readonly everNonZero = new Set<string>();
-
-  render(ensemble: string, input: PrefixSums | readonly ServiceCodePrefixes[], writer: ExpositionWriter): void {
-    const sums = input instanceof PrefixSums ? input : PrefixSums.of(input);
-    const byFamily = new Map<FamilySpec, Sample[]>();
-    const emit = (family: FamilySpec, labels: string, value: number, always = false) => {
-      if (!always) {
-        const key = `${family.name}${labels}`;
-        if (value !== 0) this.everNonZero.add(key);
-        else if (!this.everNonZero.has(key)) return;
+  private apply(rows: Map<string, Float64Array>, pending: PendingLines, width: number): void {
+    for (let line = 0; line < pending.lines; line++) {
+      const prefix = pending.prefixes[line]!;
+      let row = rows.get(prefix);
+      if (row === undefined || row.length < width) {
+        const grown = new Float64Array(Math.max(width, 16));
+        if (row !== undefined) grown.set(row);
+        rows.set(prefix, (row = grown));
       }
-      let list = byFamily.get(family);
-      if (!list) byFamily.set(family, (list = []));
-      list.push({ labels, value });
+      for (let i = pending.lineStarts[line]!; i < pending.lineStarts[line + 1]!; i++) {
+        const column = pending.columns[i]!;
+        if (column >= 0) row[column]! += pending.counts[i]!;
+      }
+    }
+  }
+}
+
+function pendingLines(): PendingLines {
+  return { prefixes: [], lineStarts: new Uint32Array(64), columns: new Int32Array(1024), counts: new Float64Array(1024), lines: 0, pairs: 0 };
+}
+
+function reserve(pending: PendingLines, lines: number, pairs: number): void {
+  if (pending.lineStarts.length < lines) {
+    const grown = new Uint32Array(lines * 2);
+    grown.set(pending.lineStarts);
+    pending.lineStarts = grown;
+  }
+  if (pending.columns.length < pairs) {
+    const columns = new Int32Array(pairs * 2);
+    columns.set(pending.columns);
+    pending.columns = columns;
+    const counts = new Float64Array(pairs * 2);
+    counts.set(pending.counts);
+    pending.counts = counts;
+  }
+}
+
+/** What a column of a kind becomes: its family and the label that names it, or nothing (totals). */
+interface ColumnRule {
+  readonly family: FamilySpec;
+  readonly label: string;
+}
+
+function columnRule(kind: PrefixKind, field: string): ColumnRule | undefined {
+  if (kind === 'items') {
+    if (PREFIX_ITEM_TOTALS.has(field)) return undefined;
+    const rule = PREFIX_ITEM_FIELDS.get(field);
+    return rule ? { family: rule.family, label: `type="${rule.type}"` } : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
+  }
+  const rule = PREFIX_OPERATION_CODES.get(field);
+  return rule
+    ? { family: rule.hits ? PREFIX_COMMAND_HITS : PREFIX_COMMANDS, label: `command="${rule.command}"` }
+    : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
+}
+
+/** What is remembered of a service code's prefix between scrapes. */
+interface PrefixSeries {
+  /** `prefix="..",ensemble="..",service_code=".."` */
+  readonly labels: string;
+  /** Columns that have been non-zero once, per kind: emitted from then on, zeros included. */
+  readonly everNonZero: Record<PrefixKind, Uint8Array>;
+}
+
+const FAMILY_ORDER: readonly FamilySpec[] = [PREFIX_COLLECTED, PREFIX_NODES, PREFIX_ITEMS, PREFIX_BYTES, PREFIX_COMMANDS, PREFIX_COMMAND_HITS, PREFIX_OTHER];
+
+/** Sums prefix statistics per service code and renders them; owns what lasts between scrapes. */
+export class PrefixAggregator {
+  readonly fields: Readonly<Record<PrefixKind, FieldTable>> = { items: new FieldTable('items'), operations: new FieldTable('operations') };
+  private readonly rules: Record<PrefixKind, Array<ColumnRule | undefined>> = { items: [], operations: [] };
+  private readonly series = new Map<string, Map<string, PrefixSeries>>();
+
+  /** Sums for a new scrape, sharing this aggregator's field tables. */
+  newSums(): PrefixSums {
+    return new PrefixSums(this.fields);
+  }
+
+  render(ensemble: string, sums: PrefixSums, writer: ExpositionWriter): void {
+    const samples = new Map<FamilySpec, { labels: string[]; values: number[] }>(FAMILY_ORDER.map((family) => [family, { labels: [], values: [] }]));
+    const add = (family: FamilySpec, labels: string, value: number) => {
+      const list = samples.get(family)!;
+      list.labels.push(`{${labels}}`);
+      list.values.push(value);
     };
+    for (const kind of ['items', 'operations'] as const) {
+      const table = this.fields[kind];
+      for (let column = this.rules[kind].length; column < table.size; column++) this.rules[kind].push(columnRule(kind, table.names[column]!));
+    }
 
     for (const [serviceCode, group] of sums.serviceCodes) {
       const base = `ensemble="${escapeLabelValue(ensemble)}",service_code="${escapeLabelValue(serviceCode)}"`;
-      emit(PREFIX_COLLECTED, `{${base}}`, group.collected ? 1 : 0, true);
+      add(PREFIX_COLLECTED, base, group.collected ? 1 : 0);
       if (group.collected) {
-        for (const state of ['ok', 'failed', 'limited'] as const) {
-          emit(PREFIX_NODES, `{state="${state}",${base}}`, group.states[state], true);
-        }
+        for (const state of ['ok', 'failed', 'limited'] as const) add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
       }
-      for (const [prefix, fields] of group.items) {
-        const prefixBase = `prefix="${escapeLabelValue(prefix)}",${base}`;
-        for (const [field, value] of fields) {
-          if (PREFIX_ITEM_TOTALS.has(field)) continue;
-          const rule = PREFIX_ITEM_FIELDS.get(field);
-          if (rule) emit(rule.family, `{type="${rule.type}",${prefixBase}}`, value);
-          else emit(PREFIX_OTHER, `{field="${escapeLabelValue(field)}",${prefixBase}}`, value);
-        }
-      }
-      for (const [prefix, codes] of group.operations) {
-        const prefixBase = `prefix="${escapeLabelValue(prefix)}",${base}`;
-        for (const [code, value] of codes) {
-          const rule = PREFIX_OPERATION_CODES.get(code);
-          if (rule) emit(rule.hits ? PREFIX_COMMAND_HITS : PREFIX_COMMANDS, `{command="${rule.command}",${prefixBase}}`, value);
-          else emit(PREFIX_OTHER, `{field="${escapeLabelValue(code)}",${prefixBase}}`, value);
+      let known = this.series.get(serviceCode);
+      if (known === undefined) this.series.set(serviceCode, (known = new Map()));
+      for (const kind of ['items', 'operations'] as const) {
+        const rules = this.rules[kind];
+        for (const [prefix, row] of group[kind]) {
+          let series = known.get(prefix);
+          if (series === undefined) {
+            series = { labels: `prefix="${escapeLabelValue(prefix)}",${base}`, everNonZero: { items: new Uint8Array(0), operations: new Uint8Array(0) } };
+            known.set(prefix, series);
+          }
+          let seen = series.everNonZero[kind];
+          if (seen.length < rules.length) {
+            const grown = new Uint8Array(rules.length + 8);
+            grown.set(seen);
+            series.everNonZero[kind] = seen = grown;
+          }
+          for (let column = 0; column < rules.length; column++) {
+            const rule = rules[column];
+            if (rule === undefined) continue;
+            const value = column < row.length ? row[column]! : 0;
+            if (value !== 0) seen[column] = 1;
+            else if (seen[column] === 0) continue;
+            add(rule.family, `${rule.label},${series.labels}`, value);
+          }
         }
       }
     }
 
-    for (const [family, samples] of byFamily) {
+    for (const [family, { labels, values }] of samples) {
+      if (labels.length === 0) continue;
       writer.family(family.name, family.type, family.help);
-      for (const sample of samples) writer.sample(sample.labels, sample.value);
+      for (let i = 0; i < labels.length; i++) writer.sample(labels[i]!, values[i]!);
     }
   }
 }

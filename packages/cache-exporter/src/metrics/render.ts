@@ -34,10 +34,15 @@ export interface QosSnapshot {
  */
 export interface RenderedStats {
   readonly plan: StatsPlan;
-  /** Sample lines; [0, length) is this reply's. */
+  /** The node's byte area; [0, length) is this reply's sample lines. */
   readonly bytes: Buffer;
   readonly length: number;
-  /** Per family index of the plan: start, end and sample count of its lines in `bytes`. */
+  /**
+   * Per family index of the plan: its lines as a view of `bytes` (undefined: none), and at
+   * segments[3i .. 3i + 2] their start, end and sample count. Views are made again only when a
+   * segment moves: copying a whole Buffer allocates nothing, copying a range of one does.
+   */
+  readonly views: ReadonlyArray<Buffer | undefined>;
   readonly segments: Uint32Array;
   readonly version: string;
   readonly libevent: string;
@@ -121,25 +126,22 @@ interface NodeSeries {
   areaPlan: StatsPlan | undefined;
   valueLengths: Int32Array;
   segments: Uint32Array;
+  views: Array<Buffer | undefined>;
   versionLine: { version: string; libevent: string; line: Buffer } | undefined;
-  /** Lines of settings, zookeeper and QoS, kept while their sources are the same objects. */
-  aux: AuxLines | undefined;
+  /** Lines of settings and zookeeper (re-read every 30 s), and of QoS (every 5 s), kept while their sources are the same objects. */
+  settingsLines: (EncodedLines & { readonly settings?: StatsEntries; readonly zookeeper?: StatsEntries }) | undefined;
+  qosLines: (EncodedLines & { readonly qos: QosSnapshot }) | undefined;
 }
 
-/** A node's settings, zookeeper and QoS lines: per family of AUX_FAMILIES, start, end, count in `bytes`. */
-interface AuxLines {
-  readonly settings: StatsEntries | undefined;
-  readonly zookeeper: StatsEntries | undefined;
-  readonly qos: QosSnapshot | undefined;
-  readonly bytes: Buffer;
-  readonly segments: Uint32Array;
+/** A node's lines of a few families: per family, its lines (undefined: none) and their count. */
+interface EncodedLines {
+  readonly views: ReadonlyArray<Buffer | undefined>;
+  readonly counts: readonly number[];
 }
 
-/** Families of the settings, zookeeper and QoS lines, in the order they are written. */
-const AUX_FAMILIES: readonly FamilySpec[] = [
-  ...new Set([...[...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family), QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP]),
-];
-const AUX_INDEX: ReadonlyMap<FamilySpec, number> = new Map(AUX_FAMILIES.map((family, i) => [family, i]));
+/** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
+const SETTINGS_FAMILIES: readonly FamilySpec[] = [...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family))];
+const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP];
 
 /**
  * Renders the node series of /metrics for one ensemble. Keeps, per node, what repeats from one
@@ -202,15 +204,20 @@ export class NodeMetricsRenderer {
       for (const snapshot of snapshots) {
         const stats = snapshot.up ? snapshot.stats : undefined;
         const index = stats?.plan.familyIndex.get(spec);
-        if (index !== undefined) family.segment(stats!.bytes, stats!.segments, index);
+        if (index !== undefined) family.lines(stats!.views[index], stats!.segments[index * 3 + 2]!);
       }
     }
 
-    const aux = snapshots.map((snapshot, i) => auxLines(series[i]!, snapshot));
-    AUX_FAMILIES.forEach((spec, index) => {
-      family = new FamilyBlock(out, spec);
-      for (const lines of aux) if (lines !== undefined) family.segment(lines.bytes, lines.segments, index);
-    });
+    for (const [families, linesOf] of [
+      [SETTINGS_FAMILIES, settingsLines],
+      [QOS_FAMILIES, qosLines],
+    ] as const) {
+      const encoded = snapshots.map((snapshot, i) => linesOf(series[i]!, snapshot));
+      families.forEach((spec, index) => {
+        family = new FamilyBlock(out, spec);
+        for (const lines of encoded) if (lines !== undefined) family.lines(lines.views[index], lines.counts[index]!);
+      });
+    }
   }
 
   private nodeSeries(node: CacheNode): NodeSeries {
@@ -234,8 +241,10 @@ export class NodeMetricsRenderer {
         areaPlan: undefined,
         valueLengths: new Int32Array(0),
         segments: new Uint32Array(0),
+        views: [],
         versionLine: undefined,
-        aux: undefined,
+        settingsLines: undefined,
+        qosLines: undefined,
       };
       this.series.set(node, series);
     }
@@ -386,18 +395,23 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   // While rewriting, the area holds new lines before `at` and old ones after it: at most the old
   // length plus every new value (a scaled one at most a float's shortest text).
   const scaledBound = plan.scaled * 32;
-  if (series.areaPlan !== plan || area.length < length + reply.length + scaledBound) {
-    const fresh = prefixes.length + order.length + reply.length + scaledBound;
-    if (area.length < fresh) area = Buffer.allocUnsafeSlow(fresh + (fresh >> 2));
+  const fresh = series.areaPlan !== plan || area.length < length + reply.length + scaledBound;
+  if (fresh) {
+    const bound = prefixes.length + order.length + reply.length + scaledBound;
+    if (area.length < bound) area = Buffer.allocUnsafeSlow(bound + (bound >> 2));
     length = 0;
     valueLengths = valueLengths.length === order.length ? valueLengths.fill(-1) : new Int32Array(order.length).fill(-1);
     series.segments = new Uint32Array(plan.families.length * 3);
+    series.views = new Array<Buffer | undefined>(plan.families.length).fill(undefined);
     series.areaPlan = plan;
   }
-  const segments = series.segments;
+  const { segments, views } = series;
   let at = 0;
   for (let f = 0; f < plan.families.length; f++) {
+    const oldStart = segments[f * 3]!;
+    const oldEnd = segments[f * 3 + 1]!;
     segments[f * 3] = at;
+    const start = at;
     let samples = 0;
     for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
       const position = order[k]!;
@@ -437,12 +451,13 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
     }
     segments[f * 3 + 1] = at;
     segments[f * 3 + 2] = samples;
+    if (fresh || start !== oldStart || at !== oldEnd) views[f] = at > start ? area.subarray(start, at) : undefined;
   }
   series.area = area;
   series.areaLength = length;
   series.valueLengths = valueLengths;
   const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
-  return { plan, bytes: area, length, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
+  return { plan, bytes: area, length, views, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
 /**
@@ -499,36 +514,45 @@ function versionLine(series: NodeSeries, stats: RenderedStats): Buffer | undefin
   return line;
 }
 
-/** Settings, zookeeper and QoS lines of a node; encoded again only when one of their sources changed. */
-function auxLines(series: NodeSeries, snapshot: NodeSnapshot): AuxLines | undefined {
+/** A node's settings and zookeeper lines; encoded again only when one of them changed. */
+function settingsLines(series: NodeSeries, snapshot: NodeSnapshot): EncodedLines | undefined {
   const settings = snapshot.up ? snapshot.settings : undefined;
   const zookeeper = snapshot.up ? snapshot.zookeeper : undefined;
+  if (settings === undefined && zookeeper === undefined) return undefined;
+  const cached = series.settingsLines;
+  if (cached !== undefined && cached.settings === settings && cached.zookeeper === zookeeper) return cached;
+  const lines = encodeLines(SETTINGS_FAMILIES, (add) => {
+    if (settings) addSettings(add, series, SETTINGS, settings);
+    if (zookeeper) addSettings(add, series, ZOOKEEPER_STATS, zookeeper);
+  });
+  series.settingsLines = { ...lines, ...(settings ? { settings } : {}), ...(zookeeper ? { zookeeper } : {}) };
+  return series.settingsLines;
+}
+
+/** A node's QoS lines; encoded again only when it has new results. */
+function qosLines(series: NodeSeries, snapshot: NodeSnapshot): EncodedLines | undefined {
   const qos = snapshot.node.live ? snapshot.qos : undefined;
-  if (settings === undefined && zookeeper === undefined && qos === undefined) return undefined;
-  const cached = series.aux;
-  if (cached !== undefined && cached.settings === settings && cached.zookeeper === zookeeper && cached.qos === qos) return cached;
-  const lines: string[][] = AUX_FAMILIES.map(() => []);
-  const add = (family: FamilySpec, line: string) => lines[AUX_INDEX.get(family)!]!.push(line);
-  if (settings) addSettings(add, series, SETTINGS, settings);
-  if (zookeeper) addSettings(add, series, ZOOKEEPER_STATS, zookeeper);
-  if (qos) {
+  if (qos === undefined) return undefined;
+  if (series.qosLines?.qos === qos) return series.qosLines;
+  const lines = encodeLines(QOS_FAMILIES, (add) => {
     for (const result of qos.results) {
       add(QOS_SUCCESS, `${labelledPrefix(series, QOS_SUCCESS, 'probe', result.probe)}${result.ok ? 1 : 0}\n`);
       if (result.ok) add(QOS_LATENCY, `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`);
     }
     add(QOS_TIMESTAMP, `${QOS_TIMESTAMP.name}${series.braced} ${formatValue(qos.at / 1000)}\n`);
-  }
-  const texts = lines.map((family) => family.join(''));
-  const segments = new Uint32Array(AUX_FAMILIES.length * 3);
-  let at = 0;
-  texts.forEach((text, index) => {
-    segments[index * 3] = at;
-    at += Buffer.byteLength(text);
-    segments[index * 3 + 1] = at;
-    segments[index * 3 + 2] = lines[index]!.length;
   });
-  series.aux = { settings, zookeeper, qos, bytes: Buffer.from(texts.join('')), segments };
-  return series.aux;
+  series.qosLines = { ...lines, qos };
+  return series.qosLines;
+}
+
+/** Lines of `families`, as `write` adds them, encoded one Buffer per family. */
+function encodeLines(families: readonly FamilySpec[], write: (add: (family: FamilySpec, line: string) => void) => void): EncodedLines {
+  const lines: string[][] = families.map(() => []);
+  write((family, line) => lines[families.indexOf(family)]!.push(line));
+  return {
+    views: lines.map((family) => (family.length > 0 ? Buffer.from(family.join('')) : undefined)),
+    counts: lines.map((family) => family.length),
+  };
 }
 
 function addSettings(
@@ -571,11 +595,9 @@ class FamilyBlock {
     this.head().text(lines).countSamples(1);
   }
 
-  /** Segment `index` of a node's byte area (start, end and sample count at segments[index * 3]). */
-  segment(bytes: Buffer, segments: Uint32Array, index: number): void {
-    const start = segments[index * 3]!;
-    const end = segments[index * 3 + 1]!;
-    if (end > start) this.head().bytes(bytes, start, end, segments[index * 3 + 2]!);
+  /** A node's lines of this family, `samples` of them (none when `bytes` is undefined). */
+  lines(bytes: Buffer | undefined, samples: number): void {
+    if (bytes !== undefined) this.head().bytes(bytes, 0, bytes.length, samples);
   }
 
   private head(): ExpositionBuffer {

@@ -1,57 +1,98 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExpositionWriter } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionWriter } from '@cachemon/core';
 import { arcusSample } from '@cachemon/testkit';
-import { parsePrefixItems, parsePrefixOperations } from '@cachemon/arcus';
 import { PrefixAggregator } from '../../src/index.js';
-import type { ServiceCodePrefixes } from '../../src/index.js';
+import type { PrefixSums } from '../../src/index.js';
 
-const sample = arcusSample;
-const items = parsePrefixItems(sample('37-stats-prefixes-after.raw'));
-const operations = parsePrefixOperations(sample('36-stats-detail-dump.raw'));
+const bytes = (name: string): Buffer => Buffer.from(arcusSample(name), 'latin1');
+const items = bytes('37-stats-prefixes-after.raw');
+const operations = bytes('36-stats-detail-dump.raw');
+const base = 'ensemble="zk1",service_code="test"';
 
-function render(aggregator: PrefixAggregator, groups: ServiceCodePrefixes[]): string {
+function render(aggregator: PrefixAggregator, sums: PrefixSums): string {
   const writer = new ExpositionWriter();
-  aggregator.render('zk1', groups, writer);
+  aggregator.render('zk1', sums, writer);
   return writer.toString();
 }
 
+const has = (text: string, line: string) => assert.ok(text.includes(`${line}\n`), `missing: ${line}\n${text}`);
+
 test('prefix statistics are summed per service code over its nodes', () => {
-  const text = render(new PrefixAggregator(), [
-    { serviceCode: 'test', collected: true, nodes: [{ state: 'ok', items, operations }, { state: 'ok', items, operations }, { state: 'failed' }] },
-  ]);
-  const base = 'ensemble="zk1",service_code="test"';
-  const has = (line: string) => assert.ok(text.includes(`${line}\n`), `missing: ${line}\n${text}`);
-  has(`arcus_prefix_items{type="kv",prefix="app",${base}} 2`);
-  has(`arcus_prefix_items{type="list",prefix="app",${base}} 2`);
-  has(`arcus_prefix_items{type="btree",prefix="app",${base}} 2`);
-  has(`arcus_prefix_bytes{type="set",prefix="user",${base}} 752`);
-  has(`arcus_prefix_items{type="kv",prefix="<null>",${base}} 2`);
-  has(`arcus_prefix_commands_total{command="get",prefix="app",${base}} 10`);
-  has(`arcus_prefix_command_hits_total{command="get",prefix="app",${base}} 6`);
-  has(`arcus_prefix_commands_total{command="bop_count",prefix="app",${base}} 2`);
-  has(`arcus_prefix_commands_total{command="getattr",prefix="app",${base}} 2`);
-  has(`arcus_prefix_command_hits_total{command="sop_exist",prefix="user",${base}} 4`);
-  has(`arcus_prefix_nodes{state="ok",${base}} 2`);
-  has(`arcus_prefix_nodes{state="failed",${base}} 1`);
-  has(`arcus_prefix_collection_enabled{${base}} 1`);
+  const aggregator = new PrefixAggregator();
+  const sums = aggregator.newSums();
+  sums.serviceCode('test', true);
+  sums.addNode('test', 'ok', [items], [operations]);
+  sums.addNode('test', 'ok', [items], [operations]);
+  sums.failed('test');
+  const text = render(aggregator, sums);
+  has(text, `arcus_prefix_items{type="kv",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_items{type="list",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_items{type="btree",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_bytes{type="set",prefix="user",${base}} 752`);
+  has(text, `arcus_prefix_items{type="kv",prefix="<null>",${base}} 2`);
+  has(text, `arcus_prefix_commands_total{command="get",prefix="app",${base}} 10`);
+  has(text, `arcus_prefix_command_hits_total{command="get",prefix="app",${base}} 6`);
+  has(text, `arcus_prefix_commands_total{command="bop_count",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_commands_total{command="getattr",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_command_hits_total{command="sop_exist",prefix="user",${base}} 4`);
+  has(text, `arcus_prefix_nodes{state="ok",${base}} 2`);
+  has(text, `arcus_prefix_nodes{state="failed",${base}} 1`);
+  has(text, `arcus_prefix_collection_enabled{${base}} 1`);
   assert.doesNotMatch(text, /type="map"/, 'never-used item types are not emitted');
-  assert.doesNotMatch(text, /itm|tsz/, 'totals are derivable and not exported');
+  assert.doesNotMatch(text, /itm|tsz|time/, 'totals are derivable and not exported; time is no count');
   assert.doesNotMatch(text, /node=/, 'prefix series are per service code');
   assert.equal(text.match(/^# TYPE arcus_prefix_items gauge$/gm)?.length, 1);
+  assert.deepEqual(sums.prefixesOf('test').sort(), ['<null>', 'app', 'arcus', 'user']);
 });
 
 test('a series appears once non-zero and stays, zeros included', () => {
   const aggregator = new PrefixAggregator();
-  const group = (mitm: number): ServiceCodePrefixes[] => [
-    { serviceCode: 's', collected: true, nodes: [{ state: 'ok', items: [{ prefix: 'p', fields: { kitm: 1, mitm } }] }] },
-  ];
-  assert.doesNotMatch(render(aggregator, group(0)), /type="map"/);
-  assert.match(render(aggregator, group(3)), /arcus_prefix_items\{type="map",prefix="p",.*\} 3/);
-  assert.match(render(aggregator, group(0)), /arcus_prefix_items\{type="map",prefix="p",.*\} 0/);
+  const scrape = (mitm: number): string => {
+    const sums = aggregator.newSums();
+    sums.addNode('s', 'ok', [Buffer.from(`PREFIX p itm 1 kitm 1 mitm ${mitm} time 20261121133144\r\nEND\r\n`)], []);
+    return render(aggregator, sums);
+  };
+  assert.doesNotMatch(scrape(0), /type="map"/);
+  assert.match(scrape(3), /arcus_prefix_items\{type="map",prefix="p",.*\} 3/);
+  assert.match(scrape(0), /arcus_prefix_items\{type="map",prefix="p",.*\} 0/);
 });
 
 test('a service code without prefix collection reports only that', () => {
-  const text = render(new PrefixAggregator(), [{ serviceCode: 'quiet', collected: false, nodes: [] }]);
+  const aggregator = new PrefixAggregator();
+  const sums = aggregator.newSums();
+  sums.serviceCode('quiet', false);
+  const text = render(aggregator, sums);
   assert.equal(text.trim().split('\n').filter((l) => !l.startsWith('#')).join('\n'), 'arcus_prefix_collection_enabled{ensemble="zk1",service_code="quiet"} 0');
+});
+
+test('a node with one reply that is not prefix statistics adds nothing, not even its good reply', () => {
+  const aggregator = new PrefixAggregator();
+  const sums = aggregator.newSums();
+  sums.addNode('test', 'ok', [items], [operations]);
+  const garbage = Buffer.from(`${arcusSample('36-stats-detail-dump.raw').slice(0, -5)}PREFIX x get oops\r\nEND\r\n`, 'latin1');
+  assert.throws(() => sums.addNode('test', 'ok', [items], [garbage]), (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code);
+  assert.throws(() => sums.addNode('test', 'ok', [Buffer.from('SERVER_ERROR out of memory\r\n')], [operations]), CachemonError);
+  const text = render(aggregator, sums);
+  has(text, `arcus_prefix_items{type="kv",prefix="app",${base}} 1`);
+  has(text, `arcus_prefix_commands_total{command="get",prefix="app",${base}} 5`);
+  has(text, `arcus_prefix_nodes{state="ok",${base}} 1`);
+});
+
+test('nodes with different field layouts (ARCUS, plain memcached, a newer server) are summed by field name', () => {
+  const aggregator = new PrefixAggregator();
+  const sums = aggregator.newSums();
+  sums.addNode('test', 'ok', [items], [operations]);
+  sums.addNode('test', 'ok', [], [Buffer.from('PREFIX app get 7 hit 1 set 0 del 2\r\nEND\r\n')]);
+  sums.addNode('test', 'ok', [Buffer.from('PREFIX app itm 1 kitm 1 citm 9 time 20261121133216\r\nEND\r\n')], [Buffer.from('PREFIX app get 1 xyz 4\r\nEND\r\n')]);
+  sums.addNode('test', 'limited', [items], [operations]);
+  const text = render(aggregator, sums);
+  has(text, `arcus_prefix_commands_total{command="get",prefix="app",${base}} 18`);
+  has(text, `arcus_prefix_command_hits_total{command="get",prefix="app",${base}} 7`);
+  has(text, `arcus_prefix_commands_total{command="delete",prefix="app",${base}} 2`);
+  has(text, `arcus_prefix_items{type="kv",prefix="app",${base}} 3`);
+  has(text, `arcus_prefix_stat{field="citm",prefix="app",${base}} 9`);
+  has(text, `arcus_prefix_stat{field="xyz",prefix="app",${base}} 4`);
+  has(text, `arcus_prefix_nodes{state="limited",${base}} 1`);
+  assert.equal(text.match(/^# TYPE arcus_prefix_stat untyped$/gm)?.length, 1);
 });
