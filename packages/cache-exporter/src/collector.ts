@@ -29,6 +29,9 @@ interface NodeState {
   prefixLimited: boolean;
 }
 
+/** Nodes asked for prefix statistics at the same time (see collectPrefixes). */
+export const PREFIX_NODES_AT_ONCE = 32;
+
 /** Why a node is down, as the `reason` label says it. */
 export function reasonOf(err: unknown): string {
   if (isCachemonError(err)) {
@@ -178,7 +181,10 @@ export class CacheCollector {
 
   /**
    * Prefix statistics of every live node whose service code collects them, each node added into
-   * `sums` as soon as it answers (so replies are not held for the whole scrape).
+   * `sums` as soon as it answers. At most PREFIX_NODES_AT_ONCE nodes are asked at a time: a node's
+   * replies are tens of kilobytes with many prefixes, and asking 500 at once would hold them all
+   * (and the socket buffers they arrive in) at the same moment, for no gain in speed: the servers,
+   * not the exporter, take the time.
    */
   async collectPrefixes(
     nodes: readonly CacheNode[],
@@ -187,7 +193,7 @@ export class CacheCollector {
     sums: PrefixSums,
   ): Promise<void> {
     const selections = new Map<string, PrefixSelection>();
-    const pending: Promise<void>[] = [];
+    const work: Array<{ node: CacheNode; selection: PrefixSelection }> = [];
     for (const node of nodes) {
       let selection = selections.get(node.serviceCode);
       if (!selection) {
@@ -195,10 +201,16 @@ export class CacheCollector {
         selections.set(node.serviceCode, selection);
         sums.serviceCode(node.serviceCode, selection.kind !== 'none');
       }
-      if (!node.live || selection.kind === 'none') continue;
-      pending.push(this.collectNodePrefixes(node, selection, deadline, sums));
+      if (node.live && selection.kind !== 'none') work.push({ node, selection });
     }
-    await Promise.all(pending);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < work.length) {
+        const { node, selection } = work[next++]!;
+        await this.collectNodePrefixes(node, selection, deadline, sums);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PREFIX_NODES_AT_ONCE, work.length) }, worker));
     for (const [serviceCode, selection] of selections) {
       if (selection.kind === 'all') this.remember(serviceCode, sums.prefixesOf(serviceCode));
     }

@@ -161,7 +161,8 @@ export class CacheExporter {
       release: () => {
         if (released) return;
         released = true;
-        if (--shared.users === 0 && this.spareBuffers.length < 2) this.spareBuffers.push(backing);
+        // One spare: scrapes of one path come one after the other; a second body is rare.
+        if (--shared.users === 0 && this.spareBuffers.length === 0) this.spareBuffers.push(backing);
       },
     };
   }

@@ -98,8 +98,8 @@ interface StatsPlan {
   /** Positions of the text fields that make arcus_version_info, or -1. */
   readonly versionAt: number;
   readonly libeventAt: number;
-  /** `name{labels} ` of each position for a node's label text ('' for positions not rendered). */
-  readonly prefixTexts: (base: string, braced: string) => string[];
+  /** `name{labels} ` of a position for a node's label text ('' for a position not rendered). */
+  readonly prefixText: (position: number, base: string, braced: string) => string;
 }
 
 interface NodeSeries {
@@ -112,9 +112,13 @@ interface NodeSeries {
   /** Prefixes of the series with one extra label (reason, probe, setting type). */
   readonly labelled: Map<string, string>;
   plan: StatsPlan | undefined;
-  /** `name{labels} ` of each position of the plan, encoded: offsets[i]..offsets[i + 1]. */
-  prefixes: Buffer;
-  offsets: Uint32Array;
+  /**
+   * Encoded length of the `name{labels} ` prefix of each position of the plan, and their sum. The
+   * prefixes themselves are in the area, before each value; one is written only when its line
+   * appears (plan.prefixText), so a node keeps no second copy of them.
+   */
+  prefixLengths: Uint32Array;
+  prefixesLength: number;
   /** Value ranges in the reply being rendered: start and end per position. */
   values: Uint32Array;
   /**
@@ -233,8 +237,8 @@ export class NodeMetricsRenderer {
         durationPrefix: Buffer.from(`${NODE_SCRAPE_DURATION.name}${braced} `),
         labelled: new Map(),
         plan: undefined,
-        prefixes: EMPTY,
-        offsets: new Uint32Array(1),
+        prefixLengths: new Uint32Array(0),
+        prefixesLength: 0,
         values: new Uint32Array(0),
         area: EMPTY,
         areaLength: 0,
@@ -267,17 +271,14 @@ export class NodeMetricsRenderer {
   }
 
   private usePlan(series: NodeSeries, plan: StatsPlan): void {
-    const texts = plan.prefixTexts(series.base, series.braced);
-    const offsets = new Uint32Array(texts.length + 1);
-    let at = 0;
-    texts.forEach((text, i) => {
-      offsets[i] = at;
-      at += Buffer.byteLength(text);
-    });
-    offsets[texts.length] = at;
+    const lengths = new Uint32Array(plan.names.length);
+    let total = 0;
+    for (let position = 0; position < lengths.length; position++) {
+      total += lengths[position] = Buffer.byteLength(plan.prefixText(position, series.base, series.braced));
+    }
     series.plan = plan;
-    series.prefixes = Buffer.from(texts.join(''));
-    series.offsets = offsets;
+    series.prefixLengths = lengths;
+    series.prefixesLength = total;
     series.values = new Uint32Array(plan.names.length * 2);
   }
 }
@@ -329,11 +330,11 @@ function makePlan(heads: readonly Buffer[]): StatsPlan {
     scaled,
     versionAt: names.indexOf('version'),
     libeventAt: names.indexOf('libevent'),
-    prefixTexts: (base, braced) =>
-      rules.map((rule, position) => {
-        if (!rendered.has(position)) return '';
-        return rule.kind === 'field' ? `${rule.family.name}${braced} ` : `${rule.family.name}${withLabel(base, rule.label, rule.value)} `;
-      }),
+    prefixText: (position, base, braced) => {
+      if (!rendered.has(position)) return '';
+      const rule = rules[position]!;
+      return rule.kind === 'field' ? `${rule.family.name}${braced} ` : `${rule.family.name}${withLabel(base, rule.label, rule.value)} `;
+    },
   };
 }
 
@@ -387,7 +388,7 @@ function matchPlan(plan: StatsPlan, reply: Buffer, values: Uint32Array): boolean
  * being a number.
  */
 function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): RenderedStats {
-  const { prefixes, offsets, values } = series;
+  const { prefixLengths, values } = series;
   const order = plan.order;
   let area = series.area;
   let length = series.areaLength;
@@ -397,7 +398,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   const scaledBound = plan.scaled * 32;
   const fresh = series.areaPlan !== plan || area.length < length + reply.length + scaledBound;
   if (fresh) {
-    const bound = prefixes.length + order.length + reply.length + scaledBound;
+    const bound = series.prefixesLength + order.length + reply.length + scaledBound;
     if (area.length < bound) area = Buffer.allocUnsafeSlow(bound + (bound >> 2));
     length = 0;
     valueLengths = valueLengths.length === order.length ? valueLengths.fill(-1) : new Int32Array(order.length).fill(-1);
@@ -417,7 +418,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
       const position = order[k]!;
       const valueStart = values[position * 2]!;
       const valueEnd = values[position * 2 + 1]!;
-      const prefixLength = offsets[position + 1]! - offsets[position]!;
+      const prefixLength = prefixLengths[position]!;
       const old = valueLengths[k]!;
       // The server's own number text is valid exposition as it is; what is not a number has no line.
       if (!isDecimal(reply, valueStart, valueEnd)) {
@@ -436,7 +437,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
         const line = prefixLength + valueLength + 1;
         if (at < length) area.copyWithin(at + line, at, length);
         length += line;
-        prefixes.copy(area, at, offsets[position]!, offsets[position + 1]!);
+        area.write(plan.prefixText(position, series.base, series.braced), at, 'utf8');
       } else if (old !== valueLength) {
         area.copyWithin(at + prefixLength + valueLength, at + prefixLength + old, length);
         length += valueLength - old;
