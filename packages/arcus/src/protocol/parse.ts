@@ -47,36 +47,15 @@ export type StatLineVisitor = (nameStart: number, nameEnd: number, valueStart: n
  * stopped the walk (the rest of the reply is then unchecked).
  */
 export function scanStats(reply: Buffer, visit: StatLineVisitor): boolean {
-  const length = reply.length;
-  let pos = 0;
-  for (;;) {
-    const nl = reply.indexOf(LF, pos);
-    if (nl === -1) throw unterminatedBytes(reply, pos);
-    const end = nl > pos && reply[nl - 1] === CR ? nl - 1 : nl;
-    if (end - pos >= 5 && reply[pos] === 0x53 && reply[pos + 1] === 0x54 && reply[pos + 2] === 0x41 && reply[pos + 3] === 0x54 && reply[pos + 4] === SPACE) {
-      const nameStart = pos + 5;
-      let nameEnd = nameStart;
-      while (nameEnd < end && reply[nameEnd] !== SPACE) nameEnd++;
-      if (nameEnd === nameStart) throw protocolError('STAT line without a name', bytesLine(reply, pos, end));
-      // The server omits the space when the value is empty: `STAT <name>`.
-      const valueStart = nameEnd < end ? nameEnd + 1 : end;
-      if (visit(nameStart, nameEnd, valueStart, end) === false) return false;
-    } else if (end - pos === 3 && reply[pos] === 0x45 && reply[pos + 1] === 0x4e && reply[pos + 2] === 0x44) {
-      if (nl + 1 !== length) {
-        const next = reply.indexOf(LF, nl + 1);
-        const lineEnd = next === -1 ? length : next > nl + 1 && reply[next - 1] === CR ? next - 1 : next;
-        throw protocolError('data after END', bytesLine(reply, nl + 1, lineEnd));
-      }
-      return true;
-    } else {
-      const line = bytesLine(reply, pos, end);
-      if (pos === 0 && nl + 1 === length && errorKeywordAt(line, 0, end) !== undefined) {
-        throw errorReply(reply.toString('utf8', 0, end));
-      }
-      throw protocolError('expected STAT or END', line);
-    }
-    pos = nl + 1;
-  }
+  return walkReplyLines(reply, STAT_HEAD, 'STAT', (pos, end) => {
+    const nameStart = pos + STAT_HEAD.length;
+    let nameEnd = nameStart;
+    while (nameEnd < end && reply[nameEnd] !== SPACE) nameEnd++;
+    if (nameEnd === nameStart) throw protocolError('STAT line without a name', bytesLine(reply, pos, end));
+    // The server omits the space when the value is empty: `STAT <name>`.
+    const valueStart = nameEnd < end ? nameEnd + 1 : end;
+    return visit(nameStart, nameEnd, valueStart, end);
+  });
 }
 
 /** Parses a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply (text or bytes). */
@@ -114,49 +93,61 @@ export type PrefixLineVisitor = (
  */
 export function scanPrefixLines(reply: Buffer, textField: string | undefined, visit: PrefixLineVisitor): boolean {
   const text = textField === undefined ? undefined : Buffer.from(textField);
-  const length = reply.length;
   let ranges = new Uint32Array(64 * 4);
   let counts = new Float64Array(64);
+  return walkReplyLines(reply, PREFIX_HEAD, 'PREFIX', (pos, end) => {
+    const nameStart = pos + PREFIX_HEAD.length;
+    let at = spaceOrEndBytes(reply, nameStart, end);
+    if (at === nameStart) throw protocolError('PREFIX line without a name', bytesLine(reply, pos, end));
+    const nameEnd = at;
+    let pairs = 0;
+    // `at` is the space before the next field name, or the end of the line.
+    while (at < end) {
+      const fieldStart = at + 1;
+      const fieldEnd = spaceOrEndBytes(reply, fieldStart, end);
+      if (fieldEnd === fieldStart) throw protocolError('empty field', bytesLine(reply, pos, end));
+      if (fieldEnd === end) throw protocolError('field without a value', bytesLine(reply, pos, end));
+      const valueStart = fieldEnd + 1;
+      const valueEnd = spaceOrEndBytes(reply, valueStart, end);
+      if (valueEnd === valueStart) throw protocolError('empty value', bytesLine(reply, pos, end));
+      if (pairs === counts.length) {
+        ranges = grow(ranges, ranges.length * 2);
+        counts = grow(counts, counts.length * 2);
+      }
+      let value = NaN;
+      if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
+        value = countAt(reply, valueStart, valueEnd);
+        if (value < 0) {
+          throw protocolError(`non-numeric value for ${reply.toString('utf8', fieldStart, fieldEnd)}`, bytesLine(reply, pos, end));
+        }
+      }
+      ranges[pairs * 4] = fieldStart;
+      ranges[pairs * 4 + 1] = fieldEnd;
+      ranges[pairs * 4 + 2] = valueStart;
+      ranges[pairs * 4 + 3] = valueEnd;
+      counts[pairs] = value;
+      pairs++;
+      at = valueEnd;
+    }
+    return visit(nameStart, nameEnd, ranges, counts, pairs, pos, end);
+  });
+}
+
+/**
+ * The walk both scanners share: `line(start, end)` for every line that begins with `head`, until
+ * an END line closes the reply (true), or `line` returns false (false). A reply that is one error
+ * line throws NODE_ERROR_REPLY with the server's words; any other line, a missing END or bytes
+ * after it throw NODE_PROTOCOL naming the line.
+ */
+function walkReplyLines(reply: Buffer, head: Buffer, kind: string, line: (start: number, end: number) => boolean | void): boolean {
+  const length = reply.length;
   let pos = 0;
   for (;;) {
     const nl = reply.indexOf(LF, pos);
     if (nl === -1) throw unterminatedBytes(reply, pos);
     const end = nl > pos && reply[nl - 1] === CR ? nl - 1 : nl;
-    if (end - pos >= 7 && startsWithPrefix(reply, pos)) {
-      const nameStart = pos + 7;
-      let at = spaceOrEndBytes(reply, nameStart, end);
-      if (at === nameStart) throw protocolError('PREFIX line without a name', bytesLine(reply, pos, end));
-      const nameEnd = at;
-      let pairs = 0;
-      // `at` is the space before the next field name, or the end of the line.
-      while (at < end) {
-        const fieldStart = at + 1;
-        const fieldEnd = spaceOrEndBytes(reply, fieldStart, end);
-        if (fieldEnd === fieldStart) throw protocolError('empty field', bytesLine(reply, pos, end));
-        if (fieldEnd === end) throw protocolError('field without a value', bytesLine(reply, pos, end));
-        const valueStart = fieldEnd + 1;
-        const valueEnd = spaceOrEndBytes(reply, valueStart, end);
-        if (valueEnd === valueStart) throw protocolError('empty value', bytesLine(reply, pos, end));
-        if (pairs === counts.length) {
-          ranges = grow(ranges, ranges.length * 2);
-          counts = grow(counts, counts.length * 2);
-        }
-        let value = NaN;
-        if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
-          value = countAt(reply, valueStart, valueEnd);
-          if (value < 0) {
-            throw protocolError(`non-numeric value for ${reply.toString('utf8', fieldStart, fieldEnd)}`, bytesLine(reply, pos, end));
-          }
-        }
-        ranges[pairs * 4] = fieldStart;
-        ranges[pairs * 4 + 1] = fieldEnd;
-        ranges[pairs * 4 + 2] = valueStart;
-        ranges[pairs * 4 + 3] = valueEnd;
-        counts[pairs] = value;
-        pairs++;
-        at = valueEnd;
-      }
-      if (visit(nameStart, nameEnd, ranges, counts, pairs, pos, end) === false) return false;
+    if (end - pos >= head.length && equalBytes(reply, pos, pos + head.length, head)) {
+      if (line(pos, end) === false) return false;
     } else if (end - pos === 3 && reply[pos] === 0x45 && reply[pos + 1] === 0x4e && reply[pos + 2] === 0x44) {
       if (nl + 1 !== length) {
         const next = reply.indexOf(LF, nl + 1);
@@ -165,15 +156,18 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
       }
       return true;
     } else {
-      const line = bytesLine(reply, pos, end);
-      if (pos === 0 && nl + 1 === length && errorKeywordAt(line, 0, end) !== undefined) {
+      const text = bytesLine(reply, pos, end);
+      if (pos === 0 && nl + 1 === length && errorKeywordAt(text, 0, end) !== undefined) {
         throw errorReply(reply.toString('utf8', 0, end));
       }
-      throw protocolError('expected PREFIX or END', line);
+      throw protocolError(`expected ${kind} or END`, text);
     }
     pos = nl + 1;
   }
 }
+
+const STAT_HEAD = Buffer.from('STAT ');
+const PREFIX_HEAD = Buffer.from('PREFIX ');
 
 /** Parses a `stats prefixes` or `stats prefixlist item ...` reply (text or bytes). */
 export function parsePrefixItems(reply: string | Buffer): PrefixItemStats[] {
@@ -242,19 +236,6 @@ function parsePrefixLines(
     }
     emit(bytes.toString('utf8', nameStart, nameEnd), numbers, text);
   });
-}
-
-/** True when `PREFIX ` starts at `pos`. */
-function startsWithPrefix(bytes: Buffer, pos: number): boolean {
-  return (
-    bytes[pos] === 0x50 &&
-    bytes[pos + 1] === 0x52 &&
-    bytes[pos + 2] === 0x45 &&
-    bytes[pos + 3] === 0x46 &&
-    bytes[pos + 4] === 0x49 &&
-    bytes[pos + 5] === 0x58 &&
-    bytes[pos + 6] === SPACE
-  );
 }
 
 /** Index of the first space in [from, end), else `end`. */

@@ -70,15 +70,17 @@ export interface NodeSnapshot {
  * the young-generation collections copy megabytes on every scrape. Instead:
  *
  * - A *plan* per distinct `stats` field list (every node of one server version has the same list,
- *   in the same order): the field names as bytes, which family each position belongs to, and its
- *   scale. Plans are shared by the nodes with that list.
- * - Per node, the `name{labels} ` prefix of each position, encoded once into one Buffer (with an
- *   offsets table), kept while the topology's node object lives.
- * - A reply is read as bytes, as it arrives: its names are compared with the plan's, byte for
- *   byte, and each sample is the prefix copied next to the server's own number text. Only a
- *   reply whose field list differs from the node's plan is parsed into strings (once, to find or
+ *   in the same order): each line's `STAT <name>` head as bytes, which family each position
+ *   belongs to, and its scale. Plans are shared by the nodes with that list.
+ * - Per node, an *area*: its sample lines, family by family, as the last reply left them. A new
+ *   reply is matched against the plan's heads byte for byte (matchPlan) and written into the area
+ *   in place (writeSamples): a value of unchanged length is the only thing written; a length change
+ *   moves the rest of the area once; a line appears or goes when a value becomes or stops being a
+ *   number. Only a reply whose field list differs from the node's plan is parsed (once, to find or
  *   make its plan). Nothing per line is allocated.
- * - The body is then, family by family and node by node, one copy of each node's segment.
+ * - Per node and family, a view of its segment of the area, made again only when the segment
+ *   moves; the body is then, family by family and node by node, one copy of each view.
+ * - State, settings and QoS lines are kept encoded per node, re-encoded only when they change.
  */
 
 /** How a node's `stats` field list is rendered. Shared by every node with the same list. */
@@ -149,8 +151,8 @@ const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMES
 
 /**
  * Renders the node series of /metrics for one ensemble. Keeps, per node, what repeats from one
- * scrape to the next (label texts, encoded series prefixes, the byte area its samples are written
- * into); per distinct stats field list, the plan.
+ * scrape to the next (label texts, the area its sample lines live in, encoded state, settings and
+ * QoS lines); per distinct stats field list, the plan.
  */
 export class NodeMetricsRenderer {
   private readonly plans = new Map<string, StatsPlan>();
