@@ -1,4 +1,4 @@
-import { ExpositionBuffer, ExpositionWriter, errorMessage } from '@cachemon/core';
+import { ExpositionBuffer, ExpositionWriter, errorMessage, gzipBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { TopologyWatcher } from '@cachemon/arcus';
 import type { Resolver, Topology } from '@cachemon/arcus';
@@ -19,6 +19,8 @@ import { VERSION } from './version.js';
  */
 export interface MetricsBody {
   readonly bytes: Buffer;
+  /** The body gzipped, compressed once for every scrape that shares it. */
+  gzipped(): Buffer;
   release(): void;
 }
 
@@ -48,7 +50,7 @@ export class CacheExporter {
   private renderer: NodeMetricsRenderer;
   readonly self: SelfMetrics;
   private readonly inflight = new Map<string, Promise<Buffer>>();
-  private inflightMetrics: { promise: Promise<{ bytes: Buffer; backing: Buffer }>; users: number } | undefined;
+  private inflightMetrics: { promise: Promise<{ bytes: Buffer; backing: Buffer }>; users: number; gzipped?: Buffer } | undefined;
   /** Output buffers of finished scrapes, reused by the next ones. */
   private readonly spareBuffers: Buffer[] = [];
   /** Size of the last /metrics body: the next buffer starts that large and rarely grows. */
@@ -158,6 +160,7 @@ export class CacheExporter {
     let released = false;
     return {
       bytes,
+      gzipped: () => (shared.gzipped ??= gzipBody(bytes)),
       release: () => {
         if (released) return;
         released = true;

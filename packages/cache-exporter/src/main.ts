@@ -74,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
     const body = await exporter.metrics(deadline);
     // The buffer goes back to the pool once the response is out (or the scraper went away).
     reply.raw.once('close', body.release);
-    await sendExposition(request, reply, body.bytes);
+    await sendExposition(request, reply, body.bytes, body.gzipped);
   });
   app.get('/metrics/prefixes', async (request, reply) => {
     const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));

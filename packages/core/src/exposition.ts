@@ -127,11 +127,19 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
   return wildcard;
 }
 
-/** Sends an exposition body, gzipped (gzipBody) when the scraper accepts it. */
-export async function sendExposition(request: FastifyRequest, reply: FastifyReply, body: string | Buffer): Promise<void> {
+/**
+ * Sends an exposition body, gzipped (gzipBody) when the scraper accepts it. `gzipped`, when given,
+ * supplies the compressed body instead (scrapes that share one body share its compression too).
+ */
+export async function sendExposition(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string | Buffer,
+  gzipped?: () => Buffer,
+): Promise<void> {
   reply.header('Content-Type', EXPOSITION_CONTENT_TYPE).header('Vary', 'Accept-Encoding');
   if (acceptsGzip(request.headers['accept-encoding'])) {
-    const compressed = gzipBody(Buffer.isBuffer(body) ? body : Buffer.from(body));
+    const compressed = gzipped ? gzipped() : gzipBody(Buffer.isBuffer(body) ? body : Buffer.from(body));
     reply.header('Content-Encoding', 'gzip').send(compressed);
     return;
   }
