@@ -156,11 +156,8 @@ function walkReplyLines(reply: Buffer, head: Buffer, kind: string, line: (start:
       }
       return true;
     } else {
-      const text = bytesLine(reply, pos, end);
-      if (pos === 0 && nl + 1 === length && errorKeywordAt(text, 0, end) !== undefined) {
-        throw errorReply(reply.toString('utf8', 0, end));
-      }
-      throw protocolError(`expected ${kind} or END`, text);
+      const refusal = pos === 0 ? errorReplyOf(reply) : undefined;
+      throw refusal ?? protocolError(`expected ${kind} or END`, bytesLine(reply, pos, end));
     }
     pos = nl + 1;
   }
