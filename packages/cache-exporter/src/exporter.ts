@@ -13,15 +13,29 @@ import { SelfMetrics } from './self-metrics.js';
 import { VERSION } from './version.js';
 
 /**
- * A /metrics body on a pooled buffer. Reusing the buffers matters: a fresh multi-megabyte buffer
- * per scrape is external memory, and V8 answers its growth with full (mark-compact) collections.
- * Everyone who got the body (scrapes sharing one collection) calls release() once it is sent.
+ * The body of a scrape, shared by every scrape of the same path that arrived while it was being
+ * collected. /metrics bodies live on a pooled buffer: a fresh multi-megabyte buffer per scrape is
+ * external memory, and V8 answers its growth with full (mark-compact) collections. Everyone who
+ * got the body calls release() once it is sent.
  */
 export interface MetricsBody {
   readonly bytes: Buffer;
   /** The body gzipped, compressed once for every scrape that shares it. */
   gzipped(): Buffer;
   release(): void;
+}
+
+/** A collected body; `backing`, when set, is a pooled buffer it lives on. */
+interface Collected {
+  readonly bytes: Buffer;
+  readonly backing?: Buffer;
+}
+
+interface Flight {
+  readonly promise: Promise<Collected>;
+  /** Scrapes that have the body and have not released it yet. */
+  users: number;
+  gzipped?: Buffer;
 }
 
 export interface CacheExporterOptions {
@@ -49,8 +63,8 @@ export class CacheExporter {
   private readonly prefixes = new PrefixAggregator();
   private renderer: NodeMetricsRenderer;
   readonly self: SelfMetrics;
-  private readonly inflight = new Map<string, Promise<Buffer>>();
-  private inflightMetrics: { promise: Promise<{ bytes: Buffer; backing: Buffer }>; users: number; gzipped?: Buffer } | undefined;
+  /** The collection running for each path, with the scrapes waiting for it. */
+  private readonly flights = new Map<string, Flight>();
   /** Output buffers of finished scrapes, reused by the next ones. */
   private readonly spareBuffers: Buffer[] = [];
   /** Size of the last /metrics body: the next buffer starts that large and rarely grows. */
@@ -141,19 +155,37 @@ export class CacheExporter {
   }
 
   /** GET /metrics. Concurrent scrapes share one collection (and its body). */
-  async metrics(deadline: number): Promise<MetricsBody> {
-    let flight = this.inflightMetrics;
+  metrics(deadline: number): Promise<MetricsBody> {
+    return this.join('/metrics', () => this.collectMetrics(deadline));
+  }
+
+  /** GET /metrics/prefixes, shared the same way. */
+  prefixMetrics(deadline: number): Promise<MetricsBody> {
+    return this.join('/metrics/prefixes', async () => {
+      const topology = this.watcher.topology;
+      const config = this.config;
+      const sums = this.prefixes.newSums();
+      await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), deadline, sums);
+      const writer = new ExpositionWriter();
+      this.prefixes.render(config.ensemble.name, sums, writer);
+      return { bytes: Buffer.from(writer.toString()) };
+    });
+  }
+
+  /** Joins the collection running for `path`, or starts one. */
+  private async join(path: string, collect: () => Promise<Collected>): Promise<MetricsBody> {
+    let flight = this.flights.get(path);
     if (flight) {
       flight.users++;
-      this.self.sharedScrapes.inc({ path: '/metrics' });
+      this.self.sharedScrapes.inc({ path });
     } else {
-      const end = this.self.scrapeDuration.startTimer({ path: '/metrics' });
-      const promise = this.collectMetrics(deadline).finally(() => {
-        if (this.inflightMetrics === flight) this.inflightMetrics = undefined;
+      const end = this.self.scrapeDuration.startTimer({ path });
+      const promise = collect().finally(() => {
+        if (this.flights.get(path) === flight) this.flights.delete(path);
         end();
       });
       flight = { promise, users: 1 };
-      this.inflightMetrics = flight;
+      this.flights.set(path, flight);
     }
     const shared = flight;
     const { bytes, backing } = await shared.promise;
@@ -165,12 +197,12 @@ export class CacheExporter {
         if (released) return;
         released = true;
         // One spare: scrapes of one path come one after the other; a second body is rare.
-        if (--shared.users === 0 && this.spareBuffers.length === 0) this.spareBuffers.push(backing);
+        if (--shared.users === 0 && backing !== undefined && this.spareBuffers.length === 0) this.spareBuffers.push(backing);
       },
     };
   }
 
-  private async collectMetrics(deadline: number): Promise<{ bytes: Buffer; backing: Buffer }> {
+  private async collectMetrics(deadline: number): Promise<Collected> {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
@@ -215,34 +247,6 @@ export class CacheExporter {
     const read = this.options.processMetrics;
     if (read === undefined) return undefined;
     return new Promise((resolve, reject) => setImmediate(() => read().then(resolve, reject)));
-  }
-
-  /** GET /metrics/prefixes. */
-  prefixMetrics(deadline: number): Promise<Buffer> {
-    return this.shared('/metrics/prefixes', async () => {
-      const topology = this.watcher.topology;
-      const config = this.config;
-      const sums = this.prefixes.newSums();
-      await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), deadline, sums);
-      const writer = new ExpositionWriter();
-      this.prefixes.render(config.ensemble.name, sums, writer);
-      return Buffer.from(writer.toString());
-    });
-  }
-
-  private shared(path: string, collect: () => Promise<Buffer>): Promise<Buffer> {
-    const running = this.inflight.get(path);
-    if (running) {
-      this.self.sharedScrapes.inc({ path });
-      return running;
-    }
-    const end = this.self.scrapeDuration.startTimer({ path });
-    const promise = collect().finally(() => {
-      this.inflight.delete(path);
-      end();
-    });
-    this.inflight.set(path, promise);
-    return promise;
   }
 
   /**

@@ -14,6 +14,7 @@ import type { FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { loadCacheExporterConfig } from './config.js';
 import { CacheExporter } from './exporter.js';
+import type { MetricsBody } from './exporter.js';
 import { VERSION } from './version.js';
 
 const FLAGS = {
@@ -69,17 +70,17 @@ async function main(argv: string[]): Promise<number> {
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });
   const { app } = server;
 
-  app.get('/metrics', async (request, reply) => {
+  type Request = Parameters<typeof sendExposition>[0];
+  type Reply = Parameters<typeof sendExposition>[1];
+  const serve = (collect: (deadline: number) => Promise<MetricsBody>) => async (request: Request, reply: Reply) => {
     const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
-    const body = await exporter.metrics(deadline);
-    // The buffer goes back to the pool once the response is out (or the scraper went away).
+    const body = await collect(deadline);
+    // A pooled buffer goes back to the pool once the response is out (or the scraper went away).
     reply.raw.once('close', body.release);
     await sendExposition(request, reply, body.bytes, body.gzipped);
-  });
-  app.get('/metrics/prefixes', async (request, reply) => {
-    const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
-    await sendExposition(request, reply, await exporter.prefixMetrics(deadline));
-  });
+  };
+  app.get('/metrics', serve((deadline) => exporter.metrics(deadline)));
+  app.get('/metrics/prefixes', serve((deadline) => exporter.prefixMetrics(deadline)));
 
   const reload = async (): Promise<{ restartNeeded: string[] }> => {
     try {
