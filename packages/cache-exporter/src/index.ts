@@ -12,7 +12,7 @@ export {
 export type { CacheExporterConfig, PrefixSelection } from './config.js';
 export { NodeMetricsRenderer, isDecimal } from './metrics/render.js';
 export type { NodeSnapshot, QosSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
-export { FieldTable, PrefixAggregator, PrefixSums } from './metrics/prefixes.js';
+export { PrefixAggregator, PrefixSums } from './metrics/prefixes.js';
 export type { NodePrefixState, PrefixKind } from './metrics/prefixes.js';
 export { allFamilies } from './metrics/catalog.js';
 export type { FamilySpec } from './metrics/catalog.js';

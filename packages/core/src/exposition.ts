@@ -73,18 +73,6 @@ export class ExpositionWriter {
     return this;
   }
 
-  /**
-   * Samples of the current family already rendered as whole lines (`name{labels} value\n` each),
-   * for callers that cache a series' `name{labels} ` prefix across scrapes: the hot path of a
-   * large scrape then costs one concatenation per sample.
-   */
-  sampleLines(lines: readonly string[]): this {
-    if (this.#current === undefined) throw new CachemonError(Errors.INTERNAL, 'sample written before any family');
-    for (const line of lines) this.#parts.push(line);
-    this.#samples += lines.length;
-    return this;
-  }
-
   get sampleCount(): number {
     return this.#samples;
   }
@@ -180,13 +168,6 @@ export class ExpositionBuffer {
   text(value: string): this {
     this.#reserve(value.length * 3);
     this.#length += this.#buffer.write(value, this.#length, 'utf8');
-    return this;
-  }
-
-  /** Text known to be ASCII (numbers, metric names): cheaper than text(). */
-  ascii(value: string): this {
-    this.#reserve(value.length);
-    this.#length += this.#buffer.write(value, this.#length, 'latin1');
     return this;
   }
 

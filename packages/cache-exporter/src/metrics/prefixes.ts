@@ -48,8 +48,6 @@ export class FieldTable {
   private layoutEnds = new Uint32Array(0);
   private layoutColumns = new Int32Array(0);
 
-  constructor(readonly kind: PrefixKind) {}
-
   get size(): number {
     return this.names.length;
   }
@@ -248,7 +246,7 @@ const FAMILY_ORDER: readonly FamilySpec[] = [PREFIX_COLLECTED, PREFIX_NODES, PRE
 
 /** Sums prefix statistics per service code and renders them; owns what lasts between scrapes. */
 export class PrefixAggregator {
-  readonly fields: Readonly<Record<PrefixKind, FieldTable>> = { items: new FieldTable('items'), operations: new FieldTable('operations') };
+  readonly fields: Readonly<Record<PrefixKind, FieldTable>> = { items: new FieldTable(), operations: new FieldTable() };
   private readonly rules: Record<PrefixKind, Array<ColumnRule | undefined>> = { items: [], operations: [] };
   private readonly series = new Map<string, Map<string, PrefixSeries>>();
 

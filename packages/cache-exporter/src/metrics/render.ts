@@ -34,9 +34,8 @@ export interface QosSnapshot {
  */
 export interface RenderedStats {
   readonly plan: StatsPlan;
-  /** The node's byte area; [0, length) is this reply's sample lines. */
+  /** The node's byte area, holding this reply's sample lines. */
   readonly bytes: Buffer;
-  readonly length: number;
   /**
    * Per family index of the plan: its lines as a view of `bytes` (undefined: none), and at
    * segments[3i .. 3i + 2] their start, end and sample count. Views are made again only when a
@@ -460,7 +459,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   series.areaLength = length;
   series.valueLengths = valueLengths;
   const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
-  return { plan, bytes: area, length, views, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
+  return { plan, bytes: area, views, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
 /**
