@@ -30,6 +30,13 @@ import { Backoff, type BackoffOptions } from './backoff.js';
 import { ReplyFramer, type ReplyKind } from './framer.js';
 import { protocolError, truncate } from './reply-errors.js';
 
+/**
+ * Every connection's socket reads land here and are copied into its framer at once (onread): a
+ * read allocates nothing. Node otherwise allocates a buffer per read, and at hundreds of nodes per
+ * scrape those buffers, once promoted, waited for a full collection holding tens of megabytes.
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
+
 export interface AsciiConnectionOptions {
   /** Give up connecting after this long (NODE_UNREACHABLE). Default 3000 ms. */
   connectTimeoutMs?: number;
@@ -124,8 +131,10 @@ export class AsciiConnection {
   }
 
   /**
-   * request() without decoding: the reply's bytes, a view of what the socket delivered (valid for
-   * as long as the caller holds it). For replies read on every scrape and parsed as bytes.
+   * request() without decoding: the reply's bytes, a view of the connection's receive buffer. For
+   * replies read on every scrape and parsed as bytes. The view is valid until a request is sent on
+   * this connection after every earlier reply has arrived: use it (or copy it) when it resolves,
+   * or together with the replies pipelined with it, not after sending the next request.
    */
   requestBytes(command: string, options: RequestOptions): Promise<Buffer> {
     const { deadline, reply } = options;
@@ -146,7 +155,11 @@ export class AsciiConnection {
     }
     const socket = this.socket ?? this.open();
     return new Promise<Buffer>((resolve, reject) => {
-      if (this.pendingCount === 0) socket.ref();
+      if (this.pendingCount === 0) {
+        socket.ref();
+        // Every earlier reply has been delivered and used: its bytes may be written over.
+        this.framer.rewind();
+      }
       this.pending.push({ command: commandLine, kind: reply, echoLines: countLines(command, lineEnd), deadline, resolve, reject });
       this.write(socket, `${command}\r\n`);
       this.schedule(deadline);
@@ -163,7 +176,17 @@ export class AsciiConnection {
   }
 
   private open(): Socket {
-    const socket = connect({ host: this.host, port: this.port });
+    const socket: Socket = connect({
+      host: this.host,
+      port: this.port,
+      onread: {
+        buffer: READ_BUFFER,
+        callback: (length: number, buffer: Uint8Array) => {
+          this.onData(socket, buffer, length);
+          return true;
+        },
+      },
+    });
     socket.setNoDelay(true);
     socket.setKeepAlive(true, KEEPALIVE_INITIAL_DELAY_MS);
     this.socket = socket;
@@ -175,7 +198,6 @@ export class AsciiConnection {
       this.established = true;
       this.connectDeadline = Infinity;
     });
-    socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
     socket.on('error', (err: Error) => this.onError(socket, err));
     socket.on('close', () => this.onClose(socket));
     return socket;
@@ -194,9 +216,9 @@ export class AsciiConnection {
     socket.write(data);
   }
 
-  private onData(socket: Socket, chunk: Buffer): void {
+  private onData(socket: Socket, bytes: Uint8Array, length: number): void {
     if (socket !== this.socket) return;
-    this.framer.push(chunk);
+    this.framer.append(bytes, length);
     try {
       while (this.head < this.pending.length) {
         const request = this.pending[this.head]!;

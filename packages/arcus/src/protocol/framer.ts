@@ -1,9 +1,10 @@
 /**
  * Incremental reply framer: cuts the byte stream of one ascii connection into replies. Pure (no
  * I/O): AsciiConnection pushes socket chunks in and asks for the next reply of the kind the oldest
- * pending request expects. Works across any chunk split, scans every byte once, and copies bytes
- * only while a reply spans several chunks. A reply comes back as a view of the bytes received
- * (no copy, no decoding): nothing the framer does later writes over bytes it has handed out.
+ * pending request expects. Works across any chunk split and scans every byte once. Bytes are
+ * copied once, into a buffer the framer keeps, so a socket read allocates nothing. A reply comes
+ * back as a view of that buffer (no copy, no decoding), valid until rewind(): before it, nothing
+ * the framer does writes over bytes it has handed out.
  *
  * Reply kinds:
  *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
@@ -48,6 +49,10 @@ const enum Phase {
 const LF = 0x0a;
 const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
+/** A connection's first buffer; one `stats` reply is ~2.5 KB, with settings and zookeeper ~5 KB. */
+const MIN_BUFFER_BYTES = 8 * 1024;
+/** Larger buffers are dropped once read out. */
+const KEEP_BUFFER_BYTES = 32 * 1024;
 
 export class ReplyFramer {
   /** Unconsumed bytes are buf[start, end); `view` is buf cut at `end` so indexOf never reads stale bytes. */
@@ -55,8 +60,6 @@ export class ReplyFramer {
   private view: Buffer = EMPTY;
   private start = 0;
   private end = 0;
-  /** True when `buf` is ours (spare capacity may be written); false while it is a socket chunk. */
-  private owned = false;
 
   // State of the reply being framed; offsets are relative to `start`.
   private phase = Phase.First;
@@ -75,31 +78,42 @@ export class ReplyFramer {
     return this.end - this.start;
   }
 
-  push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    if (this.start === this.end) {
-      // Nothing pending: frame straight from the chunk, no copy.
-      this.buf = chunk;
-      this.view = chunk;
-      this.start = 0;
-      this.end = chunk.length;
-      this.owned = false;
-      return;
-    }
-    if (this.owned && this.buf.length - this.end >= chunk.length) {
-      chunk.copy(this.buf, this.end);
-      this.end += chunk.length;
-    } else {
+  /** Copies `chunk` in (see append). */
+  push(chunk: Uint8Array): void {
+    this.append(chunk, chunk.length);
+  }
+
+  /**
+   * Copies the first `length` bytes of `source` in; the caller may reuse `source` as soon as this
+   * returns (the connection reads every socket into one shared buffer). Bytes go after the last
+   * ones received, never over a reply handed out: when they do not fit, a larger buffer takes the
+   * unconsumed bytes and the old one is left to the replies that still view it.
+   */
+  append(source: Uint8Array, length: number): void {
+    if (length <= 0) return;
+    if (this.buf.length - this.end < length) {
       const pending = this.end - this.start;
-      const grown = Buffer.allocUnsafe(Math.max(4096, 2 * (pending + chunk.length)));
+      const grown = Buffer.allocUnsafeSlow(Math.max(MIN_BUFFER_BYTES, 2 * this.buf.length, pending + length));
       this.buf.copy(grown, 0, this.start, this.end);
-      chunk.copy(grown, pending);
       this.buf = grown;
       this.start = 0;
-      this.end = pending + chunk.length;
-      this.owned = true;
+      this.end = pending;
     }
+    this.buf.set(length === source.length ? source : source.subarray(0, length), this.end);
+    this.end += length;
     this.view = this.buf.subarray(0, this.end);
+  }
+
+  /**
+   * Lets the next bytes overwrite the buffer from its start. The connection calls this when a
+   * request is sent on an idle connection: the replies handed out before are then done with
+   * (their callers had them when the last one arrived).
+   */
+  rewind(): void {
+    if (this.start !== this.end) return;
+    this.start = 0;
+    this.end = 0;
+    this.view = EMPTY;
   }
 
   /**
@@ -151,7 +165,6 @@ export class ReplyFramer {
     this.view = EMPTY;
     this.start = 0;
     this.end = 0;
-    this.owned = false;
     this.resetReply();
   }
 
@@ -230,10 +243,12 @@ export class ReplyFramer {
     if (this.cursor > this.maxReplyBytes) {
       throw protocolError(`reply larger than ${this.maxReplyBytes} bytes`, this.text(0, 100));
     }
-    // A view: push() only ever writes past `end`, and a reset drops the buffer instead of reusing it.
+    // A view: append() only writes past `end` until rewind(); a reset drops the buffer.
     const reply = this.buf.subarray(this.start, this.start + length);
     this.start += this.cursor;
-    if (this.start === this.end) this.reset();
+    // A buffer grown for a large reply (prefix statistics) is let go as soon as it is read out,
+    // not kept for the small ones that follow: the replies still viewing it keep it alive.
+    if (this.start === this.end && this.buf.length > KEEP_BUFFER_BYTES) this.reset();
     else this.resetReply();
     return reply;
   }

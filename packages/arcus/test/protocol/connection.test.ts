@@ -84,6 +84,35 @@ describe('AsciiConnection framing over a socket', () => {
     assert.equal(conn.pendingCount, 0);
   });
 
+  it('byte replies of many connections read at once stay intact; pipelined ones until the next request', async () => {
+    // Every connection reads into one shared buffer and copies out: interleave 20 connections'
+    // replies in small writes and check each against what its server sent.
+    const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${'x'.repeat(n * 97)}\r\nEND\r\n`;
+    const servers = await Promise.all(
+      Array.from({ length: 20 }, (_, conn) =>
+        serve((socket) =>
+          onLines(socket, async (line) => {
+            const text = reply(conn, Number(line.split(' ')[1]));
+            for (let at = 0; at < text.length; at += 1000) {
+              socket.write(text.slice(at, at + 1000));
+              await tick(1);
+            }
+          }),
+        ),
+      ),
+    );
+    const conns = servers.map((server) => connection(server.address));
+    for (let round = 0; round < 3; round++) {
+      const replies = await Promise.all(
+        conns.map((conn) => Promise.all([conn.requestBytes(`stats ${round}`, { deadline: soon(), reply: 'multi' }), conn.requestBytes(`stats ${round + 40}`, { deadline: soon(), reply: 'multi' })])),
+      );
+      replies.forEach(([first, second], conn) => {
+        assert.equal(first.toString('latin1'), reply(conn, round));
+        assert.equal(second.toString('latin1'), reply(conn, round + 40));
+      });
+    }
+  });
+
   it('keeps one connection across many sequential and concurrent requests', async () => {
     const server = await serve((socket) => onLines(socket, (line) => socket.write(`${line.toUpperCase()}\r\n`)));
     const conn = connection(server.address);

@@ -34,17 +34,21 @@ const KIND_OF: Record<string, ReplyKind> = {
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 
 /**
- * Feeds `input` in chunks of the given sizes, collecting replies of `kinds` in order. Replies are
- * views of the framer's bytes; they are decoded only after the last chunk, so a framer that wrote
- * over bytes it had handed out would fail here.
+ * Feeds `input` in chunks of the given sizes, collecting replies of `kinds` in order. Like the
+ * connection, every chunk goes through one scratch buffer that is scribbled over once appended.
+ * Replies are views of the framer's bytes; they are decoded only after the last chunk, so a framer
+ * that wrote over bytes it had handed out, or kept a view of its input, would fail here.
  */
 function frame(input: Buffer, kinds: Array<ReplyKind | [ReplyKind, number]>, chunkSize: () => number, maxReplyBytes = 1 << 24): string[] {
   const framer = new ReplyFramer(maxReplyBytes);
   const replies: Buffer[] = [];
+  const scratch = Buffer.alloc(input.length);
   let offset = 0;
   while (offset < input.length) {
-    const size = Math.max(1, chunkSize());
-    framer.push(input.subarray(offset, offset + size));
+    const size = Math.min(Math.max(1, chunkSize()), input.length - offset);
+    input.copy(scratch, 0, offset, offset + size);
+    framer.append(scratch, size);
+    scratch.fill(0xee, 0, size);
     offset += size;
     while (replies.length < kinds.length) {
       const spec = kinds[replies.length]!;
@@ -236,5 +240,48 @@ describe('ReplyFramer robustness', () => {
       }
     }
     assert.ok(framed > 0);
+  });
+});
+
+describe('ReplyFramer buffer reuse', () => {
+  const stats = (n: number): Buffer => bytes(`${Array.from({ length: n }, (_, i) => `STAT field_${i} ${i * 7}\r\n`).join('')}END\r\n`);
+
+  it('rewind() lets the next replies reuse the buffer, and never drops bytes still pending', () => {
+    const framer = new ReplyFramer(1 << 24);
+    for (let round = 0; round < 50; round++) {
+      const reply = stats(5 + (round % 7));
+      const cut = 1 + (round % (reply.length - 1));
+      framer.rewind();
+      framer.push(reply.subarray(0, cut));
+      assert.equal(framer.next('multi'), undefined);
+      framer.rewind(); // a reply is half in: this must not move or lose it
+      framer.push(reply.subarray(cut));
+      assert.deepEqual(framer.next('multi'), reply, `round ${round}`);
+      assert.equal(framer.buffered, 0);
+    }
+  });
+
+  it('replies handed out stay intact across later appends until rewind(), even when the buffer grows', () => {
+    const framer = new ReplyFramer(1 << 24);
+    const sent = [stats(3), stats(40), stats(2), stats(400), stats(1)];
+    const got: Buffer[] = [];
+    for (const reply of sent) {
+      framer.push(reply);
+      got.push(framer.next('multi')!);
+    }
+    assert.deepEqual(got, sent);
+  });
+
+  it('a buffer grown for a large reply is let go once read out: its view survives rewinds and small replies', () => {
+    const framer = new ReplyFramer(1 << 24);
+    const large = stats(3000); // ~60 KB, more than a connection keeps
+    framer.push(large);
+    const view = framer.next('multi')!;
+    for (let i = 0; i < 20; i++) {
+      framer.rewind();
+      framer.push(stats(10));
+      assert.ok(framer.next('multi'));
+    }
+    assert.deepEqual(view, large);
   });
 });
