@@ -155,14 +155,7 @@ export class CacheCollector {
         this.options.logger.info({ node: node.node, serviceCode: node.serviceCode, was: state.lastReason }, 'cache node answers again');
         state.lastReason = undefined;
       }
-      return {
-        node,
-        up: true,
-        durationSeconds,
-        stats,
-        ...(state.settings ? { settings: state.settings } : {}),
-        ...(state.zookeeper ? { zookeeper: state.zookeeper } : {}),
-      };
+      return { node, up: true, durationSeconds, stats, settings: state.settings, zookeeper: state.zookeeper };
     } catch (err) {
       auxPromise?.catch(() => undefined);
       const reason = reasonOf(err);

@@ -211,12 +211,10 @@ export class CacheExporter {
     const snapshots = await collecting;
     const collected = performance.now();
     const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024, this.spareBuffers.pop());
-    const withQos = snapshots.map((s) => {
+    for (const s of snapshots) {
       if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
-      const qos = this.qos.snapshot(s.node.node);
-      return qos ? { ...s, qos } : s;
-    });
-    renderer.render(withQos, writer);
+    }
+    renderer.render(snapshots, writer, (node) => this.qos.snapshot(node.node));
     const rendered = performance.now();
     if (processText) writer.text(await processText);
     // Read last, so that the scrapes that joined this collection are counted in its body.

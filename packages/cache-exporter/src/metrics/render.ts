@@ -59,7 +59,6 @@ export interface NodeSnapshot {
   /** Last `stats settings` / `stats zookeeper` (refreshed less often; kept while the node is up). */
   readonly settings?: StatsEntries;
   readonly zookeeper?: StatsEntries;
-  readonly qos?: QosSnapshot;
 }
 
 /*
@@ -178,8 +177,11 @@ export class NodeMetricsRenderer {
     return writeSamples(series, series.plan!, reply);
   }
 
-  /** Writes the node series of /metrics: state, stats, settings and QoS, family by family. */
-  render(snapshots: readonly NodeSnapshot[], out: ExpositionBuffer): void {
+  /**
+   * Writes the node series of /metrics: state, stats, settings and QoS (the latest results of the
+   * node's probes, `qosOf`), family by family.
+   */
+  render(snapshots: readonly NodeSnapshot[], out: ExpositionBuffer, qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined): void {
     const series = snapshots.map((snapshot) => this.nodeSeries(snapshot.node));
     const count = snapshots.length;
 
@@ -214,10 +216,10 @@ export class NodeMetricsRenderer {
     }
 
     for (const [families, linesOf] of [
-      [SETTINGS_FAMILIES, settingsLines],
-      [QOS_FAMILIES, qosLines],
+      [SETTINGS_FAMILIES, (i: number) => settingsLines(series[i]!, snapshots[i]!)],
+      [QOS_FAMILIES, (i: number) => (snapshots[i]!.node.live ? qosLines(series[i]!, qosOf(snapshots[i]!.node)) : undefined)],
     ] as const) {
-      const encoded = snapshots.map((snapshot, i) => linesOf(series[i]!, snapshot));
+      const encoded = snapshots.map((_, i) => linesOf(i));
       families.forEach((spec, index) => {
         family = new FamilyBlock(out, spec);
         for (const lines of encoded) if (lines !== undefined) family.lines(lines.views[index], lines.counts[index]!);
@@ -532,8 +534,7 @@ function settingsLines(series: NodeSeries, snapshot: NodeSnapshot): EncodedLines
 }
 
 /** A node's QoS lines; encoded again only when it has new results. */
-function qosLines(series: NodeSeries, snapshot: NodeSnapshot): EncodedLines | undefined {
-  const qos = snapshot.node.live ? snapshot.qos : undefined;
+function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLines | undefined {
   if (qos === undefined) return undefined;
   if (series.qosLines?.qos === qos) return series.qosLines;
   const lines = encodeLines(QOS_FAMILIES, (add) => {

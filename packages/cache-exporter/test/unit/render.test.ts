@@ -5,7 +5,7 @@ import { arcusSample } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
 import { NodeMetricsRenderer, isDecimal } from '../../src/index.js';
-import type { NodeSnapshot, RenderedStats } from '../../src/index.js';
+import type { NodeSnapshot, QosSnapshot, RenderedStats } from '../../src/index.js';
 
 const sample = arcusSample;
 const statsReply = Buffer.from(sample('01-stats.raw'), 'latin1');
@@ -31,9 +31,9 @@ let renderer = new NodeMetricsRenderer('zk1');
 /** The node's `stats` reply of this scrape, rendered (a fresh renderer per test file run is enough: nodes are new objects). */
 const accept = (n: CacheNode, bytes: Buffer = statsReply): RenderedStats => renderer.acceptStats(n, bytes);
 
-function render(snapshots: NodeSnapshot[]): string {
+function render(snapshots: NodeSnapshot[], qos: ReadonlyMap<CacheNode, QosSnapshot> = new Map()): string {
   const writer = new ExpositionBuffer(256);
-  renderer.render(snapshots, writer);
+  renderer.render(snapshots, writer, (n) => qos.get(n));
   return writer.toBuffer().toString('utf8');
 }
 
@@ -115,13 +115,9 @@ test('unknown numeric fields are kept as arcus_stat{field}; text fields are skip
 });
 
 test('QoS results: latency of successful probes, success of every probe, time of the run', () => {
-  const text = render([
-    {
-      node: node('127.0.0.1:21211'),
-      up: true,
-      qos: { at: 1_700_000_000_000, results: [{ probe: 'kv_set', ok: true, seconds: 0.0004 }, { probe: 'lop_insert', ok: false, seconds: 0 }] },
-    },
-  ]);
+  const n = node('127.0.0.1:21211');
+  const qos = { at: 1_700_000_000_000, results: [{ probe: 'kv_set', ok: true, seconds: 0.0004 }, { probe: 'lop_insert', ok: false, seconds: 0 }] };
+  const text = render([{ node: n, up: true }], new Map([[n, qos]]));
   assert.match(text, new RegExp(`^arcus_qos_latency_seconds\\{probe="kv_set",${labels.replace(/\./g, '\\.')}\\} 0.0004$`, 'm'));
   assert.match(text, /^arcus_qos_success\{probe="lop_insert",.*\} 0$/m);
   assert.doesNotMatch(text, /arcus_qos_latency_seconds\{probe="lop_insert"/);
