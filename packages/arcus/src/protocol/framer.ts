@@ -93,7 +93,10 @@ export class ReplyFramer {
     if (length <= 0) return;
     if (this.buf.length - this.end < length) {
       const pending = this.end - this.start;
-      const grown = Buffer.allocUnsafeSlow(Math.max(MIN_BUFFER_BYTES, 2 * this.buf.length, pending + length));
+      // Half again what is needed now: a reply arriving in several reads is copied a few times at
+      // most, and a large one (prefix statistics) does not leave a buffer twice its size behind.
+      const needed = pending + length;
+      const grown = Buffer.allocUnsafeSlow(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)));
       this.buf.copy(grown, 0, this.start, this.end);
       this.buf = grown;
       this.start = 0;
