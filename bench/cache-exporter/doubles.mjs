@@ -34,6 +34,25 @@ if (!ZK || !(N > 0) || !(P >= 0)) {
 
 const log = (msg) => process.stderr.write(`[doubles] ${msg}\n`);
 
+/**
+ * fn again when ZooKeeper lost the connection under it (the client reconnects within the session):
+ * right after the previous configuration's hundreds of sessions close, the server can drop a
+ * client for a moment. For idempotent steps only (map, unmap, create a service code).
+ */
+async function retrying(what, fn) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = err?.cause?.getCode?.();
+      // CONNECTION_LOSS (-4) and OPERATION_TIMEOUT (-7): the request may or may not have run.
+      if (attempt >= 5 || (code !== -4 && code !== -7)) throw err;
+      log(`${what}: ${err.message}; retrying (${attempt})`);
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}
+
 /** Runs fn over items with at most `limit` in flight. */
 async function pool(items, limit, fn) {
   let next = 0;
@@ -57,7 +76,7 @@ async function stop(code = 0) {
     const started = Date.now();
     await Promise.allSettled(doubles.map((d) => d.stop()));
     if (arcus) {
-      await pool(doubles, CONCURRENCY, (d) => arcus.unmapServer(d.address).catch(() => undefined));
+      await pool(doubles, CONCURRENCY, (d) => retrying(`unmap ${d.address}`, () => arcus.unmapServer(d.address)).catch(() => undefined));
       await arcus.close().catch(() => undefined);
     }
     log(`stopped ${doubles.length} doubles in ${Date.now() - started} ms`);
@@ -115,13 +134,13 @@ async function main() {
     if (!exists) continue;
     const stale = await zkCall((cb) => arcus.client.getChildren(path, cb));
     if (stale.length > 0) log(`removing ${stale.length} stale mappings`);
-    await pool(stale, CONCURRENCY, (address) => arcus.unmapServer(address));
+    await pool(stale, CONCURRENCY, (address) => retrying(`unmap ${address}`, () => arcus.unmapServer(address)));
   }
 
   const codes = Array.from({ length: Math.ceil(N / PER_CODE) }, (_, i) => `bench${i}`);
-  for (const code of codes) await arcus.createServiceCode(code);
+  for (const code of codes) await retrying(`service code ${code}`, () => arcus.createServiceCode(code));
   const serviceCodeOf = (i) => codes[Math.floor(i / PER_CODE)];
-  await pool(doubles, CONCURRENCY, (d, i) => arcus.mapServer(d.address, serviceCodeOf(i)));
+  await pool(doubles, CONCURRENCY, (d, i) => retrying(`map ${d.address}`, () => arcus.mapServer(d.address, serviceCodeOf(i))));
   const mappedAt = Date.now();
 
   const prefixes = Array.from({ length: P }, (_, i) => `p${i}`);

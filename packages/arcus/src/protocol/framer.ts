@@ -49,8 +49,11 @@ const enum Phase {
 const LF = 0x0a;
 const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
-/** A connection's first buffer; one `stats` reply is ~2.5 KB, with settings and zookeeper ~5 KB. */
-const MIN_BUFFER_BYTES = 8 * 1024;
+/**
+ * A connection's first buffer. A QoS probe's replies fit in it; a `stats` flight (~2.5 KB, ~5 KB
+ * with settings and zookeeper) grows it once. An exporter holds one per node and connection.
+ */
+const MIN_BUFFER_BYTES = 1024;
 /** Larger buffers are dropped once read out. */
 const KEEP_BUFFER_BYTES = 32 * 1024;
 
