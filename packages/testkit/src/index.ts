@@ -11,3 +11,4 @@ export type { NodeRegistration, RegisterNodeOptions, ReplicationMapping } from '
 export { ArcusDouble, startArcusDoubles } from './arcus-double/server.js';
 export type { ArcusDoubleBehavior, ArcusDoubleOptions, ArcusRegisterOptions, PopulateKey } from './arcus-double/server.js';
 export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptCommands } from './samples.js';
+export { seededRandom } from './random.js';

@@ -13,17 +13,8 @@ export const sampleNames = arcusSampleNames;
 /** Commands of transcript.txt in order, each with its data lines joined by CRLF (as request() takes them). */
 export const transcriptCommands = arcusTranscriptCommands;
 
-/** mulberry32: small, seeded, good enough to make fuzz cases reproducible. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded random numbers for reproducible fuzz cases. */
+export { seededRandom } from '@cachemon/testkit';
 
 export interface FakeServer {
   readonly port: number;
