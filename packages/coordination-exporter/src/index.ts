@@ -1,0 +1,2 @@
+export { NOT_SERVING_REPLY, NOT_WHITELISTED_REPLY, parseKey, parseMntr, parseValue } from './mntr.js';
+export type { MntrEntry, MntrReply } from './mntr.js';

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { CachemonError, Errors } from '@cachemon/core';
+import { seededRandom } from '@cachemon/testkit';
+import { parseKey, parseMntr, parseValue, type MntrEntry } from '../../src/index.js';
+
+/** Replies of the Debian ZooKeeper 3.8.0 server, captured with the test kit (see fixtures/README.md). */
+const fixture = (name: string): string => readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
+
+function metrics(reply: string): { entries: readonly MntrEntry[]; skipped: readonly string[]; byKey: Map<string, MntrEntry> } {
+  const parsed = parseMntr(reply);
+  assert.equal(parsed.kind, 'metrics');
+  if (parsed.kind !== 'metrics') throw new Error('unreachable');
+  return { ...parsed, byKey: new Map(parsed.entries.map((e) => [e.key, e])) };
+}
+
+describe('parseMntr on real 3.8 replies', () => {
+  for (const [file, state, lines] of [
+    ['mntr-3.8-standalone.txt', 'standalone', 485],
+    ['mntr-3.8-leader.txt', 'leader', 529],
+    ['mntr-3.8-follower.txt', 'follower', 492],
+  ] as const) {
+    it(`${file}: every line read, server state ${state}`, () => {
+      const { entries, skipped, byKey } = metrics(fixture(file));
+      assert.deepEqual(skipped, []);
+      assert.equal(entries.length, lines);
+      assert.equal(byKey.get('zk_server_state')?.text, state);
+      assert.equal(byKey.get('zk_server_state')?.value, undefined);
+      assert.match(byKey.get('zk_version')!.text, /^3\.8\.0-.*, built on /);
+      assert.equal(typeof byKey.get('zk_znode_count')?.value, 'number');
+      assert.equal(byKey.get('zk_avg_latency')?.text.includes('.'), true);
+      // Everything but a few text keys is a number.
+      const texts = entries.filter((e) => e.value === undefined).map((e) => e.key);
+      assert.deepEqual(texts.sort(), ['zk_peer_state', 'zk_server_state', 'zk_version'].filter((k) => byKey.has(k)).sort());
+    });
+  }
+
+  it('leader-only keys only on the leader', () => {
+    const leader = metrics(fixture('mntr-3.8-leader.txt')).byKey;
+    const follower = metrics(fixture('mntr-3.8-follower.txt')).byKey;
+    for (const key of ['zk_synced_followers', 'zk_pending_syncs', 'zk_learners', 'zk_leader_uptime']) {
+      assert.ok(leader.has(key), `leader has ${key}`);
+      assert.ok(!follower.has(key), `follower lacks ${key}`);
+    }
+    assert.equal(leader.get('zk_synced_followers')?.value, 2);
+  });
+
+  it('not whitelisted and not serving are told apart from metrics and from each other', () => {
+    assert.deepEqual(parseMntr(fixture('mntr-not-whitelisted.txt')), { kind: 'not_whitelisted' });
+    assert.deepEqual(parseMntr(fixture('mntr-not-serving.txt')), { kind: 'not_serving' });
+  });
+});
+
+describe('parseMntr on 3.6+ labelled keys', () => {
+  it('splits labels off the name, escapes and all, and keeps the key as printed', () => {
+    const reply =
+      'zk_version\t3.6.3--6401e4ad2087061bc6b9f80dec2d69f2e3c8660a, built on 04/08/2021 16:35 GMT\n' +
+      'zk_write_per_namespace_count{key="config"}\t4\n' +
+      'zk_write_per_namespace_count{key="zookeeper"}\t12\n' +
+      'zk_avg_read_per_namespace{key="a,b",quantile="0.5"}\t1.5E-4\n' +
+      'zk_odd{key="say \\"hi\\"\\\\"}\t1\n';
+    const { entries, skipped } = metrics(reply);
+    assert.deepEqual(skipped, []);
+    assert.deepEqual(
+      entries.slice(1).map((e) => [e.name, e.labels, e.value]),
+      [
+        ['zk_write_per_namespace_count', [['key', 'config']], 4],
+        ['zk_write_per_namespace_count', [['key', 'zookeeper']], 12],
+        ['zk_avg_read_per_namespace', [['key', 'a,b'], ['quantile', '0.5']], 0.00015],
+        ['zk_odd', [['key', 'say "hi"\\']], 1],
+      ],
+    );
+    assert.equal(entries[1]!.key, 'zk_write_per_namespace_count{key="config"}');
+  });
+
+  it('refuses malformed label syntax line by line, naming the problem', () => {
+    for (const [key, problem] of [
+      ['zk_x{key="a"', 'labels not closed'],
+      ['zk_x{key=a}', 'unquoted value'],
+      ['zk_x{1key="a"}', 'bad label name'],
+      ['zk_x{key="a" quantile="b"}', 'not separated by commas'],
+      ['zk_x{key="a",key="b"}', 'repeated'],
+      ['zk_x{key="a}', 'not closed'],
+      ['9zk{key="a"}', 'not a metric name'],
+    ] as const) {
+      const result = parseKey(key);
+      assert.equal(typeof result, 'string', key);
+      assert.match(result as string, new RegExp(problem), key);
+    }
+  });
+});
+
+describe('parseMntr on bad input', () => {
+  const good = fixture('mntr-3.8-leader.txt');
+
+  it('a reply cut short: complete lines are used, the cut one is skipped (never read as a shorter number)', () => {
+    const cut = good.indexOf('zk_znode_count\t') + 'zk_znode_count\t'.length + 0;
+    const { byKey, skipped } = metrics(good.slice(0, cut + 1));
+    assert.ok(byKey.has('zk_outstanding_requests'));
+    assert.ok(!byKey.has('zk_znode_count'));
+    assert.equal(skipped.length, 1);
+    assert.match(skipped[0]!, /incomplete last line "zk_znode_count/);
+  });
+
+  it('bad lines are skipped and named; the rest is used', () => {
+    const { entries, skipped } = metrics('zk_a\t1\ngarbage line\n\t5\nzk_a\t2\nzk_b\tx y\n');
+    assert.deepEqual(
+      entries.map((e) => [e.key, e.value, e.text]),
+      [
+        ['zk_a', 1, '1'],
+        ['zk_b', undefined, 'x y'],
+      ],
+    );
+    assert.equal(skipped.length, 3);
+    assert.match(skipped.join('|'), /no key<TAB>value: "garbage line".*no key<TAB>value.*repeated key "zk_a"/);
+  });
+
+  it('text that is no mntr reply at all is a protocol error naming it', () => {
+    for (const reply of ['', '\n', 'imok', 'Zookeeper version: 3.8.0\nMode: leader\n', '\u0000\u0001\u0002']) {
+      assert.throws(
+        () => parseMntr(reply),
+        (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code && /not an mntr reply/.test(err.message),
+        JSON.stringify(reply),
+      );
+    }
+  });
+
+  it('numbers as Java prints them; anything else is text', () => {
+    const table: Array<[string, number | undefined]> = [
+      ['0', 0],
+      ['-1', -1],
+      ['0.0', 0],
+      ['12.25', 12.25],
+      ['1.5E-4', 0.00015],
+      ['2e3', 2000],
+      ['NaN', Number.NaN],
+      ['-Infinity', Number.NEGATIVE_INFINITY],
+      ['leader', undefined],
+      ['1.2.3', undefined],
+      ['0x10', undefined],
+      ['', undefined],
+    ];
+    for (const [text, expected] of table) assert.deepEqual(parseValue(text), expected, text);
+  });
+
+  it('random bytes and random cuts of real replies (seeded, 2000 cases): a reply or NODE_PROTOCOL, nothing else', () => {
+    const random = seededRandom(11);
+    const alphabet = 'zk_ab{}="\\,\t\n\r 0123456789.E-';
+    for (let round = 0; round < 2000; round++) {
+      let input: string;
+      if (round % 2 === 0) {
+        const start = Math.floor(random() * good.length);
+        input = good.slice(start, start + Math.floor(random() * 400));
+      } else {
+        input = Array.from({ length: Math.floor(random() * 200) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+      }
+      try {
+        const parsed = parseMntr(input);
+        if (parsed.kind === 'metrics') {
+          for (const entry of parsed.entries) {
+            assert.ok(input.includes(`${entry.key}\t`), `entry ${entry.key} comes from the input`);
+            assert.ok(entry.value === undefined || entry.text.length > 0);
+          }
+        }
+      } catch (err) {
+        assert.ok(err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code, `round ${round}: ${String(err)}`);
+      }
+    }
+  });
+});
