@@ -1,0 +1,207 @@
+/**
+ * The coordination exporter: on every scrape, `mntr` to every server of one ensemble at once, each
+ * within the scrape's deadline; one server's failure never holds up or hides the others.
+ */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { CachemonError, Errors, ExpositionWriter, errorMessage, isCachemonError } from '@cachemon/core';
+import type { Logger } from '@cachemon/core';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { fourLetterWord } from './four-letter.js';
+import { parseMntr } from './mntr.js';
+import { renderServers, type ServerReading, type ServerStatus } from './render.js';
+
+/** One `--zk-hosts` entry: an IP address or a name, and a port. */
+export interface ServerEndpoint {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface CoordinationExporterOptions {
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** Resolves a name to all its addresses (default: the system resolver, IPv4 and IPv6). */
+  readonly resolve?: (name: string) => Promise<string[]>;
+}
+
+/** Parses `--zk-hosts`: comma separated `host:port` (IPv6 as `[addr]:port`). Throws CONFIG_INVALID naming the bad entry. */
+export function parseServerList(list: string): ServerEndpoint[] {
+  const entries = list
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (entries.length === 0) throw new CachemonError(Errors.CONFIG_INVALID, '--zk-hosts: no server given (a comma separated list of host:port)');
+  const seen = new Set<string>();
+  return entries.map((entry) => {
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(entry);
+    const port = Number(match?.[3]);
+    if (!match || !(port >= 1 && port <= 65535)) {
+      throw new CachemonError(Errors.CONFIG_INVALID, `--zk-hosts: ${JSON.stringify(entry)} is not host:port (IPv6 as [address]:port)`);
+    }
+    const host = (match[1] ?? match[2])!;
+    const key = `${host}:${port}`;
+    if (seen.has(key)) throw new CachemonError(Errors.CONFIG_INVALID, `--zk-hosts: ${entry} is listed twice`);
+    seen.add(key);
+    return { host, port };
+  });
+}
+
+/** `host:port`, IPv6 in brackets: the zk_host label. */
+export function formatEndpoint({ host, port }: ServerEndpoint): string {
+  return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+export class CoordinationExporter {
+  private servers: ServerEndpoint[];
+  /** Names resolved to their addresses; a name lists every address it resolves to. */
+  private resolved: ServerEndpoint[] = [];
+  private readonly lastStatus = new Map<string, ServerStatus>();
+  private readonly scrapes: Counter<'status'>;
+  private readonly scrapeDuration: Histogram;
+  private readonly resolutions: Counter<'result'>;
+
+  constructor(
+    servers: readonly ServerEndpoint[],
+    private readonly options: CoordinationExporterOptions,
+  ) {
+    this.servers = [...servers];
+    const registers = [options.registry];
+    this.scrapes = new Counter({ name: 'cachemon_zk_server_reads_total', help: 'mntr reads of servers, by their status.', labelNames: ['status'], registers });
+    this.scrapeDuration = new Histogram({
+      name: 'cachemon_scrape_duration_seconds',
+      help: 'Time to answer a /metrics scrape.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.resolutions = new Counter({
+      name: 'cachemon_zk_resolutions_total',
+      help: 'Resolutions of the server names in --zk-hosts, by result (ok, failed).',
+      labelNames: ['result'],
+      registers,
+    });
+  }
+
+  /** The servers as read now: names replaced by every address they resolved to. */
+  get endpoints(): readonly ServerEndpoint[] {
+    return this.resolved;
+  }
+
+  /**
+   * Resolves every name in the server list to all its addresses. A name that fails to resolve
+   * keeps its last addresses (and is logged); an IP address stands for itself.
+   */
+  async resolve(): Promise<void> {
+    const resolveName = this.options.resolve ?? defaultResolve;
+    const previous = new Map<string, ServerEndpoint[]>();
+    for (const endpoint of this.resolved) {
+      const name = (endpoint as ResolvedEndpoint).name;
+      if (name !== undefined) previous.set(name, [...(previous.get(name) ?? []), endpoint]);
+    }
+    const next: ServerEndpoint[] = [];
+    const seen = new Set<string>();
+    for (const server of this.servers) {
+      let endpoints: ServerEndpoint[];
+      if (isIP(server.host) !== 0) {
+        endpoints = [server];
+      } else {
+        try {
+          const addresses = [...new Set(await resolveName(server.host))].sort();
+          if (addresses.length === 0) throw new Error('no addresses');
+          endpoints = addresses.map((address) => ({ host: address, port: server.port, name: server.host }) as ResolvedEndpoint);
+          this.resolutions.inc({ result: 'ok' });
+          const before = (previous.get(server.host) ?? []).map(formatEndpoint).sort();
+          const after = endpoints.map(formatEndpoint);
+          if (before.join(',') !== after.join(',')) this.options.logger.info({ name: server.host, servers: after, before }, 'coordination servers resolved');
+        } catch (err) {
+          this.resolutions.inc({ result: 'failed' });
+          endpoints = previous.get(server.host) ?? [];
+          this.options.logger.warn({ name: server.host, error: errorMessage(err), keeping: endpoints.map(formatEndpoint) }, 'cannot resolve coordination server name');
+        }
+      }
+      for (const endpoint of endpoints) {
+        const key = formatEndpoint(endpoint);
+        if (!seen.has(key)) {
+          seen.add(key);
+          next.push(endpoint);
+        }
+      }
+    }
+    this.resolved = next;
+  }
+
+  /** Replaces the server list (SIGHUP); the next resolve() applies it. */
+  setServers(servers: readonly ServerEndpoint[]): void {
+    this.servers = [...servers];
+  }
+
+  /** One scrape: every server at once, each bounded by `deadline`. */
+  async metrics(deadline: number): Promise<string> {
+    const end = this.scrapeDuration.startTimer();
+    const readings = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
+    const writer = new ExpositionWriter();
+    renderServers(readings, writer);
+    end();
+    return writer.toString() + (await this.options.registry.metrics());
+  }
+
+  private async read(endpoint: ServerEndpoint, deadline: number): Promise<ServerReading> {
+    const host = formatEndpoint(endpoint);
+    let reading: ServerReading;
+    let error: string | undefined;
+    try {
+      const parsed = parseMntr(await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline));
+      if (parsed.kind === 'metrics') {
+        reading = { host, status: 'ok', entries: parsed.entries };
+        if (parsed.skipped.length > 0) this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
+      } else {
+        reading = { host, status: parsed.kind, entries: [] };
+      }
+    } catch (err) {
+      reading = { host, status: statusOf(err), entries: [] };
+      error = errorMessage(err);
+    }
+    this.scrapes.inc({ status: reading.status });
+    this.noteStatus(host, reading.status, error);
+    return reading;
+  }
+
+  /** One log line when a server's status changes (and for the first failure). */
+  private noteStatus(host: string, status: ServerStatus, error: string | undefined): void {
+    const last = this.lastStatus.get(host);
+    if (last === status) return;
+    this.lastStatus.set(host, status);
+    const logger = this.options.logger;
+    switch (status) {
+      case 'ok':
+        if (last !== undefined) logger.info({ zkHost: host, was: last }, 'coordination server answers mntr again');
+        return;
+      case 'not_whitelisted':
+        logger.error(
+          { zkHost: host },
+          `coordination server ${host} refuses mntr: it is not on its four-letter-word whitelist. ` +
+            'Add mntr to 4lw.commands.whitelist in its zoo.cfg (e.g. 4lw.commands.whitelist=mntr,srvr,ruok) and restart it',
+        );
+        return;
+      case 'not_serving':
+        logger.warn({ zkHost: host }, `coordination server ${host} is not serving requests (no quorum, or still joining the ensemble)`);
+        return;
+      default:
+        logger.warn({ zkHost: host, status, error }, `coordination server ${host} cannot be read: ${status}`);
+    }
+  }
+}
+
+interface ResolvedEndpoint extends ServerEndpoint {
+  readonly name: string;
+}
+
+function statusOf(err: unknown): ServerStatus {
+  if (!isCachemonError(err)) return 'protocol';
+  if (err.code === Errors.NODE_TIMEOUT.code) return 'timeout';
+  if (err.code === Errors.NODE_UNREACHABLE.code || err.code === Errors.NODE_CLOSED.code) return 'unreachable';
+  return 'protocol';
+}
+
+async function defaultResolve(name: string): Promise<string[]> {
+  return (await lookup(name, { all: true })).map((entry) => entry.address);
+}

@@ -1,0 +1,111 @@
+import {
+  CachemonError,
+  Errors,
+  createHttpServer,
+  createLogger,
+  createSelfRegistry,
+  defaultLogBlock,
+  errorMessage,
+  formatUsage,
+  installSignalHandlers,
+  loadWebConfig,
+  parseFlags,
+  sendExposition,
+} from '@cachemon/core';
+import type { FlagSpec } from '@cachemon/core';
+import { Registry } from 'prom-client';
+import { CoordinationExporter, formatEndpoint, parseServerList } from './exporter.js';
+
+const VERSION = '0.1.0';
+const PROGRAM = 'coordination-exporter';
+
+const FLAGS = {
+  listen: { type: 'string', default: '0.0.0.0:9141', description: 'Address to listen on, <host>:<port>.' },
+  'zk-hosts': {
+    type: 'string',
+    description:
+      'Comma separated coordination servers, <host>:<port> each. A name is resolved to all its addresses, and each address is reported as a server of its own.',
+  },
+  timeout: {
+    type: 'duration',
+    default: '3s',
+    description: 'Deadline of one server\'s mntr answer when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (else that, less 10%).',
+  },
+  'resolve-interval': { type: 'duration', default: '60s', description: 'How often names in --zk-hosts are resolved again (0: only at start and on SIGHUP).' },
+  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
+  'log.level': { type: 'string', default: 'info', description: 'debug, info, warn, error.' },
+  version: { type: 'boolean', description: 'Print the version and exit.' },
+} satisfies FlagSpec;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, help } = parseFlags(argv, FLAGS);
+  if (help) {
+    process.stdout.write(formatUsage(PROGRAM, FLAGS));
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`${PROGRAM} ${VERSION}\n`);
+    return 0;
+  }
+  if (!values['zk-hosts']) {
+    process.stderr.write(`${PROGRAM}: --zk-hosts=<host:port,...> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
+    return 2;
+  }
+  const servers = parseServerList(values['zk-hosts']);
+  const level = values['log.level'];
+  if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new CachemonError(Errors.CONFIG_INVALID, `--log.level: "${level}" is not debug, info, warn or error`);
+  const logger = createLogger({ ...defaultLogBlock, level: level as typeof defaultLogBlock.level }, { name: PROGRAM });
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
+
+  const registry = new Registry();
+  const processRegistry = createSelfRegistry();
+  const exporter = new CoordinationExporter(servers, { logger, registry });
+  await exporter.resolve();
+
+  const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });
+  const { app } = server;
+  app.get('/metrics', async (request, reply) => {
+    const header = Number(request.headers['x-prometheus-scrape-timeout-seconds']);
+    const timeoutMs = Number.isFinite(header) && header > 0 ? header * 1000 - Math.min(500, header * 100) : values.timeout;
+    const body = (await exporter.metrics(Date.now() + Math.max(50, timeoutMs))) + (await processRegistry.metrics());
+    await sendExposition(request, reply, body);
+  });
+  app.get('/', async (_request, reply) => {
+    reply.type('text/html; charset=utf-8');
+    const list = exporter.endpoints.map((e) => `<li>${formatEndpoint(e).replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</li>`).join('');
+    return `<!doctype html><html><head><meta charset="utf-8"><title>cachemon coordination exporter</title></head><body><h1>cachemon coordination exporter</h1><p>Version ${VERSION}. <a href="metrics">/metrics</a></p><ul>${list}</ul></body></html>\n`;
+  });
+  const address = await server.listen(values.listen);
+  server.setReady(true);
+  logger.info({ address: address.url, version: VERSION, servers: exporter.endpoints.map(formatEndpoint) }, 'coordination exporter listening');
+
+  const interval = values['resolve-interval'];
+  const timer = interval > 0 ? setInterval(() => void exporter.resolve(), interval) : undefined;
+  timer?.unref();
+  installSignalHandlers({
+    logger,
+    onReload: async () => {
+      // The server list comes from the command line: SIGHUP resolves its names again.
+      await exporter.resolve();
+      logger.info({ servers: exporter.endpoints.map(formatEndpoint) }, 'server names resolved again');
+    },
+    onShutdown: async () => {
+      if (timer) clearInterval(timer);
+      logger.info({}, 'shutting down');
+      await server.close();
+    },
+  });
+  return -1;
+}
+
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    const message = err instanceof CachemonError ? `${err.message} [${err.code}]` : errorMessage(err);
+    process.stderr.write(`${PROGRAM}: ${message}\n`);
+    process.exit(1);
+  },
+);

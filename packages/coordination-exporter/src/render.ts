@@ -1,0 +1,104 @@
+/**
+ * /metrics of the coordination exporter. Names follow the widely used ZooKeeper exporter
+ * (dabealu/zookeeper-exporter): every `mntr` key under its own name with a `zk_host` label,
+ * `zk_up`, `zk_server_leader`, and `zk_version{version}`, so its dashboards and alerts work here.
+ * On top of that: counters are typed as counters (mntr-catalog.ts), keys that carry labels keep them
+ * (a server configured with ZooKeeper's Prometheus metrics provider prints `zk_readlatency{quantile="0.5"}`),
+ * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
+ */
+import { ExpositionWriter, renderLabels, type MetricType } from '@cachemon/core';
+import type { MntrEntry } from './mntr.js';
+import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES } from './mntr-catalog.js';
+
+/** What one server said this scrape. */
+export type ServerStatus = 'ok' | 'unreachable' | 'timeout' | 'not_whitelisted' | 'not_serving' | 'protocol';
+export const SERVER_STATUSES: readonly ServerStatus[] = ['ok', 'unreachable', 'timeout', 'not_whitelisted', 'not_serving', 'protocol'];
+
+export interface ServerReading {
+  /** `host:port` as the exporter addresses the server: the `zk_host` label. */
+  readonly host: string;
+  readonly status: ServerStatus;
+  /** The mntr entries when status is ok. */
+  readonly entries: readonly MntrEntry[];
+}
+
+/** Text keys rendered as info gauges, and the label their text goes to. */
+const TEXT_LABEL: ReadonlyMap<string, string> = new Map([
+  ['zk_version', 'version'],
+  ['zk_server_state', 'state'],
+  ['zk_peer_state', 'state'],
+]);
+
+/** Summary statistics that only grow (count and sum); the rest (avg, min, max, pNN) go up and down. */
+const MONOTONIC_STATS = ['cnt', 'sum'];
+
+/**
+ * counter or gauge for a numeric mntr key (`name` without labels). ZooKeeper's default metrics
+ * provider prints a counter as `zk_<name>`, a summary as `zk_{avg,min,max,cnt,sum}_<name>` (and
+ * `zk_p{50,95,99,999}_<name>`), a summary set member as `zk_<stat>_<member>_<name>`, a counter set
+ * member (3.9+) as `zk_<member>_<name>`; only counters and the cnt and sum of summaries only grow.
+ */
+export function metricType(name: string): MetricType {
+  if (COUNTER_KEYS.has(name)) return 'counter';
+  const rest = name.startsWith('zk_') ? name.slice(3) : name;
+  const underscore = rest.indexOf('_');
+  if (underscore > 0 && MONOTONIC_STATS.includes(rest.slice(0, underscore))) {
+    const base = rest.slice(underscore + 1);
+    if (SUMMARY_NAMES.has(base) || endsWithMember(base, SUMMARY_SET_NAMES)) return 'counter';
+  }
+  return endsWithMember(rest, COUNTER_SET_NAMES) ? 'counter' : 'gauge';
+}
+
+/** True when `key` is `<member>_<name>` for one of `names`. */
+function endsWithMember(key: string, names: ReadonlySet<string>): boolean {
+  for (const name of names) if (key.length > name.length + 1 && key.endsWith(`_${name}`)) return true;
+  return false;
+}
+
+interface Sample {
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+
+/** Writes every server's series, family by family. */
+export function renderServers(readings: readonly ServerReading[], out: ExpositionWriter): void {
+  const families = new Map<string, { type: MetricType; help: string; samples: Sample[] }>();
+  const add = (name: string, type: MetricType, help: string, labels: Record<string, string>, value: number): void => {
+    let family = families.get(name);
+    if (family === undefined) families.set(name, (family = { type, help, samples: [] }));
+    family.samples.push({ labels, value });
+  };
+
+  for (const reading of readings) {
+    const host = { zk_host: reading.host };
+    add('zk_up', 'gauge', '1 when the server answered mntr with metrics, else 0.', host, reading.status === 'ok' ? 1 : 0);
+    for (const status of SERVER_STATUSES) {
+      add(
+        'zk_mntr_status',
+        'gauge',
+        'Why the server was or was not read: 1 for its status of this scrape (ok, unreachable, timeout, not_whitelisted, not_serving, protocol).',
+        { ...host, status },
+        reading.status === status ? 1 : 0,
+      );
+    }
+    if (reading.status !== 'ok') continue;
+    for (const entry of reading.entries) {
+      const labels: Record<string, string> = { ...host };
+      for (const [name, value] of entry.labels) if (name !== 'zk_host') labels[name] = value;
+      if (entry.value !== undefined) {
+        add(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`, labels, entry.value);
+        continue;
+      }
+      const label = TEXT_LABEL.get(entry.name) ?? 'value';
+      add(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`, { ...labels, [label]: entry.text }, 1);
+      if (entry.name === 'zk_server_state') {
+        add('zk_server_leader', 'gauge', '1 when the server is the ensemble leader, else 0.', host, entry.text === 'leader' ? 1 : 0);
+      }
+    }
+  }
+
+  for (const [name, family] of families) {
+    out.family(name, family.type, family.help);
+    for (const sample of family.samples) out.sample(renderLabels(sample.labels), sample.value);
+  }
+}

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, startZooKeeper, startZooKeeperEnsemble, type ZooKeeperEnsemble, type ZooKeeperServer } from '@cachemon/testkit';
+
+const BIN = new URL('../../../../../bin/coordination-exporter', import.meta.url).pathname;
+
+interface Exporter {
+  readonly url: string;
+  readonly output: () => string;
+  stop(): Promise<void>;
+}
+
+async function startExporter(zkHosts: string, extra: string[] = []): Promise<Exporter> {
+  const port = await freePort();
+  let output = '';
+  const child: ChildProcess = spawn(process.execPath, [BIN, `--listen=127.0.0.1:${port}`, `-zk-hosts=${zkHosts}`, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/-/ready`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 100 || child.exitCode !== null) throw new Error(`exporter did not start: ${output}`);
+    await sleep(100);
+  }
+  return {
+    url,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Sample lines of a scrape as name{labels} -> value. */
+async function scrape(exporter: Exporter, headers: Record<string, string> = {}): Promise<{ text: string; samples: Map<string, number>; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(`${exporter.url}/metrics`, { headers });
+  const text = await response.text();
+  const ms = performance.now() - started;
+  assert.equal(response.status, 200);
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return { text, samples, ms };
+}
+
+const up = (samples: Map<string, number>, host: string): number | undefined => samples.get(`zk_up{zk_host="${host}"}`);
+
+describe('coordination exporter against a real 3-server ensemble', () => {
+  let ensemble: ZooKeeperEnsemble;
+  let exporter: Exporter;
+
+  before(async () => {
+    ensemble = await startZooKeeperEnsemble({ size: 3 });
+    await ensemble.waitForLeader();
+    exporter = await startExporter(ensemble.connectString);
+  });
+  after(async () => {
+    await exporter?.stop();
+    await ensemble?.stop();
+  });
+
+  it('reports every server with its role, mntr keys typed, leader-only keys on the leader only', async () => {
+    const leader = await ensemble.leader();
+    const { text, samples } = await scrape(exporter);
+    for (const server of ensemble.servers) {
+      assert.equal(up(samples, server.address), 1, server.address);
+      assert.equal(samples.get(`zk_mntr_status{zk_host="${server.address}",status="ok"}`), 1);
+      const role = server === leader ? 'leader' : 'follower';
+      assert.equal(samples.get(`zk_server_state{zk_host="${server.address}",state="${role}"}`), 1, `${server.address} is ${role}`);
+      assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), server === leader ? 1 : 0);
+      assert.equal(samples.has(`zk_synced_followers{zk_host="${server.address}"}`), server === leader, `zk_synced_followers only on the leader`);
+      assert.ok((samples.get(`zk_znode_count{zk_host="${server.address}"}`) ?? 0) >= 1);
+    }
+    assert.equal(samples.get(`zk_synced_followers{zk_host="${leader.address}"}`), 2);
+    assert.match(text, /^# TYPE zk_packets_sent counter$/m);
+    assert.match(text, /^# TYPE zk_cnt_commit_process_time counter$/m);
+    assert.match(text, /^# TYPE zk_avg_commit_process_time gauge$/m);
+    assert.match(text, /^# TYPE zk_znode_count gauge$/m);
+    assert.match(text, /^zk_version\{zk_host="[^"]+",version="3\.8\.0-[^"]*"\} 1$/m);
+    assert.match(text, /^cachemon_zk_server_reads_total\{status="ok"\} \d+$/m);
+    assert.match(text, /^process_resident_memory_bytes \d+/m);
+  });
+
+  it('a killed follower is zk_up 0 (unreachable) while the others stay; the log says so once', async () => {
+    const leader = await ensemble.leader();
+    const follower = ensemble.servers.find((s) => s !== leader)!;
+    await follower.kill();
+    const { samples } = await scrape(exporter);
+    assert.equal(up(samples, follower.address), 0);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${follower.address}",status="unreachable"}`), 1);
+    assert.equal(samples.has(`zk_znode_count{zk_host="${follower.address}"}`), false);
+    for (const server of ensemble.servers.filter((s) => s !== follower)) assert.equal(up(samples, server.address), 1);
+    await scrape(exporter);
+    const lines = exporter.output().split('\n').filter((l) => l.includes(`coordination server ${follower.address} cannot be read`));
+    assert.equal(lines.length, 1, exporter.output());
+  });
+
+  it('without quorum the remaining server is not serving, told apart from unreachable', async () => {
+    const leader = await ensemble.leader();
+    const last = ensemble.servers.find((s) => s !== leader && s.pid !== undefined)!;
+    await leader.kill();
+    let samples = new Map<string, number>();
+    for (let i = 0; i < 50; i++) {
+      samples = (await scrape(exporter)).samples;
+      if (samples.get(`zk_mntr_status{zk_host="${last.address}",status="not_serving"}`) === 1) break;
+      await sleep(200);
+    }
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${last.address}",status="not_serving"}`), 1);
+    assert.equal(up(samples, last.address), 0);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${leader.address}",status="unreachable"}`), 1);
+    assert.match(exporter.output(), new RegExp(`coordination server ${last.address.replace(/\./g, '\\.')} is not serving requests`));
+  });
+});
+
+describe('coordination exporter: mntr not whitelisted, a server that never answers', () => {
+  let zk: ZooKeeperServer;
+  let hung: Server;
+  const held: Socket[] = [];
+  let hungAddress: string;
+  let exporter: Exporter;
+
+  before(async () => {
+    zk = await startZooKeeper({ fourLetterWords: ['ruok', 'srvr'] });
+    hung = createServer((socket) => void held.push(socket)); // accepts, reads, never answers
+    const port = await freePort();
+    await new Promise<void>((resolve) => hung.listen(port, '127.0.0.1', resolve));
+    hungAddress = `127.0.0.1:${port}`;
+    exporter = await startExporter(`${zk.address},${hungAddress}`, ['--timeout=1s']);
+  });
+  after(async () => {
+    await exporter?.stop();
+    for (const socket of held) socket.destroy();
+    hung?.close();
+    await zk?.stop();
+  });
+
+  it('names the server and what to add to its config; the hung server times out within the deadline', async () => {
+    const { samples, ms } = await scrape(exporter);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${zk.address}",status="not_whitelisted"}`), 1);
+    assert.equal(up(samples, zk.address), 0);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
+    assert.ok(ms < 2500, `scrape took ${ms} ms with a 1 s deadline`);
+    assert.match(exporter.output(), new RegExp(`coordination server ${zk.address.replace(/\./g, '\\.')} refuses mntr: it is not on its four-letter-word whitelist\\. Add mntr to 4lw\\.commands\\.whitelist`));
+  });
+
+  it("the scraper's timeout header bounds the scrape", async () => {
+    const { samples, ms } = await scrape(exporter, { 'X-Prometheus-Scrape-Timeout-Seconds': '0.5' });
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
+    assert.ok(ms < 1200, `scrape took ${ms} ms with a 0.5 s scrape timeout`);
+  });
+});
