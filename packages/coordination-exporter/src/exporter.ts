@@ -111,11 +111,11 @@ export class CoordinationExporter {
           this.resolutions.inc({ result: 'ok' });
           const before = (previous.get(server.host) ?? []).map(formatEndpoint).sort();
           const after = endpoints.map(formatEndpoint);
-          if (before.join(',') !== after.join(',')) this.options.logger.info({ name: server.host, servers: after, before }, 'coordination servers resolved');
+          if (before.join(',') !== after.join(',')) this.options.logger.info({ domain: server.host, servers: after, before }, 'coordination servers resolved');
         } catch (err) {
           this.resolutions.inc({ result: 'failed' });
           endpoints = previous.get(server.host) ?? [];
-          this.options.logger.warn({ name: server.host, error: errorMessage(err), keeping: endpoints.map(formatEndpoint) }, 'cannot resolve coordination server name');
+          this.options.logger.warn({ domain: server.host, error: errorMessage(err), keeping: endpoints.map(formatEndpoint) }, 'cannot resolve coordination server name');
         }
       }
       for (const endpoint of endpoints) {

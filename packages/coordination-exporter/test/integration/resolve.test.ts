@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createLoggerOn } from '@cachemon/core';
+import { freePort } from '@cachemon/testkit';
+import { Registry } from 'prom-client';
+import { CoordinationExporter } from '../../src/exporter.js';
+
+const fixture = (name: string): string => readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
+
+/**
+ * A domain whose addresses are the ensemble's servers: three servers on one port at 127.0.0.1,
+ * 127.0.0.2 and 127.0.0.3 (all loopback on Linux), answering mntr like a real leader and followers,
+ * and a resolver the test controls (what DNS would answer).
+ */
+describe('a domain name in --zk-hosts', () => {
+  let port: number;
+  const servers: Server[] = [];
+  let answers: string[] = [];
+  let failing = false;
+  const logged: string[] = [];
+  let exporter: CoordinationExporter;
+
+  before(async () => {
+    port = await freePort();
+    const replies = ['mntr-3.8-leader.txt', 'mntr-3.8-follower.txt', 'mntr-3.8-follower.txt'].map(fixture);
+    for (const [i, reply] of replies.entries()) {
+      const server = createServer((socket) => socket.once('data', () => socket.end(reply)));
+      await new Promise<void>((resolve) => server.listen(port, `127.0.0.${i + 1}`, resolve));
+      servers.push(server);
+    }
+    const logger = createLoggerOn({ write: (line: string) => void logged.push(line) }, 'info');
+    exporter = new CoordinationExporter([{ host: 'zk.ensemble.test', port }], {
+      logger,
+      registry: new Registry(),
+      resolve: async (name) => {
+        assert.equal(name, 'zk.ensemble.test');
+        if (failing) throw new Error('queryA ETIMEOUT zk.ensemble.test');
+        return answers;
+      },
+    });
+  });
+  after(() => {
+    for (const server of servers) server.close();
+  });
+
+  const hosts = (text: string): string[] => [...text.matchAll(/^zk_up\{zk_host="([^"]+)"\} 1$/gm)].map((m) => m[1]!);
+
+  it('every address is reported as a server of its own, with its own role', async () => {
+    answers = ['127.0.0.2', '127.0.0.1', '127.0.0.3'];
+    await exporter.resolve();
+    const text = await exporter.metrics(Date.now() + 2000);
+    assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
+    assert.match(text, new RegExp(`^zk_server_state\\{zk_host="127\\.0\\.0\\.1:${port}",state="leader"\\} 1$`, 'm'));
+    assert.match(text, new RegExp(`^zk_server_state\\{zk_host="127\\.0\\.0\\.3:${port}",state="follower"\\} 1$`, 'm'));
+    assert.match(logged.join(''), /coordination servers resolved/);
+  });
+
+  it('a DNS change is picked up by the next resolution, without a restart', async () => {
+    answers = ['127.0.0.1', '127.0.0.3'];
+    await exporter.resolve();
+    assert.deepEqual(hosts(await exporter.metrics(Date.now() + 2000)), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
+  });
+
+  it('a failed resolution keeps the last addresses and says so', async () => {
+    failing = true;
+    await exporter.resolve();
+    failing = false;
+    const text = await exporter.metrics(Date.now() + 2000);
+    assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
+    assert.match(logged.join(''), /"domain":"zk.ensemble.test","error":"queryA ETIMEOUT zk.ensemble.test".*cannot resolve coordination server name/);
+    assert.match(text, /^cachemon_zk_resolutions_total\{result="failed"\} 1$/m);
+    assert.match(text, /^cachemon_zk_resolutions_total\{result="ok"\} 2$/m);
+  });
+});

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, startZooKeeper, tempDir, type ZooKeeperServer } from '@cachemon/testkit';
+
+const root = new URL('../../../../../', import.meta.url).pathname;
+
+/** stack/coordination_exporter/start.sh and stop.sh as an operator runs them in an installed tree. */
+describe('coordination_exporter start.sh / stop.sh', () => {
+  let zk: ZooKeeperServer;
+  let componentDir: string;
+  const sh = (script: string, ...args: string[]) =>
+    spawnSync('bash', [join(componentDir, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: root }, timeout: 30_000 });
+
+  before(async () => {
+    zk = await startZooKeeper();
+    const installDir = await tempDir('cachemon-install-');
+    componentDir = join(installDir, 'coordination_exporter');
+    cpSync(join(root, 'stack', 'coordination_exporter'), componentDir, { recursive: true });
+    mkdirSync(join(installDir, 'lib'));
+    cpSync(join(root, 'stack', 'lib'), join(installDir, 'lib'), { recursive: true });
+  });
+  after(async () => {
+    sh('stop.sh', 'ens1');
+    await zk?.stop();
+  });
+
+  it('the shipped example env is valid as it is: exactly one of ZK_SERVERS and ZK_DOMAIN', () => {
+    const example = readFileSync(join(componentDir, 'conf', 'example.env'), 'utf8');
+    assert.match(example, /^LISTEN_PORT=\d+$/m);
+    assert.match(example, /^ZK_SERVERS=\(/m);
+    assert.doesNotMatch(example, /^ZK_DOMAIN=/m);
+  });
+
+  it('start.sh <name> runs conf/<name>.env (ZK_SERVERS array) in the background; stop.sh stops it', async () => {
+    const port = await freePort();
+    writeFileSync(join(componentDir, 'conf', 'ens1.env'), `LISTEN_PORT=${port}\nZK_SERVERS=(${zk.address})\n`);
+    const started = sh('start.sh', 'ens1');
+    assert.equal(started.status, 0, started.stderr);
+    const pid = Number(readFileSync(join(componentDir, 'run', 'ens1.pid'), 'utf8'));
+    process.kill(pid, 0);
+    let text = '';
+    for (let i = 0; i < 50 && !text.includes('zk_up'); i++) {
+      try {
+        text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      } catch {
+        await sleep(100);
+      }
+    }
+    assert.match(text, new RegExp(`^zk_up\\{zk_host="${zk.address.replace(/\./g, '\\.')}"\\} 1$`, 'm'));
+    assert.match(readFileSync(join(componentDir, 'log', 'ens1.log'), 'utf8'), /coordination exporter listening/);
+    const again = sh('start.sh', 'ens1');
+    assert.notEqual(again.status, 0);
+    assert.match(again.stderr, /already running/);
+    const stopped = sh('stop.sh', 'ens1');
+    assert.equal(stopped.status, 0, stopped.stderr);
+    assert.equal(existsSync(join(componentDir, 'run', 'ens1.pid')), false);
+    assert.throws(() => process.kill(pid, 0));
+  });
+
+  for (const [label, body, message] of [
+    ['both ZK_DOMAIN and ZK_SERVERS', 'ZK_DOMAIN=zk.example:2181\nZK_SERVERS=(10.0.0.1:2181)\n', /sets both ZK_DOMAIN and ZK_SERVERS; set exactly one\. Nothing started\./],
+    ['neither ZK_DOMAIN nor ZK_SERVERS', '', /sets neither ZK_DOMAIN nor ZK_SERVERS; set exactly one\. Nothing started\./],
+    ['an empty ZK_SERVERS array', 'ZK_SERVERS=()\n', /sets neither ZK_DOMAIN nor ZK_SERVERS/],
+  ] as const) {
+    it(`${label}: a clear error naming the file, nothing started`, async () => {
+      const port = await freePort();
+      writeFileSync(join(componentDir, 'conf', 'bad.env'), `LISTEN_PORT=${port}\n${body}`);
+      const result = sh('start.sh', 'bad');
+      assert.equal(result.status, 1);
+      assert.match(result.stderr, message);
+      assert.match(result.stderr, /conf\/bad\.env/);
+      assert.equal(existsSync(join(componentDir, 'run', 'bad.pid')), false);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/metrics`));
+    });
+  }
+
+  it('a bad LISTEN_PORT and a missing env file are named', () => {
+    writeFileSync(join(componentDir, 'conf', 'port.env'), `LISTEN_PORT=http\nZK_SERVERS=(${zk.address})\n`);
+    assert.match(sh('start.sh', 'port').stderr, /LISTEN_PORT must be a port number \(1-65535\), got 'http'/);
+    assert.match(sh('start.sh', 'nosuch').stderr, /no env file .*conf\/nosuch\.env \(copy conf\/example\.env/);
+  });
+});
