@@ -67,7 +67,7 @@ export function parseMntr(reply: string): MntrReply {
     }
     const key = line.slice(0, tab);
     const text = line.slice(tab + 1).trim();
-    const parsed = parseKey(key);
+    const parsed = cachedKey(key);
     if (typeof parsed === 'string') {
       skipped.push(`${parsed}: ${preview(key)}`);
       continue;
@@ -83,6 +83,20 @@ export function parseMntr(reply: string): MntrReply {
     throw new CachemonError(Errors.NODE_PROTOCOL, `not an mntr reply: ${preview(trimmed)}`);
   }
   return { kind: 'metrics', entries, skipped };
+}
+
+/** Parsed keys: a server prints the same ~500 every time. Cleared when it grows past its limit. */
+const keyCache = new Map<string, ReturnType<typeof parseKey>>();
+const KEY_CACHE_LIMIT = 100_000;
+
+function cachedKey(key: string): ReturnType<typeof parseKey> {
+  let parsed = keyCache.get(key);
+  if (parsed === undefined) {
+    if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
+    parsed = parseKey(key);
+    keyCache.set(key, parsed);
+  }
+  return parsed;
 }
 
 /** A number as Java prints doubles and longs; NaN and infinities too. Undefined for text. */

@@ -56,49 +56,87 @@ function endsWithMember(key: string, names: ReadonlySet<string>): boolean {
 }
 
 interface Sample {
-  readonly labels: Record<string, string>;
+  /** Rendered label set, `{zk_host="...",...}`. */
+  readonly labels: string;
   readonly value: number;
+}
+
+/**
+ * Label texts of numeric series by `zk_host` and key as printed: the same ~500 per server every
+ * scrape. Bounded: cleared when it grows past LABEL_CACHE_LIMIT (keys that come and go).
+ */
+const labelCache = new Map<string, string>();
+const LABEL_CACHE_LIMIT = 100_000;
+
+function numericLabels(host: string, entry: MntrEntry): string {
+  const cacheKey = `${host}\n${entry.key}`;
+  let text = labelCache.get(cacheKey);
+  if (text === undefined) {
+    if (labelCache.size >= LABEL_CACHE_LIMIT) labelCache.clear();
+    text = renderLabels(withEntryLabels(host, entry));
+    labelCache.set(cacheKey, text);
+  }
+  return text;
+}
+
+function withEntryLabels(host: string, entry: MntrEntry): Record<string, string> {
+  const labels: Record<string, string> = { zk_host: host };
+  for (const [name, value] of entry.labels) if (name !== 'zk_host') labels[name] = value;
+  return labels;
+}
+
+/** Type and help of numeric families by name, worked out once. */
+const familyCache = new Map<string, { type: MetricType; help: string }>();
+
+function numericFamily(name: string): { type: MetricType; help: string } {
+  let meta = familyCache.get(name);
+  if (meta === undefined) {
+    if (familyCache.size >= LABEL_CACHE_LIMIT) familyCache.clear();
+    meta = { type: metricType(name), help: `ZooKeeper mntr ${name}.` };
+    familyCache.set(name, meta);
+  }
+  return meta;
 }
 
 /** Writes every server's series, family by family. */
 export function renderServers(readings: readonly ServerReading[], out: ExpositionWriter): void {
   const families = new Map<string, { type: MetricType; help: string; samples: Sample[] }>();
-  const add = (name: string, type: MetricType, help: string, labels: Record<string, string>, value: number): void => {
+  const add = (name: string, type: MetricType, help: string, labels: string, value: number): void => {
     let family = families.get(name);
     if (family === undefined) families.set(name, (family = { type, help, samples: [] }));
     family.samples.push({ labels, value });
   };
 
   for (const reading of readings) {
-    const host = { zk_host: reading.host };
-    add('zk_up', 'gauge', '1 when the server answered mntr with metrics, else 0.', host, reading.status === 'ok' ? 1 : 0);
+    const hostLabels = renderLabels({ zk_host: reading.host });
+    add('zk_up', 'gauge', '1 when the server answered mntr with metrics, else 0.', hostLabels, reading.status === 'ok' ? 1 : 0);
     for (const status of SERVER_STATUSES) {
       add(
         'zk_mntr_status',
         'gauge',
         'Why the server was or was not read: 1 for its status of this scrape (ok, unreachable, timeout, not_whitelisted, not_serving, protocol).',
-        { ...host, status },
+        renderLabels({ zk_host: reading.host, status }),
         reading.status === status ? 1 : 0,
       );
     }
     if (reading.status !== 'ok') continue;
     for (const entry of reading.entries) {
-      const labels: Record<string, string> = { ...host };
-      for (const [name, value] of entry.labels) if (name !== 'zk_host') labels[name] = value;
       if (entry.value !== undefined) {
-        add(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`, labels, entry.value);
+        const meta = numericFamily(entry.name);
+        add(entry.name, meta.type, meta.help, numericLabels(reading.host, entry), entry.value);
         continue;
       }
       const label = TEXT_LABEL.get(entry.name) ?? 'value';
-      add(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`, { ...labels, [label]: entry.text }, 1);
+      const labels = renderLabels({ ...withEntryLabels(reading.host, entry), [label]: entry.text });
+      add(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`, labels, 1);
       if (entry.name === 'zk_server_state') {
-        add('zk_server_leader', 'gauge', '1 when the server is the ensemble leader, else 0.', host, entry.text === 'leader' ? 1 : 0);
+        add('zk_server_leader', 'gauge', '1 when the server is the ensemble leader, else 0.', hostLabels, entry.text === 'leader' ? 1 : 0);
       }
     }
   }
 
   for (const [name, family] of families) {
     out.family(name, family.type, family.help);
-    for (const sample of family.samples) out.sample(renderLabels(sample.labels), sample.value);
+    for (const sample of family.samples) out.sample(sample.labels, sample.value);
   }
 }

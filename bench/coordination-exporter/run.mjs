@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+// Coordination exporter benchmark: the real exporter process (bin/coordination-exporter) against a
+// real ZooKeeper ensemble of 3 and of 7 servers, with and without a server that accepts and never
+// answers; beside it the floor, a bare socket client reading the same `mntr` replies.
+//
+//   node bench/coordination-exporter/run.mjs [--sizes=3,7] [--scrapes=100] [--pace-ms=50]
+//                                            [--timeout-s=1] [--out=PATH]
+//
+// Prints, per configuration: exporter /metrics p50/p99 (ms), floor p50/p99, p99/floor, exporter CPU
+// ms per scrape, series, RSS. Goals: p99 within 1.5x of the floor when every server answers, and
+// bounded by the scrape deadline when one hangs.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..', '..');
+const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k, v ?? 'true'];
+  }),
+);
+const SIZES = (args.sizes ?? '3,7').split(',').map(Number);
+const SCRAPES = Number(args.scrapes ?? 100);
+const PACE_MS = Number(args['pace-ms'] ?? 50);
+const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
+const OUT = args.out ?? join(HERE, 'results', 'latest.json');
+const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+const pct = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+};
+const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, 100 ticks/s
+};
+const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+/** One floor round: mntr to every answering server at once, until each has closed. */
+function floorRound(addresses) {
+  const started = performance.now();
+  return Promise.all(
+    addresses.map(
+      (address) =>
+        new Promise((resolve, reject) => {
+          const colon = address.lastIndexOf(':');
+          const socket = connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }, () => socket.end('mntr'));
+          socket.on('data', () => undefined);
+          socket.on('error', reject);
+          socket.on('close', resolve);
+        }),
+    ),
+  ).then(() => performance.now() - started);
+}
+
+async function scrape(url) {
+  const started = performance.now();
+  const response = await fetch(url, { headers: { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' } });
+  const text = await response.text();
+  return { ms: performance.now() - started, text };
+}
+
+async function measure(size, ensemble, hung) {
+  const servers = ensemble.servers.map((s) => s.address);
+  const zkHosts = hung ? [...servers, hung] : servers;
+  const port = await freePort();
+  const exporter = spawn(process.execPath, [join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, '--log.level=warn'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}/metrics`;
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        const { text } = await scrape(url);
+        if ((text.match(/^zk_up\{[^}]*\} 1$/gm) ?? []).length === size) break;
+      } catch {
+        // not listening yet
+      }
+      if (i > 200) throw new Error('exporter not ready');
+      await sleep(100);
+    }
+    for (let i = 0; i < 5; i++) await scrape(url);
+    const exp = [];
+    const floor = [];
+    let cpu = 0;
+    let rss = 0;
+    let series = 0;
+    // With a hung server every scrape lasts the whole deadline: fewer of them.
+    for (let block = 0; block < (hung ? 2 : SCRAPES / 10); block++) {
+      const before = cpuMs(exporter.pid);
+      for (let i = 0; i < 10; i++) {
+        await sleep(PACE_MS);
+        const { ms, text } = await scrape(url);
+        exp.push(ms);
+        series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+      }
+      cpu += cpuMs(exporter.pid) - before;
+      rss = Math.max(rss, rssMb(exporter.pid));
+      for (let i = 0; i < 10; i++) {
+        await sleep(PACE_MS);
+        floor.push(await floorRound(servers));
+      }
+    }
+    return {
+      size,
+      hung: Boolean(hung),
+      exp: { p50: pct(exp, 50), p99: pct(exp, 99) },
+      floor: { p50: pct(floor, 50), p99: pct(floor, 99) },
+      cpuMsPerScrape: cpu / exp.length,
+      series,
+      rssMb: rss,
+    };
+  } finally {
+    exporter.kill('SIGTERM');
+    await new Promise((resolve) => exporter.once('exit', resolve));
+  }
+}
+
+const results = [];
+const hungServer = createServer(() => undefined); // accepts, reads, never answers
+const hungPort = await freePort();
+await new Promise((resolve) => hungServer.listen(hungPort, '127.0.0.1', resolve));
+const hung = `127.0.0.1:${hungPort}`;
+try {
+  for (const size of SIZES) {
+    log(`starting a ${size}-server ensemble`);
+    const ensemble = await startZooKeeperEnsemble({ size });
+    try {
+      await ensemble.waitForLeader({ timeoutMs: 60_000 });
+      await sleep(2000);
+      for (const withHung of [false, true]) {
+        const result = await measure(size, ensemble, withHung ? hung : undefined);
+        log(`${size} servers${withHung ? ' + hung' : ''}: exporter p50 ${result.exp.p50.toFixed(1)} p99 ${result.exp.p99.toFixed(1)} ms, floor ${result.floor.p50.toFixed(1)}/${result.floor.p99.toFixed(1)}`);
+        results.push(result);
+      }
+    } finally {
+      await ensemble.stop();
+    }
+  }
+} finally {
+  hungServer.close();
+}
+
+const f = (v, w) => (typeof v === 'number' ? v.toFixed(1) : String(v)).padStart(w);
+console.log(`\ncoordination exporter benchmark (${SCRAPES} scrapes per configuration, scrape timeout header ${TIMEOUT_S} s)\n`);
+console.log('servers  hung  exp p50  exp p99  floor p50  floor p99  p99/floor  CPU ms/scr  series  RSS MB');
+for (const r of results) {
+  console.log(
+    `${String(r.size).padStart(7)}  ${(r.hung ? 'yes' : 'no').padStart(4)}  ${f(r.exp.p50, 7)}  ${f(r.exp.p99, 7)}  ${f(r.floor.p50, 9)}  ${f(r.floor.p99, 9)}  ${(r.exp.p99 / r.floor.p99).toFixed(2).padStart(8)}x  ${f(r.cpuMsPerScrape, 10)}  ${String(r.series).padStart(6)}  ${f(r.rssMb, 6)}`,
+  );
+}
+console.log('\ngoals:');
+const deadlineMs = TIMEOUT_S * 1000;
+for (const r of results) {
+  const ok = r.hung ? r.exp.p99 <= deadlineMs + 100 : r.exp.p99 <= 1.5 * r.floor.p99;
+  const what = r.hung ? `p99 ${r.exp.p99.toFixed(1)} ms bounded by the ${deadlineMs} ms scrape timeout (+100 ms)` : `p99 ${r.exp.p99.toFixed(1)} ms <= 1.5x floor p99 ${r.floor.p99.toFixed(1)} ms`;
+  console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${r.size} servers${r.hung ? ' + hung' : ''}: ${what}`);
+}
+mkdirSync(dirname(OUT), { recursive: true });
+writeFileSync(OUT, JSON.stringify({ at: new Date().toISOString(), scrapes: SCRAPES, timeoutS: TIMEOUT_S, results }, null, 2));
+console.log(`\nresults: ${OUT}`);
+process.exit(0);
