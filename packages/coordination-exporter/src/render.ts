@@ -62,21 +62,17 @@ interface Sample {
 }
 
 /**
- * Label texts of numeric series by `zk_host` and key as printed: the same ~500 per server every
- * scrape. Bounded: cleared when it grows past LABEL_CACHE_LIMIT (keys that come and go).
+ * Label texts of numeric series, per `zk_host` by key as printed: the same ~500 per server every
+ * scrape. Bounded: a host's map is cleared when it grows past LABEL_CACHE_LIMIT (keys that come and go).
  */
-const labelCache = new Map<string, string>();
+const labelCache = new Map<string, Map<string, string>>();
 const LABEL_CACHE_LIMIT = 100_000;
 
-function numericLabels(host: string, entry: MntrEntry): string {
-  const cacheKey = `${host}\n${entry.key}`;
-  let text = labelCache.get(cacheKey);
-  if (text === undefined) {
-    if (labelCache.size >= LABEL_CACHE_LIMIT) labelCache.clear();
-    text = renderLabels(withEntryLabels(host, entry));
-    labelCache.set(cacheKey, text);
-  }
-  return text;
+function labelsOf(host: string): Map<string, string> {
+  let labels = labelCache.get(host);
+  if (labels === undefined) labelCache.set(host, (labels = new Map()));
+  else if (labels.size >= LABEL_CACHE_LIMIT) labels.clear();
+  return labels;
 }
 
 function withEntryLabels(host: string, entry: MntrEntry): Record<string, string> {
@@ -120,10 +116,13 @@ export function renderServers(readings: readonly ServerReading[], out: Expositio
       );
     }
     if (reading.status !== 'ok') continue;
+    const cached = labelsOf(reading.host);
     for (const entry of reading.entries) {
       if (entry.value !== undefined) {
         const meta = numericFamily(entry.name);
-        add(entry.name, meta.type, meta.help, numericLabels(reading.host, entry), entry.value);
+        let labels = cached.get(entry.key);
+        if (labels === undefined) cached.set(entry.key, (labels = renderLabels(withEntryLabels(reading.host, entry))));
+        add(entry.name, meta.type, meta.help, labels, entry.value);
         continue;
       }
       const label = TEXT_LABEL.get(entry.name) ?? 'value';

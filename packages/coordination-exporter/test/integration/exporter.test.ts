@@ -109,6 +109,31 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     assert.equal(lines.length, 1, exporter.output());
   });
 
+  it('the follower back, then the leader killed: the new leader is reported', async () => {
+    const oldLeader = await ensemble.leader();
+    const down = ensemble.servers.find((s) => s.pid === undefined)!;
+    await down.start();
+    let samples = new Map<string, number>();
+    for (let i = 0; i < 100 && up(samples, down.address) !== 1; i++) {
+      samples = (await scrape(exporter)).samples;
+      if (up(samples, down.address) !== 1) await sleep(200);
+    }
+    assert.equal(up(samples, down.address), 1, 'the restarted follower is read again');
+    assert.match(exporter.output(), new RegExp(`"zkHost":"${down.address.replace(/\./g, '\\.')}","was":"(unreachable|not_serving)".*answers mntr again`));
+
+    await oldLeader.kill();
+    const newLeader = await ensemble.waitForLeader({ exclude: oldLeader });
+    for (let i = 0; i < 100; i++) {
+      samples = (await scrape(exporter)).samples;
+      if (samples.get(`zk_server_leader{zk_host="${newLeader.address}"}`) === 1) break;
+      await sleep(200);
+    }
+    assert.equal(samples.get(`zk_server_state{zk_host="${newLeader.address}",state="leader"}`), 1);
+    assert.equal(samples.get(`zk_server_leader{zk_host="${newLeader.address}"}`), 1);
+    assert.equal(up(samples, oldLeader.address), 0);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${oldLeader.address}",status="unreachable"}`), 1);
+  });
+
   it('without quorum the remaining server is not serving, told apart from unreachable', async () => {
     const leader = await ensemble.leader();
     const last = ensemble.servers.find((s) => s !== leader && s.pid !== undefined)!;
