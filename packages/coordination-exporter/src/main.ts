@@ -67,7 +67,11 @@ async function main(argv: string[]): Promise<number> {
   app.get('/metrics', async (request, reply) => {
     const header = Number(request.headers['x-prometheus-scrape-timeout-seconds']);
     const timeoutMs = Number.isFinite(header) && header > 0 ? header * 1000 - Math.min(500, header * 100) : values.timeout;
-    const body = (await exporter.metrics(Date.now() + Math.max(50, timeoutMs))) + (await processRegistry.metrics());
+    const collecting = exporter.metrics(Date.now() + Math.max(50, timeoutMs));
+    // The process metrics do not depend on the servers: read them while the servers answer (after
+    // this turn of the event loop, once the connections are under way).
+    const processText = new Promise<string>((resolve, reject) => setImmediate(() => processRegistry.metrics().then(resolve, reject)));
+    const body = (await collecting) + (await processText);
     await sendExposition(request, reply, body);
   });
   app.get('/', async (_request, reply) => {
