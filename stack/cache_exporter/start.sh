@@ -9,11 +9,7 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-name=${1:-}
-if [ -z "$name" ] || [ "$#" -ne 1 ]; then
-  echo "usage: $0 <name>   (starts the exporter with conf/<name>.json)" >&2
-  exit 2
-fi
+name=$(instance_name "starts the exporter with conf/<name>.json" "$@") || exit 2
 conf="$DIR/conf/$name.json"
 if [ ! -f "$conf" ]; then
   echo "cache_exporter: no config file $conf (copy conf/example.json and edit it)" >&2

@@ -12,11 +12,7 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-name=${1:-}
-if [ -z "$name" ] || [ "$#" -ne 1 ]; then
-  echo "usage: $0 <name>   (starts the exporter with conf/<name>.env)" >&2
-  exit 2
-fi
+name=$(instance_name "starts the exporter with conf/<name>.env" "$@") || exit 2
 env_file="$DIR/conf/$name.env"
 if [ ! -f "$env_file" ]; then
   echo "coordination_exporter: no env file $env_file (copy conf/example.env and edit it)" >&2

@@ -6,9 +6,4 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-name=${1:-}
-if [ -z "$name" ] || [ "$#" -ne 1 ]; then
-  echo "usage: $0 <name>" >&2
-  exit 2
-fi
-daemon_stop "coordination_exporter $name" "$DIR/run/$name.pid"
+stop_instance coordination_exporter "$@"

@@ -1,6 +1,8 @@
 # Shared by the component start.sh / stop.sh scripts (sourced, not run).
 #   daemon_start <name> <pidfile> <outfile> <command...>   start in the background, write the pid file
 #   daemon_stop <name> <pidfile> [timeout seconds]         SIGTERM by pid, wait, SIGKILL after the timeout
+#   instance_name <what it uses> "$@"                      the one <name> argument of start.sh / stop.sh
+#   stop_instance <component> "$@"                         all of a component's stop.sh
 
 daemon_running() { # <pidfile>
   [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
@@ -68,4 +70,23 @@ cachemon_bin() { # <component dir> <executable>
   done
   echo "cannot find the $exe executable (set CACHEMON_HOME to the cachemon directory)" >&2
   return 1
+}
+
+# The <name> argument of a component's start.sh or stop.sh; usage and exit 2 when it is not exactly one.
+instance_name() { # <what the name selects, for the usage line> <args...>
+  local uses=$1
+  shift
+  if [ "$#" -ne 1 ] || [ -z "$1" ]; then
+    echo "usage: $(basename "$0") <name>${uses:+   ($uses)}" >&2
+    exit 2
+  fi
+  echo "$1"
+}
+
+# stop.sh <name> of a component: SIGTERM to the pid in run/<name>.pid, SIGKILL after 15 s.
+stop_instance() { # <component> <args...>
+  local component=$1 name
+  shift
+  name=$(instance_name "" "$@") || exit 2
+  daemon_stop "$component $name" "$DIR/run/$name.pid"
 }

@@ -1,9 +1,9 @@
 import {
-  CachemonError,
+  answeredHelpOrVersion,
   createHttpServer,
+  runCli,
   createLogger,
   createSelfRegistry,
-  errorMessage,
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
@@ -35,14 +35,7 @@ const PROGRAM = 'cache-exporter';
 
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
-  if (help) {
-    process.stdout.write(formatUsage(PROGRAM, FLAGS));
-    return 0;
-  }
-  if (values.version) {
-    process.stdout.write(`${PROGRAM} ${VERSION}\n`);
-    return 0;
-  }
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
   const configFile = values['config-file'];
   if (!configFile) {
     process.stderr.write(`${PROGRAM}: -config-file=<path> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
@@ -141,13 +134,4 @@ function landingPage(ensemble: string): string {
 }
 
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    if (code >= 0) process.exit(code);
-  },
-  (err: unknown) => {
-    const message = err instanceof CachemonError ? `${err.message} [${err.code}]` : errorMessage(err);
-    process.stderr.write(`${PROGRAM}: ${message}\n`);
-    process.exit(1);
-  },
-);
+runCli(PROGRAM, main);

@@ -1,11 +1,12 @@
 import {
+  answeredHelpOrVersion,
   CachemonError,
   Errors,
   createHttpServer,
+  runCli,
   createLogger,
   createSelfRegistry,
   defaultLogBlock,
-  errorMessage,
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
@@ -39,14 +40,7 @@ const FLAGS = {
 
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
-  if (help) {
-    process.stdout.write(formatUsage(PROGRAM, FLAGS));
-    return 0;
-  }
-  if (values.version) {
-    process.stdout.write(`${PROGRAM} ${VERSION}\n`);
-    return 0;
-  }
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
   if (!values['zk-hosts']) {
     process.stderr.write(`${PROGRAM}: --zk-hosts=<host:port,...> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
     return 2;
@@ -103,13 +97,4 @@ async function main(argv: string[]): Promise<number> {
 }
 
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    if (code >= 0) process.exit(code);
-  },
-  (err: unknown) => {
-    const message = err instanceof CachemonError ? `${err.message} [${err.code}]` : errorMessage(err);
-    process.stderr.write(`${PROGRAM}: ${message}\n`);
-    process.exit(1);
-  },
-);
+runCli(PROGRAM, main);

@@ -66,3 +66,4 @@ export {
 export type { MetricType } from './exposition.js';
 
 export { createSelfRegistry } from './self-metrics.js';
+export { answeredHelpOrVersion, runCli } from './cli.js';

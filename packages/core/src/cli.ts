@@ -1,0 +1,34 @@
+/**
+ * The frame every daemon's executable shares: `-help` and `-version`, and the exit. A daemon's
+ * main returns an exit code, or -1 once it serves (the process then lives until a signal stops
+ * it); an error it throws is printed as one line (`<program>: <message> [<code>]`) and exits 1.
+ */
+import { CachemonError, errorMessage } from './errors.js';
+import { formatUsage, type FlagSpec } from './flags.js';
+
+/** Prints the usage for `help`, the version for `version`; true when it printed (exit 0 then). */
+export function answeredHelpOrVersion(program: string, version: string, spec: FlagSpec, request: { help: boolean; version?: boolean | undefined }): boolean {
+  if (request.help) {
+    process.stdout.write(formatUsage(program, spec));
+    return true;
+  }
+  if (request.version) {
+    process.stdout.write(`${program} ${version}\n`);
+    return true;
+  }
+  return false;
+}
+
+/** Runs `main` with the command line's arguments and exits as its result says. */
+export function runCli(program: string, main: (argv: string[]) => Promise<number>): void {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code >= 0) process.exit(code);
+    },
+    (err: unknown) => {
+      const message = err instanceof CachemonError ? `${err.message} [${err.code}]` : errorMessage(err);
+      process.stderr.write(`${program}: ${message}\n`);
+      process.exit(1);
+    },
+  );
+}
