@@ -52,7 +52,7 @@ export function formatEndpoint({ host, port }: ServerEndpoint): string {
 }
 
 export class CoordinationExporter {
-  private servers: ServerEndpoint[];
+  private readonly servers: readonly ServerEndpoint[];
   /** Names resolved to their addresses; a name lists every address it resolves to. */
   private resolved: ServerEndpoint[] = [];
   private readonly lastStatus = new Map<string, ServerStatus>();
@@ -127,11 +127,6 @@ export class CoordinationExporter {
       }
     }
     this.resolved = next;
-  }
-
-  /** Replaces the server list (SIGHUP); the next resolve() applies it. */
-  setServers(servers: readonly ServerEndpoint[]): void {
-    this.servers = [...servers];
   }
 
   /** One scrape: every server at once, each bounded by `deadline`. */
