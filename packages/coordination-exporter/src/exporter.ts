@@ -59,6 +59,8 @@ export class CoordinationExporter {
   private readonly scrapes: Counter<'status'>;
   private readonly scrapeDuration: Histogram;
   private readonly resolutions: Counter<'result'>;
+  private readonly sharedScrapes: Counter;
+  private running: Promise<string> | undefined;
 
   constructor(
     servers: readonly ServerEndpoint[],
@@ -71,6 +73,11 @@ export class CoordinationExporter {
       name: 'cachemon_scrape_duration_seconds',
       help: 'Time to answer a /metrics scrape.',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.sharedScrapes = new Counter({
+      name: 'cachemon_scrapes_shared_total',
+      help: 'Scrapes answered with the collection of a scrape that was already running.',
       registers,
     });
     this.resolutions = new Counter({
@@ -129,8 +136,23 @@ export class CoordinationExporter {
     this.resolved = next;
   }
 
-  /** One scrape: every server at once, each bounded by `deadline`. */
-  async metrics(deadline: number): Promise<string> {
+  /**
+   * One scrape: every server at once, each bounded by `deadline`. Scrapes that arrive while one
+   * runs share it (two stores scraping one exporter do not double the servers' load).
+   */
+  metrics(deadline: number): Promise<string> {
+    if (this.running !== undefined) {
+      this.sharedScrapes.inc();
+      return this.running;
+    }
+    const running = this.collect(deadline).finally(() => {
+      if (this.running === running) this.running = undefined;
+    });
+    this.running = running;
+    return running;
+  }
+
+  private async collect(deadline: number): Promise<string> {
     const end = this.scrapeDuration.startTimer();
     const readings = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
     const writer = new ExpositionWriter();

@@ -19,6 +19,7 @@ describe('a domain name in --zk-hosts', () => {
   const servers: Server[] = [];
   let answers: string[] = [];
   let failing = false;
+  let connections = 0;
   const logged: string[] = [];
   let exporter: CoordinationExporter;
 
@@ -26,7 +27,10 @@ describe('a domain name in --zk-hosts', () => {
     port = await freePort();
     const replies = ['mntr-3.8-leader.txt', 'mntr-3.8-follower.txt', 'mntr-3.8-follower.txt'].map(fixture);
     for (const [i, reply] of replies.entries()) {
-      const server = createServer((socket) => socket.once('data', () => socket.end(reply)));
+      const server = createServer((socket) => {
+        connections++;
+        socket.once('data', () => socket.end(reply));
+      });
       await new Promise<void>((resolve) => server.listen(port, `127.0.0.${i + 1}`, resolve));
       servers.push(server);
     }
@@ -72,5 +76,16 @@ describe('a domain name in --zk-hosts', () => {
     assert.match(logged.join(''), /"domain":"zk.ensemble.test","error":"queryA ETIMEOUT zk.ensemble.test".*cannot resolve coordination server name/);
     assert.match(text, /^cachemon_zk_resolutions_total\{result="failed"\} 1$/m);
     assert.match(text, /^cachemon_zk_resolutions_total\{result="ok"\} 2$/m);
+  });
+
+  it('concurrent scrapes share one collection: one mntr per server', async () => {
+    answers = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
+    await exporter.resolve();
+    const before = connections;
+    const texts = await Promise.all([1, 2, 3, 4].map(() => exporter.metrics(Date.now() + 2000)));
+    assert.equal(connections - before, 3);
+    for (const text of texts) assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
+    assert.match(await exporter.metrics(Date.now() + 2000), /^cachemon_scrapes_shared_total 3$/m);
+    assert.equal(connections - before, 6, 'the next scrape reads again');
   });
 });
