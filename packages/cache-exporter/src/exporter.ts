@@ -42,8 +42,6 @@ export interface CacheExporterOptions {
   readonly logger: Logger;
   /** Where the exporter's own cachemon_* metrics live; served after the node series. */
   readonly registry: Registry;
-  /** Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds. */
-  readonly defaultTimeoutMs: number;
   readonly qosIntervalMs: number;
   readonly zkSessionTimeoutMs?: number;
   readonly resolver?: Resolver;
@@ -141,17 +139,6 @@ export class CacheExporter {
     );
     this.collector.retain(topology.nodes);
     this.qos.setNodes(topology.nodes);
-  }
-
-  /** Deadline for a scrape: the scraper's timeout less a margin for rendering and transfer. */
-  deadlineFor(scrapeTimeoutHeader: string | undefined): number {
-    const header = Number(scrapeTimeoutHeader);
-    let timeoutMs = this.options.defaultTimeoutMs;
-    if (scrapeTimeoutHeader !== undefined && Number.isFinite(header) && header > 0) {
-      const margin = Math.min(500, header * 1000 * 0.1);
-      timeoutMs = Math.min(header * 1000 - margin, this.options.defaultTimeoutMs * 10);
-    }
-    return Date.now() + Math.max(50, timeoutMs);
   }
 
   /** GET /metrics. Concurrent scrapes share one collection (and its body). */

@@ -8,6 +8,7 @@ import {
   installSignalHandlers,
   loadWebConfig,
   parseFlags,
+  scrapeDeadline,
   sendExposition,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
@@ -54,7 +55,6 @@ async function main(argv: string[]): Promise<number> {
   const exporter = new CacheExporter(config, {
     logger,
     registry,
-    defaultTimeoutMs: values['scrape-timeout'],
     qosIntervalMs: values['qos-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
     processMetrics: () => processRegistry.metrics(),
@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
   type Request = Parameters<typeof sendExposition>[0];
   type Reply = Parameters<typeof sendExposition>[1];
   const serve = (collect: (deadline: number) => Promise<MetricsBody>) => async (request: Request, reply: Reply) => {
-    const deadline = exporter.deadlineFor(header(request.headers['x-prometheus-scrape-timeout-seconds']));
+    const deadline = scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values['scrape-timeout']);
     const body = await collect(deadline);
     // A pooled buffer goes back to the pool once the response is out (or the scraper went away).
     reply.raw.once('close', body.release);
@@ -115,10 +115,6 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   return -1;
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function landingPage(ensemble: string): string {

@@ -11,6 +11,7 @@ import {
   installSignalHandlers,
   loadWebConfig,
   parseFlags,
+  scrapeDeadline,
   sendExposition,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
@@ -59,9 +60,7 @@ async function main(argv: string[]): Promise<number> {
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });
   const { app } = server;
   app.get('/metrics', async (request, reply) => {
-    const header = Number(request.headers['x-prometheus-scrape-timeout-seconds']);
-    const timeoutMs = Number.isFinite(header) && header > 0 ? header * 1000 - Math.min(500, header * 100) : values.timeout;
-    const collecting = exporter.metrics(Date.now() + Math.max(50, timeoutMs));
+    const collecting = exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout));
     // The process metrics do not depend on the servers: read them while the servers answer (after
     // this turn of the event loop, once the connections are under way).
     const processText = new Promise<string>((resolve, reject) => setImmediate(() => processRegistry.metrics().then(resolve, reject)));

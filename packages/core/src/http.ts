@@ -163,6 +163,21 @@ async function listenOn(app: FastifyInstance, address: string, scheme: string): 
   return { host: bound.address, port: bound.port, url };
 }
 
+/**
+ * When a scrape must be answered by: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less a
+ * margin for rendering and transfer (10 %, at most 0.5 s), at most ten times the default; the
+ * default when the header is absent or not a positive number. At least 50 ms from now.
+ */
+export function scrapeDeadline(header: string | string[] | undefined, defaultTimeoutMs: number): number {
+  const text = Array.isArray(header) ? header[0] : header;
+  const seconds = Number(text);
+  let timeoutMs = defaultTimeoutMs;
+  if (text !== undefined && text.trim() !== '' && Number.isFinite(seconds) && seconds > 0) {
+    timeoutMs = Math.min(seconds * 1000 - Math.min(500, seconds * 100), defaultTimeoutMs * 10);
+  }
+  return Date.now() + Math.max(50, timeoutMs);
+}
+
 export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const { name, logger, webConfig } = options;
   const tls = webConfig?.tls;

@@ -37,7 +37,7 @@ export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-c
 export { formatHostPort, listenAddressSchema, parseListenAddress } from './listen-address.js';
 export type { ListenAddress } from './listen-address.js';
 
-export { createHttpServer, toErrorAnswer } from './http.js';
+export { createHttpServer, scrapeDeadline, toErrorAnswer } from './http.js';
 export type {
   BoundAddress,
   ErrorAnswer,
