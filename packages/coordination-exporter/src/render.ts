@@ -8,7 +8,7 @@
  */
 import { ExpositionWriter, renderLabels, type MetricType } from '@cachemon/core';
 import type { MntrEntry } from './mntr.js';
-import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES } from './mntr-catalog.js';
+import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
 
 /** What one server said this scrape. */
 export type ServerStatus = 'ok' | 'unreachable' | 'timeout' | 'not_whitelisted' | 'not_serving' | 'protocol';
@@ -118,7 +118,8 @@ export function renderServers(readings: readonly ServerReading[], out: Expositio
     if (reading.status !== 'ok') continue;
     const cached = labelsOf(reading.host);
     for (const entry of reading.entries) {
-      if (entry.value !== undefined) {
+      // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
+      if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
         const meta = numericFamily(entry.name);
         let labels = cached.get(entry.key);
         if (labels === undefined) cached.set(entry.key, (labels = renderLabels(withEntryLabels(reading.host, entry))));

@@ -55,6 +55,15 @@ describe('renderServers', () => {
     assert.doesNotMatch(text, /zk_znode_count\{zk_host="10\.0\.0\.2:2181"\}/);
   });
 
+  it('a text key stays a label when its text looks like a number', () => {
+    const parsed = parseMntr('zk_observer_master_id\t2\nzk_znode_count\t5\n');
+    if (parsed.kind !== 'metrics') throw new Error('expected metrics');
+    const writer = new ExpositionWriter();
+    renderServers([{ host: 'h:1', status: 'ok', entries: parsed.entries }], writer);
+    assert.match(writer.toString(), /^zk_observer_master_id\{zk_host="h:1",value="2"\} 1$/m);
+    assert.match(writer.toString(), /^zk_znode_count\{zk_host="h:1"\} 5$/m);
+  });
+
   it('labels of labelled keys are kept beside zk_host', () => {
     const parsed = parseMntr('zk_readlatency{quantile="0.5"}\t3\nzk_readlatency_count\t10\n');
     if (parsed.kind !== 'metrics') throw new Error('expected metrics');
