@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { cpuMs, percentile, statusKb } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
@@ -338,28 +339,9 @@ function selfMemory(text) {
 // ---------------------------------------------------------------------------------------------
 // /proc readings of the exporter process
 
-function cpuMs(pid) {
-  // utime and stime (fields 14, 15) in clock ticks, all threads included; after the last ')'.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-function statusKb(pid, field) {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) : NaN;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Statistics
 
-/** Nearest-rank percentile (p99 of 50 samples is the largest). */
-function percentile(values, p) {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 const summary = (values) => ({
   n: values.length,
   p50: percentile(values, 50),

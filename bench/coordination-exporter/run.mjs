@@ -11,7 +11,7 @@
 // ms per scrape, series, RSS. Goals: p99 within 1.5x of the floor when every server answers, and
 // bounded by the scrape deadline when one hangs.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -22,6 +22,7 @@ import { gunzipSync } from 'node:zlib';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
+const { cpuMs, percentile: pct, statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -35,16 +36,6 @@ const PACE_MS = Number(args['pace-ms'] ?? 50);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-const pct = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-};
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, 100 ticks/s
-};
-const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
 /** One floor round: mntr to every answering server at once, until each has closed. */
 function floorRound(addresses) {
@@ -122,7 +113,7 @@ async function measure(size, ensemble, hung) {
         series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
       }
       cpu += cpuMs(exporter.pid) - before;
-      rss = Math.max(rss, rssMb(exporter.pid));
+      rss = Math.max(rss, statusKb(exporter.pid, 'VmRSS') / 1024);
       for (let i = 0; i < 10; i++) {
         await sleep(PACE_MS);
         floor.push(await floorRound(servers));
