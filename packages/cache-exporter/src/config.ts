@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { defaultLogBlock, loadJsonConfig, logBlockSchema, parseListenAddress, validateConfig } from '@cachemon/core';
+import {
+  defaultLogBlock,
+  loadJsonConfig,
+  logBlockSchema,
+  parseListenAddress,
+  serverAddressSchema,
+  serverListSchema,
+  validateConfig,
+} from '@cachemon/core';
 import type { LogBlock } from '@cachemon/core';
 
 /**
@@ -19,20 +27,8 @@ export const DEFAULT_SIMPLE_QOS = true;
 /** Name used for the ensemble label when the older `ensemble` array form is used. */
 export const LEGACY_ENSEMBLE_NAME = 'default';
 
-const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 // A prefix travels on a command line: no whitespace or control characters, bounded length.
 const PREFIX_NAME = /^[^\s\x00-\x1f\x7f]{1,250}$/;
-
-const serverAddress = z
-  .string()
-  .regex(HOST_PORT, 'expected <host>:<port>')
-  .refine((s) => {
-    const port = Number(s.slice(s.lastIndexOf(':') + 1));
-    return port >= 1 && port <= 65535;
-  }, 'port must be 1-65535');
-
-/** A domain (`zk.example.com:2181`) or a list of server addresses. */
-const serverList = z.union([serverAddress.transform((s) => [s]), z.array(serverAddress).min(1, 'empty server list')]);
 
 const prefixSelection = z
   .array(z.string().regex(PREFIX_NAME, 'a prefix has no whitespace or control characters'))
@@ -49,12 +45,12 @@ const rawSchema = z
       }
     }, 'expected <host>:<port> or :<port>'),
     ensembleByName: z
-      .record(z.string().min(1, 'empty ensemble name'), serverList)
+      .record(z.string().min(1, 'empty ensemble name'), serverListSchema)
       .refine((m) => Object.keys(m).length === 1, {
         message: 'exactly one ensemble is allowed per cache exporter (start one exporter per ensemble)',
       })
       .optional(),
-    ensemble: z.array(serverAddress).min(1, 'empty server list').optional(),
+    ensemble: z.array(serverAddressSchema).min(1, 'empty server list').optional(),
     serviceCodes: z.array(z.string().min(1)).optional(),
     collectPrefixes: z.boolean().optional(),
     simpleQos: z.boolean().optional(),

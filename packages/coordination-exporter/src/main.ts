@@ -1,4 +1,5 @@
 import {
+  packageVersion,
   answeredHelpOrVersion,
   CachemonError,
   Errors,
@@ -18,7 +19,7 @@ import type { FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { CoordinationExporter, formatEndpoint, parseServerList } from './exporter.js';
 
-const VERSION = '0.1.0';
+const VERSION = packageVersion(import.meta.url);
 const PROGRAM = 'coordination-exporter';
 
 const FLAGS = {

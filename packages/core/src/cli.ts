@@ -3,6 +3,7 @@
  * main returns an exit code, or -1 once it serves (the process then lives until a signal stops
  * it); an error it throws is printed as one line (`<program>: <message> [<code>]`) and exits 1.
  */
+import { readFileSync } from 'node:fs';
 import { CachemonError, errorMessage } from './errors.js';
 import { formatUsage, type FlagSpec } from './flags.js';
 
@@ -31,4 +32,17 @@ export function runCli(program: string, main: (argv: string[]) => Promise<number
       process.exit(1);
     },
   );
+}
+
+/**
+ * The version in the package.json of the package a module belongs to, for modules built to
+ * `<package>/dist/src/`. 'unknown' when it cannot be read.
+ */
+export function packageVersion(moduleUrl: string): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', moduleUrl), 'utf8')) as { version?: string };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }

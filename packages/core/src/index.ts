@@ -34,7 +34,7 @@ export type {
 export { clientAuthTypes, loadWebConfig } from './web-config.js';
 export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-config.js';
 
-export { formatHostPort, listenAddressSchema, parseListenAddress } from './listen-address.js';
+export { formatHostPort, listenAddressSchema, parseListenAddress, serverAddressSchema, serverListSchema } from './listen-address.js';
 export type { ListenAddress } from './listen-address.js';
 
 export { createHttpServer, scrapeDeadline, toErrorAnswer } from './http.js';
@@ -66,4 +66,4 @@ export {
 export type { MetricType } from './exposition.js';
 
 export { createSelfRegistry } from './self-metrics.js';
-export { answeredHelpOrVersion, runCli } from './cli.js';
+export { answeredHelpOrVersion, packageVersion, runCli } from './cli.js';

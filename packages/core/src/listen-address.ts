@@ -54,3 +54,23 @@ export const listenAddressSchema = z.string().superRefine((text, ctx) => {
     ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
   }
 });
+
+const SERVER_ADDRESS = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
+
+/** A server to connect to: `<host>:<port>` (name, IPv4, or bracketed IPv6), port 1-65535. */
+export const serverAddressSchema = z
+  .string()
+  .regex(SERVER_ADDRESS, 'expected <host>:<port>')
+  .refine((s) => {
+    const port = Number(s.slice(s.lastIndexOf(':') + 1));
+    return port >= 1 && port <= 65535;
+  }, 'port must be 1-65535');
+
+/**
+ * An ensemble's servers as the spec's configs give them: a domain (`zk.example.com:2181`, one
+ * string) or a list of server addresses. Always a list once parsed.
+ */
+export const serverListSchema = z.union([
+  serverAddressSchema.transform((s) => [s]),
+  z.array(serverAddressSchema).min(1, 'empty server list'),
+]);
