@@ -12,3 +12,5 @@ export { ArcusDouble, startArcusDoubles } from './arcus-double/server.js';
 export type { ArcusDoubleBehavior, ArcusDoubleOptions, ArcusRegisterOptions, PopulateKey } from './arcus-double/server.js';
 export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptCommands } from './samples.js';
 export { seededRandom } from './random.js';
+export { eventually, parseExposition, select, valueOf } from './assertions.js';
+export type { Sample } from './assertions.js';
