@@ -47,6 +47,32 @@ type ZkClient = zookeeper.Client;
 
 const NO_NODE = zookeeper.Exception.NO_NODE;
 
+/** The part of node-zookeeper-client 1.1.3's connection manager that close() below needs. */
+interface ConnectionManagerInternals {
+  state: number;
+  socket?: { destroy(): void };
+  connectTimeoutHandler?: NodeJS.Timeout;
+}
+const STATE_CLOSING = -1;
+
+/**
+ * Ends a client for good. close() sends closeSession and waits for a connection to send it on:
+ * a client of an ensemble that is down would keep reconnecting forever (an ensemble removed by a
+ * reload while unreachable would be retried until the process exits). Without a session there is
+ * nothing to close, so the socket is dropped and reconnecting stopped instead.
+ */
+function shutdownClient(client: ZkClient): void {
+  const state = client.getState();
+  if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
+    client.close();
+    return;
+  }
+  const manager = (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
+  manager.state = STATE_CLOSING; // onSocketClosed() does not reconnect from CLOSING
+  if (manager.connectTimeoutHandler) clearTimeout(manager.connectTimeoutHandler);
+  manager.socket?.destroy();
+}
+
 /**
  * Watches the ARCUS znodes of one ensemble and keeps the cache topology in memory.
  *
@@ -78,7 +104,8 @@ export class TopologyWatcher extends EventEmitter {
     sessionExpirations: 0,
     addresses: [],
   };
-  private syncedWaiters: Array<() => void> = [];
+  private syncedWaiters: Array<{ done: () => void; fail: (err: Error) => void }> = [];
+  private requests = 0;
 
   constructor(options: TopologyWatcherOptions) {
     super();
@@ -94,6 +121,11 @@ export class TopologyWatcher extends EventEmitter {
     return this.stateValue;
   }
 
+  /** Reads sent to ZooKeeper so far (children, data, exists): what watching costs the ensemble. */
+  get zookeeperRequests(): number {
+    return this.requests;
+  }
+
   /** Starts connecting; returns at once. Use synced() to wait for the first full read. */
   start(): void {
     void this.connect();
@@ -102,16 +134,23 @@ export class TopologyWatcher extends EventEmitter {
   /** Resolves after the first full read of the ensemble, or rejects after timeoutMs. */
   synced(timeoutMs = 30_000): Promise<void> {
     if (this.stateValue.synced) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error('topology watcher closed'));
     return new Promise((resolve, reject) => {
+      const waiter = {
+        done: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        fail: (err: Error) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
       const timer = setTimeout(() => {
-        this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done);
+        this.syncedWaiters = this.syncedWaiters.filter((w) => w !== waiter);
         reject(new Error(`no topology from ZooKeeper ${this.options.servers.join(',')} within ${timeoutMs} ms`));
       }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      this.syncedWaiters.push(done);
+      this.syncedWaiters.push(waiter);
     });
   }
 
@@ -125,8 +164,9 @@ export class TopologyWatcher extends EventEmitter {
     this.closed = true;
     this.generation++;
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
-    this.client?.close();
+    if (this.client) shutdownClient(this.client);
     this.client = undefined;
+    for (const waiter of this.syncedWaiters.splice(0)) waiter.fail(new Error('topology watcher closed'));
   }
 
   private setState(patch: Partial<WatcherState>): void {
@@ -163,7 +203,7 @@ export class TopologyWatcher extends EventEmitter {
       } else if (state === zookeeper.State.EXPIRED) {
         this.options.logger?.warn({ addresses }, 'ZooKeeper session expired; reconnecting with a new session');
         this.setState({ connected: false, sessionExpirations: this.stateValue.sessionExpirations + 1 });
-        client.close();
+        shutdownClient(client);
         this.client = undefined;
         void this.connect();
       }
@@ -227,6 +267,7 @@ export class TopologyWatcher extends EventEmitter {
     const read = () => {
       if (!live()) return;
       this.pendingReads++;
+      this.requests++;
       client.getChildren(
         path,
         () => read(),
@@ -252,6 +293,7 @@ export class TopologyWatcher extends EventEmitter {
 
   private waitForCreation(client: ZkClient, path: string, live: () => boolean, read: () => void): void {
     this.pendingReads++;
+    this.requests++;
     client.exists(
       path,
       () => read(),
@@ -266,6 +308,7 @@ export class TopologyWatcher extends EventEmitter {
 
   private readData(client: ZkClient, generation: number, path: string, state: MutableRoot, key: string): void {
     this.pendingReads++;
+    this.requests++;
     client.getData(path, (error, data) => {
       this.pendingReads--;
       if (generation !== this.generation || this.closed) return;
@@ -310,7 +353,7 @@ export class TopologyWatcher extends EventEmitter {
     this.setState({ synced: true, updatedAt: Date.now() });
     this.emit('topology', this.topologyValue);
     if (firstSync) {
-      for (const waiter of this.syncedWaiters.splice(0)) waiter();
+      for (const waiter of this.syncedWaiters.splice(0)) waiter.done();
     }
   }
 }
