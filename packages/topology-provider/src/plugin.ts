@@ -1,0 +1,235 @@
+/**
+ * The JSON datasource plugin's protocol (simpod-json-datasource 0.6.5), as the dashboard server
+ * sends it through its datasource proxy. Pure: each function maps a request body and the fleet
+ * view to the answer body; server.ts puts them on routes.
+ *
+ *   POST /variable                {payload, range}          -> [{__text, __value}]
+ *   POST /query                   {range, targets, filters} -> [table | time series], each with refId
+ *   POST /metrics                 {metric?, payload?}       -> [{value, label, payloads}]
+ *   POST /metric-payload-options  {metric, payload, name}   -> [{value, label}]
+ *   POST /tag-keys                {...}                     -> [{type, text}]
+ *   POST /tag-values              {key, ...}                -> [{text}]
+ */
+import { CachemonError, Errors } from '@cachemon/core';
+import type { QueryContext, Series, Table } from './answers.js';
+import { selectEnsembles, seriesAnswer, tableAnswer, variableValues } from './answers.js';
+import type { NodeCountHistory } from './history.js';
+import { FILTER_KEYS, QUERY_ARGUMENTS, SERIES_QUERIES, TABLE_QUERIES, VARIABLE_QUERIES, parseJsonQuery, parseQuery, parseStringQuery, withAdHocFilters } from './query.js';
+import type { AdHocFilter, QueryName, TopologyQuery } from './query.js';
+import type { EnsembleView, FleetView } from './view.js';
+
+export interface ProtocolContext {
+  readonly now: number;
+  readonly rawRetentionMs: number;
+  readonly hostExporterPort: number;
+  readonly history?: NodeCountHistory;
+}
+
+function badRequest(message: string): CachemonError {
+  return new CachemonError(Errors.BAD_REQUEST, message);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function requireObject(body: unknown, what: string): Record<string, unknown> {
+  if (!isObject(body)) throw badRequest(`${what}: the body must be a JSON object`);
+  return body;
+}
+
+function parseTime(value: unknown, field: string): number {
+  const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(ms)) throw badRequest(`${field}: ${JSON.stringify(value)} is not a time (ISO 8601 or milliseconds)`);
+  return ms;
+}
+
+/** `range: {from, to}` as the dashboard server sends it (ISO strings); absent = now. */
+export function parseRange(body: Record<string, unknown>): { from: number; to: number } | undefined {
+  const range = body['range'];
+  if (range === undefined || range === null) return undefined;
+  if (!isObject(range)) throw badRequest('range: expected {"from": ..., "to": ...}');
+  const from = parseTime(range['from'], 'range.from');
+  const to = parseTime(range['to'], 'range.to');
+  if (from > to) throw badRequest(`range: from (${String(range['from'])}) is after to (${String(range['to'])})`);
+  return { from, to };
+}
+
+function queryContext(context: ProtocolContext, range: { from: number; to: number } | undefined): QueryContext {
+  return { now: context.now, rawRetentionMs: context.rawRetentionMs, hostExporterPort: context.hostExporterPort, ...(range ? { range } : {}) };
+}
+
+/** POST /variable: `{payload: {target: "<query>"} | <raw JSON object>, range}`. */
+export function answerVariable(body: unknown, fleet: FleetView, context: ProtocolContext): Array<{ __text: string; __value: string }> {
+  const request = requireObject(body, 'variable request');
+  const payload = request['payload'];
+  if (payload === undefined) throw badRequest('variable request without "payload" (expected {"payload": {"target": "<query>"}, "range": ...})');
+  const query = parseQuery(payload);
+  return variableValues(fleet, query, queryContext(context, parseRange(request))).map((v) => ({ __text: v.text, __value: v.value }));
+}
+
+interface TableFrame extends Table {
+  readonly type: 'table';
+  readonly refId: string;
+  readonly meta?: FrameMeta;
+}
+interface SeriesFrame extends Series {
+  readonly refId: string;
+  readonly meta?: FrameMeta;
+}
+interface FrameMeta {
+  readonly notices: ReadonlyArray<{ readonly severity: 'warning'; readonly text: string }>;
+}
+
+/** Notices the panel shows for ensembles whose topology is not current. */
+function staleNotices(ensembles: readonly EnsembleView[], now: number): FrameMeta | undefined {
+  const notices = ensembles
+    .filter((e) => e.status !== 'current')
+    .map((e) => ({
+      severity: 'warning' as const,
+      text:
+        e.status === 'stale'
+          ? `ensemble ${e.name}: ZooKeeper unreachable; showing its last topology, read ${Math.round((now - e.updatedAt) / 1000)} s ago`
+          : `ensemble ${e.name}: ZooKeeper unreachable since start; no topology yet`,
+    }));
+  return notices.length === 0 ? undefined : { notices };
+}
+
+/** One /query target: a string (regex-formatted variables) plus an optional payload object of arguments. */
+function targetQuery(target: Record<string, unknown>): TopologyQuery {
+  const text = target['target'];
+  if (typeof text !== 'string') throw badRequest(`target ${String(target['refId'] ?? '?')}: "target" must be a query string`);
+  const payload = target['payload'];
+  if (payload === undefined || payload === '' || (isObject(payload) && Object.keys(payload).length === 0)) return parseStringQuery(text);
+  if (!isObject(payload)) throw badRequest(`target ${String(target['refId'] ?? '?')}: "payload" must be a JSON object of arguments`);
+  return parseJsonQuery({ ...payload, target: text }, target['editorMode'] === 'builder' ? 'patterns' : 'exact');
+}
+
+function parseAdHocFilters(request: Record<string, unknown>): AdHocFilter[] {
+  const filters = request['filters'] ?? request['adhocFilters'];
+  if (filters === undefined || filters === null) return [];
+  if (!Array.isArray(filters)) throw badRequest('filters: expected an array of {key, operator, value}');
+  return filters.map((f, i) => {
+    if (!isObject(f) || typeof f['key'] !== 'string' || typeof f['operator'] !== 'string') {
+      throw badRequest(`filters[${i}]: expected {key, operator, value}`);
+    }
+    const values = Array.isArray(f['values']) ? f['values'].map(String) : undefined;
+    return { key: f['key'], operator: f['operator'], ...(f['value'] === undefined ? {} : { value: String(f['value']) }), ...(values ? { values } : {}) };
+  });
+}
+
+/** POST /query: every visible target answered as a table, `node_counts` as time series. */
+export function answerQuery(body: unknown, fleet: FleetView, context: ProtocolContext): Array<TableFrame | SeriesFrame> {
+  const request = requireObject(body, 'query request');
+  const targets = request['targets'];
+  if (!Array.isArray(targets)) throw badRequest('query request without a "targets" array');
+  const ctx = queryContext(context, parseRange(request));
+  const adHoc = parseAdHocFilters(request);
+  const out: Array<TableFrame | SeriesFrame> = [];
+  for (const [index, raw] of targets.entries()) {
+    if (!isObject(raw)) throw badRequest(`targets[${index}]: expected an object`);
+    if (raw['hide'] === true || raw['target'] === undefined) continue;
+    const refId = typeof raw['refId'] === 'string' ? raw['refId'] : String.fromCharCode(65 + (index % 26));
+    try {
+      const query = withAdHocFilters(targetQuery(raw), adHoc);
+      const meta = staleNotices(selectEnsembles(fleet, query.filters.ensemble), context.now);
+      if ((SERIES_QUERIES as readonly string[]).includes(query.name)) {
+        for (const series of seriesAnswer(fleet, query, ctx, context.history)) out.push({ ...series, refId, ...(meta ? { meta } : {}) });
+      } else {
+        out.push({ type: 'table', refId, ...tableAnswer(fleet, query, ctx, context.history), ...(meta ? { meta } : {}) });
+      }
+    } catch (err) {
+      // Say which of the panel's queries is wrong.
+      if (err instanceof CachemonError && err.status === 400) throw new CachemonError(Errors.BAD_REQUEST, `target ${refId}: ${err.message}`);
+      throw err;
+    }
+  }
+  return out;
+}
+
+const ARGUMENT_LABELS: Readonly<Record<string, string>> = {
+  ensemble: 'Ensemble',
+  service_code: 'Service code',
+  node: 'Node',
+  hostname: 'Hostname',
+  group: 'Group',
+  role: 'Role',
+  state: 'State',
+  port: 'Port',
+};
+
+const QUERY_LABELS: Readonly<Record<QueryName, string>> = {
+  ensembles: 'Ensembles',
+  service_codes: 'Service codes',
+  nodes: 'Cache nodes (ip:port)',
+  hostnames: 'Hostnames of cache nodes',
+  host_instances: 'Host exporter instances of cache nodes',
+  zk_servers: 'Coordination servers',
+  groups: 'Replication groups',
+  roles: 'Replication roles',
+  scrape: 'Store for the time range (short or long)',
+  overview: 'Cluster overview (one row per node)',
+  service_code_summary: 'Node counts per service code',
+  ensemble_status: 'Ensembles and their topology status',
+  hostname_problems: 'Hostnames that do not resolve as registered',
+  node_counts: 'Live and down nodes per service code over time',
+};
+
+/** POST /metrics: the queries the builder offers, each with its arguments. */
+export function answerMetrics(): Array<{ value: string; label: string; payloads: unknown[] }> {
+  return [...VARIABLE_QUERIES, ...TABLE_QUERIES, ...SERIES_QUERIES].map((name) => ({
+    value: name,
+    label: QUERY_LABELS[name],
+    payloads: QUERY_ARGUMENTS[name].map((arg) =>
+      arg === 'port'
+        ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'input', placeholder: 'host exporter port' }
+        : arg === 'state'
+          ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'select', options: [{ label: 'live', value: 'live' }, { label: 'down', value: 'down' }] }
+          : { name: arg, label: ARGUMENT_LABELS[arg] ?? arg, type: 'multi-select', reloadMetric: arg === 'ensemble' },
+    ),
+  }));
+}
+
+/** Which variable query lists the values of an argument. */
+const OPTIONS_QUERY: Readonly<Record<string, QueryName>> = {
+  ensemble: 'ensembles',
+  service_code: 'service_codes',
+  node: 'nodes',
+  hostname: 'hostnames',
+  group: 'groups',
+  role: 'roles',
+};
+
+/** POST /metric-payload-options: the values one argument can take, narrowed by the other arguments chosen. */
+export function answerPayloadOptions(body: unknown, fleet: FleetView, context: ProtocolContext): Array<{ label: string; value: string }> {
+  const request = requireObject(body, 'metric payload options request');
+  const metric = request['metric'];
+  const name = request['name'];
+  if (typeof name !== 'string') throw badRequest('metric payload options request without a "name"');
+  if (name === 'state') return [{ label: 'live', value: 'live' }, { label: 'down', value: 'down' }];
+  const listing = OPTIONS_QUERY[name];
+  if (listing === undefined) throw badRequest(`argument ${name} has no list of values`);
+  if (typeof metric === 'string' && metric !== '') parseStringQuery(metric);
+  const payload = isObject(request['payload']) ? request['payload'] : {};
+  // Narrow by the other chosen arguments the listing query takes; the argument itself stays open.
+  const allowed = QUERY_ARGUMENTS[listing];
+  const narrowing = Object.fromEntries(Object.entries(payload).filter(([k, v]) => k !== name && allowed.includes(k) && v !== '' && !(Array.isArray(v) && v.length === 0)));
+  const query = parseJsonQuery({ ...narrowing, target: listing }, 'patterns');
+  return variableValues(fleet, query, queryContext(context, undefined)).map((v) => ({ label: v.text, value: v.value }));
+}
+
+/** POST /tag-keys: the keys an ad-hoc filter can use. */
+export function answerTagKeys(): Array<{ type: 'string'; text: string }> {
+  return FILTER_KEYS.map((key) => ({ type: 'string', text: key }));
+}
+
+/** POST /tag-values: the values of one key across the fleet. */
+export function answerTagValues(body: unknown, fleet: FleetView, context: ProtocolContext): Array<{ text: string }> {
+  const request = requireObject(body, 'tag values request');
+  const key = request['key'];
+  if (typeof key !== 'string') throw badRequest('tag values request without a "key"');
+  if (key === 'state') return [{ text: 'live' }, { text: 'down' }];
+  const listing = OPTIONS_QUERY[key];
+  if (listing === undefined) throw badRequest(`unknown tag key "${key}"; known: ${FILTER_KEYS.join(', ')}`);
+  return variableValues(fleet, parseStringQuery(listing), queryContext(context, undefined)).map((v) => ({ text: v.value }));
+}

@@ -1,0 +1,161 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Registry } from 'prom-client';
+import type { TopologyProvider } from './provider.js';
+import type { HostnameProblemKind } from './view.js';
+
+const PROBLEM_KINDS: readonly HostnameProblemKind[] = ['unresolved', 'mismatch', 'no_hostname'];
+
+/** The provider's own health, `cachemon_*`, on its /metrics. */
+export class ProviderMetrics {
+  readonly requests: Counter<'method' | 'path' | 'status'>;
+  readonly requestDuration: Histogram<'method' | 'path'>;
+  readonly reloadSuccessful: Gauge;
+  readonly reloadTimestamp: Gauge;
+  readonly reloads: Counter<'result'>;
+
+  constructor(registry: Registry, provider: () => TopologyProvider, info: { version: string; now?: () => number }) {
+    const registers = [registry];
+    const now = info.now ?? Date.now;
+    this.requests = new Counter({
+      name: 'cachemon_topology_requests_total',
+      help: 'Requests answered, by method, path and HTTP status.',
+      labelNames: ['method', 'path', 'status'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: 'cachemon_topology_request_duration_seconds',
+      help: 'Time to answer a request, by method and path.',
+      labelNames: ['method', 'path'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.reloadSuccessful = new Gauge({
+      name: 'cachemon_config_last_reload_successful',
+      help: 'Whether the last configuration reload succeeded.',
+      registers,
+    });
+    this.reloadTimestamp = new Gauge({
+      name: 'cachemon_config_last_reload_success_timestamp_seconds',
+      help: 'When the configuration was last loaded successfully.',
+      registers,
+    });
+    this.reloads = new Counter({
+      name: 'cachemon_config_reloads_total',
+      help: 'Configuration reloads (POST /reload/config, SIGHUP), by result (success, failure).',
+      labelNames: ['result'],
+      registers,
+    });
+    const perEnsemble = (name: string, help: string, read: (s: ReturnType<TopologyProvider['ensembleStates']>[number]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['ensemble'],
+        registers,
+        collect() {
+          this.reset();
+          for (const state of provider().ensembleStates()) this.set({ ensemble: state.name }, read(state));
+        },
+      });
+    perEnsemble('cachemon_zookeeper_connected', 'Whether the provider has a session with the ensemble.', (s) => (s.connected ? 1 : 0));
+    perEnsemble(
+      'cachemon_topology_stale',
+      'Whether the topology served for the ensemble is not current: 1 while its session is lost (the last topology is served) or before it was ever read.',
+      (s) => (s.connected && s.synced ? 0 : 1),
+    );
+    perEnsemble('cachemon_topology_last_update_timestamp_seconds', 'When the ensemble\'s topology was last read; 0 before the first read.', (s) => s.updatedAt / 1000);
+    perEnsemble(
+      'cachemon_topology_age_seconds',
+      'Seconds since the ensemble\'s topology was last read (it is re-read on every change, so a large age on a connected ensemble only means nothing changed); -1 before the first read.',
+      (s) => (s.updatedAt === 0 ? -1 : (now() - s.updatedAt) / 1000),
+    );
+    const perEnsembleCounter = (name: string, help: string, read: (s: ReturnType<TopologyProvider['ensembleStates']>[number]) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['ensemble'],
+        registers,
+        collect() {
+          this.reset();
+          for (const state of provider().ensembleStates()) this.inc({ ensemble: state.name }, read(state));
+        },
+      });
+    perEnsembleCounter(
+      'cachemon_zookeeper_requests_total',
+      'Reads sent to the ensemble (children, data, exists); requests to the provider never read ZooKeeper.',
+      (s) => s.requests,
+    );
+    perEnsembleCounter('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired and were re-created.', (s) => s.sessionExpirations);
+    perEnsemble('cachemon_topology_problems', 'Znodes under the ARCUS roots that could not be understood (see the log).', (s) => s.problems);
+    new Gauge({
+      name: 'cachemon_topology_nodes',
+      help: 'Cache nodes in the ensemble\'s topology: live (registered) and down (mapped, not registered).',
+      labelNames: ['ensemble', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const e of provider().fleet.ensembles) {
+          this.set({ ensemble: e.name, state: 'live' }, e.liveCount);
+          this.set({ ensemble: e.name, state: 'down' }, e.nodeCount - e.liveCount);
+        }
+      },
+    });
+    new Gauge({
+      name: 'cachemon_topology_service_codes',
+      help: 'Visible service codes of the ensemble.',
+      labelNames: ['ensemble'],
+      registers,
+      collect() {
+        this.reset();
+        for (const e of provider().fleet.ensembles) this.set({ ensemble: e.name }, e.serviceCodes.length);
+      },
+    });
+    new Gauge({
+      name: 'cachemon_hostname_problems',
+      help: 'Hostnames that break the spec\'s rule that every cache and coordination hostname resolves here, to the registered address; by ensemble and problem (unresolved, mismatch, no_hostname).',
+      labelNames: ['ensemble', 'problem'],
+      registers,
+      collect() {
+        this.reset();
+        const fleet = provider().fleet;
+        for (const e of fleet.ensembles) for (const kind of PROBLEM_KINDS) this.set({ ensemble: e.name, problem: kind }, 0);
+        for (const p of fleet.hostnameProblems) this.inc({ ensemble: p.ensemble, problem: p.problem });
+      },
+    });
+    new Gauge({
+      name: 'cachemon_hostname_problem',
+      help: 'One series per hostname problem (value 1): which name, of which node or server, and what it resolved to.',
+      labelNames: ['ensemble', 'kind', 'hostname', 'address', 'problem', 'resolved'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of provider().fleet.hostnameProblems) {
+          this.set({ ensemble: p.ensemble, kind: p.kind, hostname: p.hostname, address: p.address, problem: p.problem, resolved: p.resolved.join(',') }, 1);
+        }
+      },
+    });
+    new Counter({
+      name: 'cachemon_hostname_lookups_total',
+      help: 'Hostname lookups made, by result (ok, failed).',
+      labelNames: ['result'],
+      registers,
+      collect() {
+        this.reset();
+        const lookups = provider().hostnameLookups;
+        this.inc({ result: 'ok' }, lookups.ok);
+        this.inc({ result: 'failed' }, lookups.failed);
+      },
+    });
+    new Gauge({
+      name: 'cachemon_build_info',
+      help: 'Build of the daemon (value 1).',
+      labelNames: ['version', 'nodejs', 'component'],
+      registers,
+      collect() {
+        this.reset();
+        this.set({ version: info.version, nodejs: process.version, component: 'topology-provider' }, 1);
+      },
+    });
+    this.reloadSuccessful.set(1);
+    this.reloadTimestamp.set(Date.now() / 1000);
+  }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Starts the topology provider in the background.
+#   start.sh            uses conf/config.json, writes run/topology_provider.pid, and sends the
+#                       process's own output to log/topology_provider.out (its log goes where the
+#                       config's log block says; relative log paths are under this directory)
+# Extra flags (see `bin/topology-provider -help`) go in TOPOLOGY_PROVIDER_FLAGS.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+if [ "$#" -ne 0 ]; then
+  echo "usage: $(basename "$0")   (starts the topology provider with conf/config.json)" >&2
+  exit 2
+fi
+conf="$DIR/conf/config.json"
+if [ ! -f "$conf" ]; then
+  echo "topology_provider: no config file $conf" >&2
+  exit 1
+fi
+bin=$(cachemon_bin "$DIR" topology-provider)
+cd "$DIR"
+"$bin" -config-file="$conf" -check-config >/dev/null
+# shellcheck disable=SC2086 # the flags are words
+daemon_start topology_provider "$DIR/run/topology_provider.pid" "$DIR/log/topology_provider.out" "$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-}
