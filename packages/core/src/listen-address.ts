@@ -60,7 +60,7 @@ const SERVER_ADDRESS = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 /** A server to connect to: `<host>:<port>` (name, IPv4, or bracketed IPv6), port 1-65535. */
 export const serverAddressSchema = z
   .string()
-  .regex(SERVER_ADDRESS, 'expected <host>:<port>')
+  .regex(SERVER_ADDRESS, { message: 'expected <host>:<port>', abort: true })
   .refine((s) => {
     const port = Number(s.slice(s.lastIndexOf(':') + 1));
     return port >= 1 && port <= 65535;
@@ -68,9 +68,10 @@ export const serverAddressSchema = z
 
 /**
  * An ensemble's servers as the spec's configs give them: a domain (`zk.example.com:2181`, one
- * string) or a list of server addresses. Always a list once parsed.
+ * string) or a list of server addresses. Always a list once parsed (a single string is checked,
+ * and named in errors, as the list's item [0]).
  */
-export const serverListSchema = z.union([
-  serverAddressSchema.transform((s) => [s]),
+export const serverListSchema = z.preprocess(
+  (value) => (typeof value === 'string' ? [value] : value),
   z.array(serverAddressSchema).min(1, 'empty server list'),
-]);
+);
