@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
 
 /** The exporter's own health, `cachemon_*`, served after the node series on /metrics. */
 export class SelfMetrics {
@@ -61,28 +62,9 @@ export class SelfMetrics {
       help: 'Znodes under the ARCUS roots that could not be understood (see the log).',
       registers,
     });
-    this.reloadSuccessful = new Gauge({
-      name: 'cachemon_config_last_reload_successful',
-      help: 'Whether the last configuration reload succeeded.',
-      registers,
-    });
-    this.reloadTimestamp = new Gauge({
-      name: 'cachemon_config_last_reload_success_timestamp_seconds',
-      help: 'When the configuration was last loaded successfully.',
-      registers,
-    });
-    const build = new Gauge({
-      name: 'cachemon_build_info',
-      help: 'Build of the exporter (value 1).',
-      labelNames: ['version', 'nodejs', 'component', 'ensemble'],
-      registers,
-      collect() {
-        this.reset();
-        this.set({ version: info.version, nodejs: process.version, component: 'cache-exporter', ensemble: info.ensemble() }, 1);
-      },
-    });
-    void build;
-    this.reloadSuccessful.set(1);
-    this.reloadTimestamp.set(Date.now() / 1000);
+    const reload = createReloadMetrics(registry);
+    this.reloadSuccessful = reload.successful;
+    this.reloadTimestamp = reload.timestamp;
+    registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter', ensemble: info.ensemble() }));
   }
 }

@@ -7,6 +7,7 @@ import {
   runCli,
   createLogger,
   createSelfRegistry,
+  registerBuildInfo,
   defaultLogBlock,
   formatUsage,
   installSignalHandlers,
@@ -54,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
   const registry = new Registry();
+  registerBuildInfo(registry, () => ({ version: VERSION, component: 'coordination-exporter' }));
   const processRegistry = createSelfRegistry();
   const exporter = new CoordinationExporter(servers, { logger, registry });
   await exporter.resolve();

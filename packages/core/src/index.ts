@@ -65,5 +65,5 @@ export {
 } from './exposition.js';
 export type { MetricType } from './exposition.js';
 
-export { createSelfRegistry } from './self-metrics.js';
+export { createReloadMetrics, createSelfRegistry, registerBuildInfo } from './self-metrics.js';
 export { answeredHelpOrVersion, packageVersion, runCli } from './cli.js';

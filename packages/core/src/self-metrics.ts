@@ -2,7 +2,7 @@
  * The daemons' own metrics. A fresh registry (not prom-client's global one) so tests and several
  * servers in one process never see each other's series.
  */
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 /**
  * Registry with prom-client's process_* and nodejs_* metrics. Daemons keep their cachemon_* ones
@@ -14,4 +14,37 @@ export function createSelfRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/** The reload health every daemon with a config file exposes. Starts as "loaded now". */
+export function createReloadMetrics(registry: Registry): { readonly successful: Gauge; readonly timestamp: Gauge } {
+  const registers = [registry];
+  const successful = new Gauge({
+    name: 'cachemon_config_last_reload_successful',
+    help: 'Whether the last configuration reload succeeded.',
+    registers,
+  });
+  const timestamp = new Gauge({
+    name: 'cachemon_config_last_reload_success_timestamp_seconds',
+    help: 'When the configuration was last loaded successfully.',
+    registers,
+  });
+  successful.set(1);
+  timestamp.set(Date.now() / 1000);
+  return { successful, timestamp };
+}
+
+/** `cachemon_build_info` (value 1): version, Node.js version, component, and any labels the daemon adds. */
+export function registerBuildInfo(registry: Registry, labels: () => Readonly<Record<string, string>>): void {
+  const names = ['version', 'nodejs', 'component', ...Object.keys(labels()).filter((k) => !['version', 'nodejs', 'component'].includes(k))];
+  new Gauge({
+    name: 'cachemon_build_info',
+    help: 'Build of the daemon (value 1).',
+    labelNames: names,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.set({ nodejs: process.version, ...labels() }, 1);
+    },
+  });
 }

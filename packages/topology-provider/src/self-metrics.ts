@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
 import type { TopologyProvider } from './provider.js';
 import type { HostnameProblemKind } from './view.js';
 
@@ -29,33 +30,28 @@ export class ProviderMetrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
-    this.reloadSuccessful = new Gauge({
-      name: 'cachemon_config_last_reload_successful',
-      help: 'Whether the last configuration reload succeeded.',
-      registers,
-    });
-    this.reloadTimestamp = new Gauge({
-      name: 'cachemon_config_last_reload_success_timestamp_seconds',
-      help: 'When the configuration was last loaded successfully.',
-      registers,
-    });
+    const reload = createReloadMetrics(registry);
+    this.reloadSuccessful = reload.successful;
+    this.reloadTimestamp = reload.timestamp;
     this.reloads = new Counter({
       name: 'cachemon_config_reloads_total',
       help: 'Configuration reloads (POST /reload/config, SIGHUP), by result (success, failure).',
       labelNames: ['result'],
       registers,
     });
-    const perEnsemble = (name: string, help: string, read: (s: ReturnType<TopologyProvider['ensembleStates']>[number]) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['ensemble'],
-        registers,
-        collect() {
-          this.reset();
-          for (const state of provider().ensembleStates()) this.set({ ensemble: state.name }, read(state));
-        },
-      });
+    type EnsembleState = ReturnType<TopologyProvider['ensembleStates']>[number];
+    /** A series per ensemble, read from the provider at scrape time. */
+    const perEnsemble = (name: string, help: string, read: (s: EnsembleState) => number, kind: 'gauge' | 'counter' = 'gauge') => {
+      const collect = function (this: Gauge<'ensemble'> | Counter<'ensemble'>) {
+        this.reset();
+        for (const state of provider().ensembleStates()) {
+          if (this instanceof Gauge) this.set({ ensemble: state.name }, read(state));
+          else this.inc({ ensemble: state.name }, read(state));
+        }
+      };
+      const config = { name, help, labelNames: ['ensemble'] as const, registers, collect };
+      return kind === 'gauge' ? new Gauge(config) : new Counter(config);
+    };
     perEnsemble('cachemon_zookeeper_connected', 'Whether the provider has a session with the ensemble.', (s) => (s.connected ? 1 : 0));
     perEnsemble(
       'cachemon_topology_stale',
@@ -68,23 +64,13 @@ export class ProviderMetrics {
       'Seconds since the ensemble\'s topology was last read (it is re-read on every change, so a large age on a connected ensemble only means nothing changed); -1 before the first read.',
       (s) => (s.updatedAt === 0 ? -1 : (now() - s.updatedAt) / 1000),
     );
-    const perEnsembleCounter = (name: string, help: string, read: (s: ReturnType<TopologyProvider['ensembleStates']>[number]) => number) =>
-      new Counter({
-        name,
-        help,
-        labelNames: ['ensemble'],
-        registers,
-        collect() {
-          this.reset();
-          for (const state of provider().ensembleStates()) this.inc({ ensemble: state.name }, read(state));
-        },
-      });
-    perEnsembleCounter(
+    perEnsemble(
       'cachemon_zookeeper_requests_total',
       'Reads sent to the ensemble (children, data, exists); requests to the provider never read ZooKeeper.',
       (s) => s.requests,
+      'counter',
     );
-    perEnsembleCounter('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired and were re-created.', (s) => s.sessionExpirations);
+    perEnsemble('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired and were re-created.', (s) => s.sessionExpirations, 'counter');
     perEnsemble('cachemon_topology_problems', 'Znodes under the ARCUS roots that could not be understood (see the log).', (s) => s.problems);
     new Gauge({
       name: 'cachemon_topology_nodes',
@@ -145,17 +131,6 @@ export class ProviderMetrics {
         this.inc({ result: 'failed' }, lookups.failed);
       },
     });
-    new Gauge({
-      name: 'cachemon_build_info',
-      help: 'Build of the daemon (value 1).',
-      labelNames: ['version', 'nodejs', 'component'],
-      registers,
-      collect() {
-        this.reset();
-        this.set({ version: info.version, nodejs: process.version, component: 'topology-provider' }, 1);
-      },
-    });
-    this.reloadSuccessful.set(1);
-    this.reloadTimestamp.set(Date.now() / 1000);
+    registerBuildInfo(registry, () => ({ version: info.version, component: 'topology-provider' }));
   }
 }
