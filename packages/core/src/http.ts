@@ -126,7 +126,8 @@ function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => 
 function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toErrorAnswer(err);
-    if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
+    if (status >= 500 && body.code !== Errors.NOT_READY.code) request.log.error({ err, url: request.url }, 'request failed');
     return reply.code(status).type(JSON_TYPE).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
