@@ -53,8 +53,8 @@ describe('createHttpServer', () => {
     assert.match(String(answer.headers['content-type']), /^text\/plain/);
   });
 
-  it('answers /-/ready with 503 until set ready, then 200', async () => {
-    const { server, url } = await start();
+  it('answers /-/ready with 503 until set ready, then 200; polling it logs nothing', async () => {
+    const { server, url, records } = await start();
     const before = await fetchRaw(`${url}/-/ready`);
     assert.equal(before.status, 503);
     assert.deepEqual(parseJson(before), { status: 'error', code: 'CACHEMON_NOT_READY', error: 'cachemon-test is not ready.' });
@@ -64,6 +64,7 @@ describe('createHttpServer', () => {
     assert.equal(after.text, 'cachemon-test is Ready.\n');
     server.setReady(false);
     assert.equal((await fetchRaw(`${url}/-/ready`)).status, 503);
+    assert.deepEqual(records.filter((r) => r['level'] === 'error'), []);
   });
 
   it('answers an unknown route with 404 JSON', async () => {
