@@ -400,6 +400,14 @@ try {
     serverPacketsDuringLoad: packetsAfter - packetsBefore,
   };
   const rss = { hwmMb: statusKb(daemon.child.pid, 'VmHWM') / 1024, rssMb: statusKb(daemon.child.pid, 'VmRSS') / 1024 };
+  // What the heap holds, from the daemon's own nodejs_* metrics: live objects vs what V8 keeps.
+  {
+    const text = (await sendOk(agent, port, 'GET', '/metrics')).body.toString('utf8');
+    const read = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
+    rss.heapUsedMb = read('nodejs_heap_size_used_bytes');
+    rss.heapTotalMb = read('nodejs_heap_size_total_bytes');
+    rss.externalMb = read('nodejs_external_memory_bytes');
+  }
   agent.destroy();
 
   // --- Floor: the same closed loop against a bare node:http server answering the nodes answer's bytes.
@@ -480,7 +488,10 @@ console.log(
   `ZooKeeper reads during load (daemon counter): ${r.zk.readsDuringLoad} over ${r.zk.loadRequests} requests = ${r.zk.readsPerRequest.toFixed(4)} per request; ` +
     `server packets during load, incl. pings: ${r.zk.serverPacketsDuringLoad}`,
 );
-console.log(`daemon memory: VmHWM ${r.rss.hwmMb.toFixed(1)} MB, VmRSS ${r.rss.rssMb.toFixed(1)} MB at the end`);
+console.log(
+  `daemon memory: VmHWM ${r.rss.hwmMb.toFixed(1)} MB, VmRSS ${r.rss.rssMb.toFixed(1)} MB at the end; ` +
+    `JS heap ${r.rss.heapUsedMb.toFixed(1)} MB used of ${r.rss.heapTotalMb.toFixed(1)} MB, external ${r.rss.externalMb.toFixed(1)} MB`,
+);
 console.log(`floor p50/p99 ${r.floor.p50.toFixed(3)}/${r.floor.p99.toFixed(3)} ms vs daemon variable nodes ${r.latency[2].p50.toFixed(3)}/${r.latency[2].p99.toFixed(3)} ms (same answer size)`);
 
 console.log('\ngoal: p99 < 2 ms (variable and query), 0 ZooKeeper reads per request');
