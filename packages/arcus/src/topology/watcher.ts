@@ -47,13 +47,32 @@ type ZkClient = zookeeper.Client;
 
 const NO_NODE = zookeeper.Exception.NO_NODE;
 
-/** The part of node-zookeeper-client 1.1.3's connection manager that close() below needs. */
+/** The part of node-zookeeper-client 1.1.3's connection manager that shutdownClient() needs. */
 interface ConnectionManagerInternals {
   state: number;
   socket?: { destroy(): void };
   connectTimeoutHandler?: NodeJS.Timeout;
+  findNextServer(callback: (server: unknown) => void): void;
 }
 const STATE_CLOSING = -1;
+const internals = (client: ZkClient) => (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
+/** Clients whose reconnecting has been stopped. */
+const stoppedClients = new WeakSet<ZkClient>();
+
+/**
+ * Creates a client whose reconnect loop can be stopped: the manager picks the next server after a
+ * pause, in a timer close() cannot reach, and then connects; the guard drops that connect.
+ */
+function createStoppableClient(connectString: string, options: Partial<zookeeper.Option>): ZkClient {
+  const client = zookeeper.createClient(connectString, options);
+  const manager = internals(client);
+  const findNextServer = manager.findNextServer.bind(manager);
+  manager.findNextServer = (callback) =>
+    findNextServer((server) => {
+      if (!stoppedClients.has(client)) callback(server);
+    });
+  return client;
+}
 
 /**
  * Ends a client for good. close() sends closeSession and waits for a connection to send it on:
@@ -67,7 +86,8 @@ function shutdownClient(client: ZkClient): void {
     client.close();
     return;
   }
-  const manager = (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
+  stoppedClients.add(client);
+  const manager = internals(client);
   manager.state = STATE_CLOSING; // onSocketClosed() does not reconnect from CLOSING
   if (manager.connectTimeoutHandler) clearTimeout(manager.connectTimeoutHandler);
   manager.socket?.destroy();
@@ -185,7 +205,7 @@ export class TopologyWatcher extends EventEmitter {
     }
     if (this.closed) return;
     this.setState({ addresses });
-    const client = zookeeper.createClient(addresses.join(','), {
+    const client = createStoppableClient(addresses.join(','), {
       sessionTimeout: this.options.sessionTimeoutMs ?? 15_000,
       spinDelay: 1000,
       retries: 0,
