@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 declare -A PACKAGES=(
   [zookeeper]=/usr/share/java/zookeeper.jar
   [memcached]=/usr/bin/memcached
+  [victoria-metrics]=/usr/bin/victoria-metrics
 )
 
 missing=()

@@ -14,3 +14,5 @@ export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptComman
 export { seededRandom } from './random.js';
 export { eventually, parseExposition, select, valueOf } from './assertions.js';
 export type { Sample } from './assertions.js';
+export { startVictoriaMetrics } from './victoria-metrics.js';
+export type { VictoriaMetrics } from './victoria-metrics.js';
