@@ -173,3 +173,41 @@ export function pidAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** A server the kit started: start() resolves when it serves, kill() ends it by PID. */
+interface Startable {
+  start(): Promise<void>;
+  kill(): Promise<void>;
+}
+
+/** Starts `server`; when it does not become ready, kills it (no stray process) and rethrows. */
+export async function startedOrKilled<T extends Startable>(server: T): Promise<T> {
+  try {
+    await server.start();
+  } catch (err) {
+    await server.kill();
+    throw err;
+  }
+  return server;
+}
+
+/** The PID, stop and kill of a server that is one managed process. */
+export abstract class ProcessServer implements Startable {
+  constructor(protected readonly process: ManagedProcess) {}
+
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  abstract start(): Promise<void>;
+
+  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
+  stop(): Promise<void> {
+    return this.process.stop();
+  }
+
+  /** SIGKILL by PID. */
+  kill(): Promise<void> {
+    return this.process.kill();
+  }
+}

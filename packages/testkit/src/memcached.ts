@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess, ProcessServer, startedOrKilled } from './managed-process.js';
 import { exchange, freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
@@ -19,18 +19,15 @@ export interface Memcached {
   start(): Promise<void>;
 }
 
-class MemcachedProcess implements Memcached {
+class MemcachedProcess extends ProcessServer implements Memcached {
   readonly address: string;
 
   constructor(
     readonly port: number,
-    private readonly process: ManagedProcess,
+    process: ManagedProcess,
   ) {
+    super(process);
     this.address = `127.0.0.1:${port}`;
-  }
-
-  get pid(): number | undefined {
-    return this.process.pid;
   }
 
   async start(): Promise<void> {
@@ -43,13 +40,6 @@ class MemcachedProcess implements Memcached {
     );
   }
 
-  stop(): Promise<void> {
-    return this.process.stop();
-  }
-
-  kill(): Promise<void> {
-    return this.process.kill();
-  }
 }
 
 /** Plain memcached (Debian 1.6.18) on a free loopback port: `-l 127.0.0.1 -p PORT -U 0 -m 64 -t 2`. */
@@ -61,11 +51,5 @@ export async function startMemcached(options: { extraArgs?: readonly string[] } 
   if (process.getuid?.() === 0) args.push('-u', 'root');
   args.push(...(options.extraArgs ?? []));
   const server = new MemcachedProcess(port, new ManagedProcess(`memcached 127.0.0.1:${port}`, MEMCACHED, args, join(dir, 'memcached.log'), dir));
-  try {
-    await server.start();
-  } catch (err) {
-    await server.kill();
-    throw err;
-  }
-  return server;
+  return startedOrKilled(server);
 }

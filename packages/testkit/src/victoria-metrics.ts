@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess, ProcessServer, startedOrKilled } from './managed-process.js';
 import { freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
@@ -25,19 +25,16 @@ export interface VictoriaMetrics {
   start(): Promise<void>;
 }
 
-class VictoriaMetricsProcess implements VictoriaMetrics {
+class VictoriaMetricsProcess extends ProcessServer implements VictoriaMetrics {
   readonly url: string;
 
   constructor(
     readonly port: number,
     readonly dataDir: string,
-    private readonly process: ManagedProcess,
+    process: ManagedProcess,
   ) {
+    super(process);
     this.url = `http://127.0.0.1:${port}`;
-  }
-
-  get pid(): number | undefined {
-    return this.process.pid;
   }
 
   async start(): Promise<void> {
@@ -79,13 +76,6 @@ class VictoriaMetricsProcess implements VictoriaMetrics {
     }
   }
 
-  stop(): Promise<void> {
-    return this.process.stop();
-  }
-
-  kill(): Promise<void> {
-    return this.process.kill();
-  }
 }
 
 /**
@@ -109,11 +99,5 @@ export async function startVictoriaMetrics(options: { extraArgs?: readonly strin
     ...(options.extraArgs ?? []),
   ];
   const server = new VictoriaMetricsProcess(port, dataDir, new ManagedProcess(`victoria-metrics 127.0.0.1:${port}`, VICTORIA_METRICS, args, join(dir, 'victoria-metrics.log'), dir));
-  try {
-    await server.start();
-  } catch (err) {
-    await server.kill();
-    throw err;
-  }
-  return server;
+  return startedOrKilled(server);
 }

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TestkitError, TestkitErrors } from './errors.js';
-import { ManagedProcess } from './managed-process.js';
+import { ManagedProcess, startedOrKilled } from './managed-process.js';
 import { fourLetterWord, freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
@@ -170,13 +170,7 @@ export async function startZooKeeper(options: ZooKeeperOptions = {}): Promise<Zo
   const port = await freePort();
   const server = new ZooKeeperProcess(port, dir, true);
   await prepareDir(dir, zooCfg(server.dataDir, port, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, []));
-  try {
-    await server.start();
-  } catch (err) {
-    await server.kill();
-    throw err;
-  }
-  return server;
+  return startedOrKilled(server);
 }
 
 class Ensemble implements ZooKeeperEnsemble {
