@@ -50,8 +50,6 @@ export class TopologyProvider {
   private targetsQueued = false;
   private closed = false;
   private readonly now: () => number;
-  /** Reads sent to ZooKeeper by watchers that were closed (reloads), so the total never goes back. */
-  private retiredRequests = 0;
 
   constructor(config: TopologyProviderConfig, private readonly options: TopologyProviderOptions) {
     this.config = config;
@@ -79,13 +77,6 @@ export class TopologyProvider {
     for (const runtime of this.runtimes.values()) views.push((runtime.view ??= this.buildView(runtime)));
     this.fleetValue = fleetView(views, this.hostnames.problems);
     return this.fleetValue;
-  }
-
-  /** ZooKeeper reads made since start, by every watcher (the bench's "reads per request"). */
-  get zookeeperRequests(): number {
-    let total = this.retiredRequests;
-    for (const runtime of this.runtimes.values()) total += runtime.watcher.zookeeperRequests;
-    return total;
   }
 
   /** Per ensemble: the watcher's state, for metrics. */
@@ -136,7 +127,7 @@ export class TopologyProvider {
     const wanted = new Map(next.ensembles.map((e) => [e.name, e]));
     for (const [name, runtime] of [...this.runtimes]) {
       if (wanted.has(name)) continue;
-      this.retire(runtime);
+      runtime.watcher.close();
       this.runtimes.delete(name);
       this.history.forget(name);
       result.removed.push(name);
@@ -150,7 +141,7 @@ export class TopologyProvider {
         ordered.set(ensemble.name, created);
         result.added.push(ensemble.name);
       } else if (JSON.stringify(runtime.config.servers) !== JSON.stringify(ensemble.servers)) {
-        this.retire(runtime);
+        runtime.watcher.close();
         const created = this.createRuntime(ensemble, runtime.requestsBefore + runtime.watcher.zookeeperRequests);
         created.watcher.start();
         ordered.set(ensemble.name, created);
@@ -171,11 +162,6 @@ export class TopologyProvider {
     this.fleetValue = undefined;
     this.queueHostnameTargets();
     return result;
-  }
-
-  private retire(runtime: EnsembleRuntime): void {
-    this.retiredRequests += runtime.watcher.zookeeperRequests;
-    runtime.watcher.close();
   }
 
   private createRuntime(ensemble: EnsembleConfig, requestsBefore: number): EnsembleRuntime {
