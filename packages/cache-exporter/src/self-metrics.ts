@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
-import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
+import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
 
 /** The exporter's own health, `cachemon_*`, served after the node series on /metrics. */
 export class SelfMetrics {
@@ -17,19 +17,9 @@ export class SelfMetrics {
 
   constructor(registry: Registry, info: { version: string; ensemble: () => string }) {
     const registers = [registry];
-    this.scrapeDuration = new Histogram({
-      name: 'cachemon_scrape_duration_seconds',
-      help: 'Time to collect and render a scrape, by path.',
-      labelNames: ['path'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
-    });
-    this.sharedScrapes = new Counter({
-      name: 'cachemon_scrapes_shared_total',
-      help: 'Scrapes answered by joining a collection already in flight, by path.',
-      labelNames: ['path'],
-      registers,
-    });
+    const scrapes = createScrapeMetrics(registry);
+    this.scrapeDuration = scrapes.duration;
+    this.sharedScrapes = scrapes.shared;
     this.nodeErrors = new Counter({
       name: 'cachemon_node_errors_total',
       help: 'Failed stats collections of a cache node, by reason.',

@@ -4,9 +4,9 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CachemonError, Errors, ExpositionWriter, errorMessage, isCachemonError } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionWriter, createScrapeMetrics, errorMessage, isCachemonError } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
 import { parseMntr } from './mntr.js';
 import { renderServers, type ServerReading, type ServerStatus } from './render.js';
@@ -57,9 +57,9 @@ export class CoordinationExporter {
   private resolved: ServerEndpoint[] = [];
   private readonly lastStatus = new Map<string, ServerStatus>();
   private readonly scrapes: Counter<'status'>;
-  private readonly scrapeDuration: Histogram;
+  private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
-  private readonly sharedScrapes: Counter;
+  private readonly sharedScrapes: Counter<'path'>;
   private running: Promise<string> | undefined;
 
   constructor(
@@ -69,17 +69,9 @@ export class CoordinationExporter {
     this.servers = [...servers];
     const registers = [options.registry];
     this.scrapes = new Counter({ name: 'cachemon_zk_server_reads_total', help: 'mntr reads of servers, by their status.', labelNames: ['status'], registers });
-    this.scrapeDuration = new Histogram({
-      name: 'cachemon_scrape_duration_seconds',
-      help: 'Time to answer a /metrics scrape.',
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    });
-    this.sharedScrapes = new Counter({
-      name: 'cachemon_scrapes_shared_total',
-      help: 'Scrapes answered with the collection of a scrape that was already running.',
-      registers,
-    });
+    const scrapes = createScrapeMetrics(options.registry);
+    this.scrapeDuration = scrapes.duration;
+    this.sharedScrapes = scrapes.shared;
     this.resolutions = new Counter({
       name: 'cachemon_zk_resolutions_total',
       help: 'Resolutions of the server names in --zk-hosts, by result (ok, failed).',
@@ -142,7 +134,7 @@ export class CoordinationExporter {
    */
   metrics(deadline: number): Promise<string> {
     if (this.running !== undefined) {
-      this.sharedScrapes.inc();
+      this.sharedScrapes.inc({ path: '/metrics' });
       return this.running;
     }
     const running = this.collect(deadline).finally(() => {
@@ -153,7 +145,7 @@ export class CoordinationExporter {
   }
 
   private async collect(deadline: number): Promise<string> {
-    const end = this.scrapeDuration.startTimer();
+    const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const readings = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
     const writer = new ExpositionWriter();
     renderServers(readings, writer);

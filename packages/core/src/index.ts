@@ -65,5 +65,5 @@ export {
 } from './exposition.js';
 export type { MetricType } from './exposition.js';
 
-export { createReloadMetrics, createSelfRegistry, registerBuildInfo } from './self-metrics.js';
+export { createReloadMetrics, createScrapeMetrics, createSelfRegistry, registerBuildInfo } from './self-metrics.js';
 export { answeredHelpOrVersion, packageVersion, runCli } from './cli.js';

@@ -2,7 +2,7 @@
  * The daemons' own metrics. A fresh registry (not prom-client's global one) so tests and several
  * servers in one process never see each other's series.
  */
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Registry with prom-client's process_* and nodejs_* metrics. Daemons keep their cachemon_* ones
@@ -47,4 +47,24 @@ export function registerBuildInfo(registry: Registry, labels: () => Readonly<Rec
       this.set({ nodejs: process.version, ...labels() }, 1);
     },
   });
+}
+
+/** How long scrapes take and how many joined one already running, by path: every exporter's. */
+export function createScrapeMetrics(registry: Registry): { readonly duration: Histogram<'path'>; readonly shared: Counter<'path'> } {
+  const registers = [registry];
+  return {
+    duration: new Histogram({
+      name: 'cachemon_scrape_duration_seconds',
+      help: 'Time to collect and render a scrape, by path.',
+      labelNames: ['path'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    shared: new Counter({
+      name: 'cachemon_scrapes_shared_total',
+      help: 'Scrapes answered by joining a collection already in flight, by path.',
+      labelNames: ['path'],
+      registers,
+    }),
+  };
 }

@@ -85,7 +85,7 @@ describe('a domain name in --zk-hosts', () => {
     const texts = await Promise.all([1, 2, 3, 4].map(() => exporter.metrics(Date.now() + 2000)));
     assert.equal(connections - before, 3);
     for (const text of texts) assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
-    assert.match(await exporter.metrics(Date.now() + 2000), /^cachemon_scrapes_shared_total 3$/m);
+    assert.match(await exporter.metrics(Date.now() + 2000), /^cachemon_scrapes_shared_total{path="\/metrics"} 3$/m);
     assert.equal(connections - before, 6, 'the next scrape reads again');
   });
 });
