@@ -1,4 +1,6 @@
 import {
+  DAEMON_FLAGS,
+  CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createHttpServer,
   runCli,
@@ -20,7 +22,6 @@ import { VERSION } from './version.js';
 
 const FLAGS = {
   'config-file': { type: 'string', description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).' },
-  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
   'scrape-timeout': {
     type: 'duration',
     default: '4s',
@@ -28,8 +29,8 @@ const FLAGS = {
   },
   'qos-interval': { type: 'duration', default: '5s', description: 'How often the QoS probes of each node run (0 turns them off).' },
   'zk-session-timeout': { type: 'duration', default: '15s', description: 'ZooKeeper session timeout of the exporter.' },
-  'check-config': { type: 'boolean', description: 'Validate the config file, print the result and exit (0 when valid).' },
-  version: { type: 'boolean', description: 'Print the version and exit.' },
+  ...CHECK_CONFIG_FLAG,
+  ...DAEMON_FLAGS,
 } satisfies FlagSpec;
 
 const PROGRAM = 'cache-exporter';

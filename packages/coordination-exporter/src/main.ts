@@ -1,4 +1,5 @@
 import {
+  DAEMON_FLAGS,
   packageVersion,
   answeredHelpOrVersion,
   CachemonError,
@@ -36,9 +37,8 @@ const FLAGS = {
     description: 'Deadline of one server\'s mntr answer when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (else that, less 10%).',
   },
   'resolve-interval': { type: 'duration', default: '60s', description: 'How often names in --zk-hosts are resolved again (0: only at start and on SIGHUP).' },
-  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
   'log.level': { type: 'string', default: 'info', description: 'debug, info, warn, error.' },
-  version: { type: 'boolean', description: 'Print the version and exit.' },
+  ...DAEMON_FLAGS,
 } satisfies FlagSpec;
 
 async function main(argv: string[]): Promise<number> {

@@ -46,3 +46,14 @@ export function packageVersion(moduleUrl: string): string {
     return 'unknown';
   }
 }
+
+/** Flags every daemon takes, spread into its own spec: `-web.config.file` and `-version`. */
+export const DAEMON_FLAGS = {
+  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
+  version: { type: 'boolean', description: 'Print the version and exit.' },
+} as const satisfies FlagSpec;
+
+/** `-check-config`, for the daemons started with a config file. */
+export const CHECK_CONFIG_FLAG = {
+  'check-config': { type: 'boolean', description: 'Validate the config file, print the result and exit (0 when valid).' },
+} as const satisfies FlagSpec;

@@ -66,4 +66,4 @@ export {
 export type { MetricType } from './exposition.js';
 
 export { createReloadMetrics, createScrapeMetrics, createSelfRegistry, registerBuildInfo } from './self-metrics.js';
-export { answeredHelpOrVersion, packageVersion, runCli } from './cli.js';
+export { answeredHelpOrVersion, CHECK_CONFIG_FLAG, DAEMON_FLAGS, packageVersion, runCli } from './cli.js';

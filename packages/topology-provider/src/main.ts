@@ -1,4 +1,6 @@
 import {
+  DAEMON_FLAGS,
+  CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createLogger,
   createSelfRegistry,
@@ -15,7 +17,6 @@ import { DEFAULT_HOST_EXPORTER_PORT, startProviderServer } from './server.js';
 
 const FLAGS = {
   'config-file': { type: 'string', description: 'Path of config.json (listen, ensembleByName, serviceCodesByEnsembleName, rawRetention, log).' },
-  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
   'host-exporter-port': {
     type: 'string',
     default: String(DEFAULT_HOST_EXPORTER_PORT),
@@ -23,8 +24,8 @@ const FLAGS = {
   },
   'resolve-interval': { type: 'duration', default: '1m', description: 'How often every cache and coordination hostname is resolved again.' },
   'zk-session-timeout': { type: 'duration', default: '15s', description: 'ZooKeeper session timeout with each ensemble.' },
-  'check-config': { type: 'boolean', description: 'Validate the config file, print the result and exit (0 when valid).' },
-  version: { type: 'boolean', description: 'Print the version and exit.' },
+  ...CHECK_CONFIG_FLAG,
+  ...DAEMON_FLAGS,
 } satisfies FlagSpec;
 
 const PROGRAM = 'topology-provider';
