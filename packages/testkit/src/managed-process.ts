@@ -174,11 +174,17 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** A server the kit started: start() resolves when it serves, kill() ends it by PID. */
-interface Startable {
+/** A server the kit started and stops by PID. */
+export interface ManagedServer {
+  readonly pid: number | undefined;
+  /** Start again on the same port and data; resolves when it serves. */
   start(): Promise<void>;
+  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
+  stop(): Promise<void>;
+  /** SIGKILL by PID. */
   kill(): Promise<void>;
 }
+type Startable = Pick<ManagedServer, 'start' | 'kill'>;
 
 /** Starts `server`; when it does not become ready, kills it (no stray process) and rethrows. */
 export async function startedOrKilled<T extends Startable>(server: T): Promise<T> {
@@ -192,7 +198,7 @@ export async function startedOrKilled<T extends Startable>(server: T): Promise<T
 }
 
 /** The PID, stop and kill of a server that is one managed process. */
-export abstract class ProcessServer implements Startable {
+export abstract class ProcessServer implements ManagedServer {
   constructor(protected readonly process: ManagedProcess) {}
 
   get pid(): number | undefined {

@@ -1,22 +1,17 @@
 import { join } from 'node:path';
 import { ManagedProcess, ProcessServer, startedOrKilled } from './managed-process.js';
+import type { ManagedServer } from './managed-process.js';
 import { exchange, freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
 const MEMCACHED = process.env['CACHEMON_MEMCACHED'] ?? 'memcached';
 const READY_TIMEOUT_MS = 10_000;
 
-export interface Memcached {
+/** Ready when `version` answers. */
+export interface Memcached extends ManagedServer {
   /** 127.0.0.1:port */
   readonly address: string;
   readonly port: number;
-  readonly pid: number | undefined;
-  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
-  stop(): Promise<void>;
-  /** SIGKILL by PID. */
-  kill(): Promise<void>;
-  /** Start again on the same port (ready when `version` answers). */
-  start(): Promise<void>;
 }
 
 class MemcachedProcess extends ProcessServer implements Memcached {

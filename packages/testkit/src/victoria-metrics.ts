@@ -1,28 +1,23 @@
 import { join } from 'node:path';
 import { ManagedProcess, ProcessServer, startedOrKilled } from './managed-process.js';
+import type { ManagedServer } from './managed-process.js';
 import { freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
 const VICTORIA_METRICS = process.env['CACHEMON_VICTORIA_METRICS'] ?? 'victoria-metrics';
 const READY_TIMEOUT_MS = 20_000;
 
-export interface VictoriaMetrics {
+/** Ready when /health answers. */
+export interface VictoriaMetrics extends ManagedServer {
   /** http://127.0.0.1:port */
   readonly url: string;
   readonly port: number;
-  readonly pid: number | undefined;
   readonly dataDir: string;
   /**
    * Writes samples in the Prometheus text format (`name{labels} value [timestamp ms]` lines)
    * through /api/v1/import/prometheus, and resolves once every imported series is searchable.
    */
   importPrometheus(text: string): Promise<void>;
-  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
-  stop(): Promise<void>;
-  /** SIGKILL by PID. */
-  kill(): Promise<void>;
-  /** Start again on the same port and data (ready when /health answers). */
-  start(): Promise<void>;
 }
 
 class VictoriaMetricsProcess extends ProcessServer implements VictoriaMetrics {
