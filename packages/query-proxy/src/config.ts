@@ -88,7 +88,7 @@ export interface ServerGroup {
   readonly timeoutMs: number;
   readonly queryParams: Readonly<Record<string, string>>;
   readonly labels: Readonly<Record<string, string>>;
-  /** Label -> the values series of this group can have; a label not listed is not filtered. */
+  /** Label -> the values series of this group can have (its `labels` included); a label not listed is not filtered. */
   readonly include: Readonly<Record<string, readonly string[]>>;
   /** Label -> values series of this group never have. */
   readonly exclude: Readonly<Record<string, readonly string[]>>;
@@ -130,8 +130,9 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
     group.static_configs.forEach((c, i) => unknownKeys(c, ['targets', 'labels'], `${path}.static_configs[${i}]`, warnings));
     const scheme = group.scheme ?? 'http';
     const prefix = (group.path_prefix ?? '').replace(/\/+$/, '');
-    const include = group.label_filter?.static_labels_include ?? {};
     const labels = group.labels ?? {};
+    // A group's own labels are on every series it answers: they filter like a one-value include.
+    const include = { ...(group.label_filter?.static_labels_include ?? {}), ...Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, [v]])) };
     return {
       name: groupName(index, labels, include),
       index,

@@ -1,0 +1,88 @@
+import {
+  DAEMON_FLAGS,
+  CHECK_CONFIG_FLAG,
+  answeredHelpOrVersion,
+  createLogger,
+  createSelfRegistry,
+  defaultLogBlock,
+  formatUsage,
+  installSignalHandlers,
+  loadWebConfig,
+  logLevels,
+  packageVersion,
+  parseFlags,
+  runCli,
+} from '@cachemon/core';
+import type { FlagSpec, LogLevel } from '@cachemon/core';
+import { loadQueryProxyConfig } from './config.js';
+import { DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
+
+/** Where the proxy listens when neither --bind-addr nor PROXY_LISTEN_ADDRESS says. */
+export const DEFAULT_LISTEN_ADDRESS = ':8082';
+
+const FLAGS = {
+  config: { type: 'string', description: 'Path of promxy.yml (server_groups with their targets, timeout, query_params, label_filter).' },
+  'bind-addr': {
+    type: 'string',
+    description: `Address to listen on, host:port or :port (default: $PROXY_LISTEN_ADDRESS, else ${DEFAULT_LISTEN_ADDRESS}).`,
+  },
+  'query.max-length': { type: 'string', default: String(DEFAULT_MAX_QUERY_LENGTH), description: 'Longest query accepted, in characters; longer ones get a 400.' },
+  'log.level': { type: 'string', default: 'info', description: `Log level: ${logLevels.join(', ')}.` },
+  ...CHECK_CONFIG_FLAG,
+  ...DAEMON_FLAGS,
+} satisfies FlagSpec;
+
+const PROGRAM = 'query-proxy';
+const VERSION = packageVersion(import.meta.url);
+
+async function main(argv: string[]): Promise<number> {
+  const { values, help } = parseFlags(argv, FLAGS);
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  const configFile = values.config;
+  if (!configFile) {
+    process.stderr.write(`${PROGRAM}: --config=<promxy.yml> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
+    return 2;
+  }
+  const level = values['log.level'] as LogLevel;
+  if (!logLevels.includes(level)) {
+    process.stderr.write(`${PROGRAM}: --log.level: "${values['log.level']}" is not one of ${logLevels.join(', ')}\n`);
+    return 2;
+  }
+  const maxQueryLength = Number(values['query.max-length']);
+  if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1) {
+    process.stderr.write(`${PROGRAM}: --query.max-length: "${values['query.max-length']}" is not a positive number of characters\n`);
+    return 2;
+  }
+  const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
+  const config = loadQueryProxyConfig(configFile);
+  if (values['check-config']) {
+    for (const warning of config.warnings) process.stdout.write(`${configFile}: warning: ${warning}\n`);
+    process.stdout.write(`${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`);
+    return 0;
+  }
+  const logger = createLogger({ ...defaultLogBlock, level }, { name: PROGRAM });
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
+  const processRegistry = createSelfRegistry();
+  const proxy = await startQueryProxy(config, {
+    logger,
+    version: VERSION,
+    listen,
+    loadConfig: () => loadQueryProxyConfig(configFile),
+    maxQueryLength,
+    processMetrics: () => processRegistry.metrics(),
+    ...(webConfig ? { webConfig } : {}),
+  });
+  installSignalHandlers({
+    logger,
+    onReload: async () => {
+      proxy.reload();
+    },
+    onShutdown: async () => {
+      logger.info({}, 'shutting down');
+      await proxy.close();
+    },
+  });
+  return -1;
+}
+
+runCli(PROGRAM, main);

@@ -1,0 +1,184 @@
+/**
+ * Merging the answers of several server groups into one Prometheus API answer. Pure: the groups'
+ * parsed JSON bodies in, one body's `data` and its warnings out.
+ *
+ * A series two groups both return (the same label set) is shown once, from the first group in
+ * config order, and a warning names it: two different numbers for one series are never silently
+ * blended or dropped.
+ */
+import type { ServerGroup } from './config.js';
+
+export interface GroupAnswer {
+  readonly group: ServerGroup;
+  /** The group's `data`. */
+  readonly data: unknown;
+  readonly warnings?: readonly string[];
+}
+
+export interface Merged<T> {
+  readonly data: T;
+  readonly warnings: string[];
+}
+
+type Labels = Record<string, string>;
+interface SeriesResult {
+  metric: Labels;
+  [key: string]: unknown;
+}
+export interface QueryData {
+  resultType: 'vector' | 'matrix' | 'scalar' | 'string';
+  result: unknown;
+}
+
+/** How many colliding series a warning names before it says "and N more". */
+const NAMED_COLLISIONS = 3;
+
+function labelKey(labels: Labels): string {
+  return JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]));
+}
+
+export function formatLabels(labels: Labels): string {
+  const name = labels['__name__'] ?? '';
+  const rest = Object.keys(labels)
+    .filter((k) => k !== '__name__')
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`);
+  return `${name}{${rest.join(', ')}}`;
+}
+
+/** A group's `labels` added to a series' labels (the series' own value wins, as in promxy). */
+export function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
+  const own = Object.entries(group.labels);
+  if (own.length === 0) return labels;
+  const out: Labels = { ...labels };
+  for (const [k, v] of own) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export class MergeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MergeError';
+  }
+}
+
+function collisionWarning(collisions: ReadonlyArray<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }>): string | undefined {
+  if (collisions.length === 0) return undefined;
+  const named = collisions
+    .slice(0, NAMED_COLLISIONS)
+    .map((c) => formatLabels(c.labels))
+    .join(', ');
+  const more = collisions.length > NAMED_COLLISIONS ? ` and ${collisions.length - NAMED_COLLISIONS} more` : '';
+  const first = collisions[0]!;
+  return (
+    `${collisions.length} series returned by more than one server group (${named}${more}); ` +
+    `each is shown once, from ${first.kept.name}, and the other group's values (${first.dropped.name}) are left out`
+  );
+}
+
+/** The `data` of /api/v1/query or /query_range answered by several groups. */
+export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryData> {
+  const warnings: string[] = [];
+  const parts = answers.map((a) => {
+    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string') throw new MergeError(`${a.group.name} answered without data.resultType`);
+    return { group: a.group, resultType: a.data['resultType'] as QueryData['resultType'], result: a.data['result'] };
+  });
+  const first = parts[0];
+  if (first === undefined) return { data: { resultType: 'vector', result: [] }, warnings };
+  const types = new Set(parts.map((p) => p.resultType));
+  if (types.size > 1) throw new MergeError(`the server groups answered different result types (${[...types].join(', ')})`);
+  if (first.resultType === 'scalar' || first.resultType === 'string') {
+    const differing = parts.filter((p) => JSON.stringify(p.result) !== JSON.stringify(first.result));
+    if (differing.length > 0) {
+      warnings.push(`the server groups answered different ${first.resultType}s; shown is ${first.group.name}'s, not ${differing.map((p) => p.group.name).join(', ')}'s`);
+    }
+    return { data: { resultType: first.resultType, result: first.result }, warnings };
+  }
+  const seen = new Map<string, ServerGroup>();
+  const collisions: Array<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }> = [];
+  const result: SeriesResult[] = [];
+  for (const part of parts) {
+    if (!Array.isArray(part.result)) throw new MergeError(`${part.group.name} answered a ${part.resultType} whose result is not a list`);
+    for (const series of part.result as unknown[]) {
+      if (!isRecord(series) || !isRecord(series['metric'])) throw new MergeError(`${part.group.name} answered a series without its metric labels`);
+      const labels = withGroupLabels(series['metric'] as Labels, part.group);
+      const key = labelKey(labels);
+      const earlier = seen.get(key);
+      if (earlier !== undefined) {
+        collisions.push({ labels, kept: earlier, dropped: part.group });
+        continue;
+      }
+      seen.set(key, part.group);
+      result.push(labels === series['metric'] ? (series as SeriesResult) : { ...series, metric: labels });
+    }
+  }
+  const warning = collisionWarning(collisions);
+  if (warning !== undefined) warnings.push(warning);
+  return { data: { resultType: first.resultType, result }, warnings };
+}
+
+/** /api/v1/series: the union of label sets (a listing, so a set two groups share is no conflict). */
+export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[]> {
+  const seen = new Set<string>();
+  const data: Labels[] = [];
+  for (const answer of answers) {
+    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered series data that is not a list`);
+    for (const item of answer.data as unknown[]) {
+      if (!isRecord(item)) throw new MergeError(`${answer.group.name} answered a series that is not a label set`);
+      const labels = withGroupLabels(item as Labels, answer.group);
+      const key = labelKey(labels);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      data.push(labels);
+    }
+  }
+  return { data, warnings: [] };
+}
+
+/** /api/v1/labels and /label/<name>/values: the sorted union of strings. */
+export function mergeStringLists(answers: readonly GroupAnswer[], extra: (group: ServerGroup) => readonly string[] = () => []): Merged<string[]> {
+  const all = new Set<string>();
+  for (const answer of answers) {
+    if (answer.data === null) continue; // Prometheus answers null for "none"
+    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
+    for (const value of answer.data as unknown[]) {
+      if (typeof value !== 'string') throw new MergeError(`${answer.group.name} answered a value that is not a string`);
+      all.add(value);
+    }
+    for (const value of extra(answer.group)) all.add(value);
+  }
+  return { data: [...all].sort(), warnings: [] };
+}
+
+/** /api/v1/metadata: metric -> entries, the union of distinct entries. */
+export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<string, unknown[]>> {
+  const data: Record<string, unknown[]> = {};
+  const seen = new Map<string, Set<string>>();
+  for (const answer of answers) {
+    if (!isRecord(answer.data)) throw new MergeError(`${answer.group.name} answered metadata that is not an object`);
+    for (const [metric, entries] of Object.entries(answer.data)) {
+      if (!Array.isArray(entries)) throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
+      const keys = seen.get(metric) ?? new Set<string>();
+      seen.set(metric, keys);
+      const list = (data[metric] ??= []);
+      for (const entry of entries as unknown[]) {
+        const key = JSON.stringify(entry);
+        if (keys.has(key)) continue;
+        keys.add(key);
+        list.push(entry);
+      }
+    }
+  }
+  return { data, warnings: [] };
+}
+
+/** Warnings the groups themselves gave, each said once and attributed. */
+export function groupWarnings(answers: readonly GroupAnswer[]): string[] {
+  const out: string[] = [];
+  for (const answer of answers) for (const w of answer.warnings ?? []) out.push(answers.length > 1 ? `${answer.group.name}: ${w}` : w);
+  return [...new Set(out)];
+}

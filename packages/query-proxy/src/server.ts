@@ -1,0 +1,425 @@
+/**
+ * The query proxy's HTTP server: the Prometheus query API the dashboard server uses, routed to the
+ * server groups by label filter; the UI; its own metrics; reload. main.ts adds flags and signals;
+ * tests start it in-process.
+ *
+ * Every API answer says how it was routed: `X-Cachemon-Route` (single, several, none, spanning)
+ * and a standard `Server-Timing` entry per group asked (`g<index>;desc="<group>";dur=<ms>`).
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createHttpServer, errorMessage, sendExposition } from '@cachemon/core';
+import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
+import { Registry } from 'prom-client';
+import type { QueryProxyConfig, ServerGroup } from './config.js';
+import { combiningProblem, parseQuery, planMatches, planQuery, PromQLParseError, queryForGroup } from './planner.js';
+import type { Plan, RouteDecision } from './planner.js';
+import { groupWarnings, mergeMetadata, MergeError, mergeQueryData, mergeSeriesData, mergeStringLists } from './merge.js';
+import type { GroupAnswer, Merged } from './merge.js';
+import { ProxyMetrics } from './self-metrics.js';
+import { GroupFailure, Upstreams } from './upstream.js';
+import type { UpstreamRequest } from './upstream.js';
+
+/** Largest request body: a dashboard's POSTed query with every node of a variable in a regex. */
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Longest query accepted; the stores have their own limit (VictoriaMetrics' -search.maxQueryLen). */
+export const DEFAULT_MAX_QUERY_LENGTH = 256 * 1024;
+/** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
+const PLAN_CACHE_SIZE = 2048;
+/** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
+export const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
+
+export interface QueryProxyOptions {
+  readonly logger: Logger;
+  readonly version: string;
+  /** `host:port` or `:port`. */
+  readonly listen: string;
+  /** Reads and validates the config file again (POST /-/reload, SIGHUP). */
+  readonly loadConfig: () => QueryProxyConfig;
+  readonly webConfig?: WebConfig;
+  readonly bodyLimitBytes?: number;
+  readonly maxQueryLength?: number;
+  /** The process_* and nodejs_* metrics, appended to GET /metrics. */
+  readonly processMetrics?: () => Promise<string>;
+}
+
+export interface ReloadResult {
+  readonly groups: readonly string[];
+  readonly warnings: readonly string[];
+}
+
+export interface QueryProxy {
+  readonly url: string;
+  readonly metrics: ProxyMetrics;
+  readonly config: () => QueryProxyConfig;
+  /** Reloads the config file; throws (and keeps the running config) when it is invalid. */
+  reload(): ReloadResult;
+  close(): Promise<void>;
+}
+
+type Endpoint = 'query' | 'query_range' | 'series' | 'labels' | 'label_values' | 'metadata';
+type ErrorType = 'bad_data' | 'timeout' | 'unavailable' | 'canceled' | 'internal' | 'execution';
+
+const JSON_TYPE = 'application/json';
+const STATUS_OF: Readonly<Record<ErrorType, number>> = { bad_data: 400, execution: 422, timeout: 503, unavailable: 503, canceled: 499, internal: 500 };
+
+/** An answer in Prometheus' error shape. */
+class ApiError extends Error {
+  constructor(
+    readonly errorType: ErrorType,
+    message: string,
+    readonly status = STATUS_OF[errorType],
+  ) {
+    super(message);
+  }
+}
+
+interface Timing {
+  readonly group: ServerGroup;
+  readonly ms: number;
+  readonly failure?: string;
+}
+
+function serverTiming(timings: readonly Timing[]): string {
+  return timings
+    .map((t) => {
+      const desc = (t.failure ? `${t.group.name} failed: ${t.failure}` : t.group.name).replace(/[\\"]/g, '\\$&').replace(/[\r\n]+/g, ' ');
+      return `g${t.group.index};desc="${desc}";dur=${t.ms.toFixed(2)}`;
+    })
+    .join(', ');
+}
+
+/** The request's parameters: the query string, then a form-encoded body, as Prometheus reads them. */
+function requestParams(request: FastifyRequest): { search: string; body: string | undefined; params: URLSearchParams } {
+  const at = request.url.indexOf('?');
+  const search = at === -1 ? '' : request.url.slice(at + 1);
+  const body = typeof request.body === 'string' ? request.body : undefined;
+  const params = new URLSearchParams(search);
+  if (body) for (const [k, v] of new URLSearchParams(body)) params.append(k, v);
+  return { search, body, params };
+}
+
+function uiFiles(): Map<string, { type: string; body: Buffer }> {
+  const require = createRequire(import.meta.url);
+  const ui = new URL('../../ui/', import.meta.url);
+  const uplot = require.resolve('uplot/dist/uPlot.iife.min.js').replace(/uPlot\.iife\.min\.js$/, '');
+  const files = new Map<string, { type: string; body: Buffer }>();
+  const add = (path: string, file: string | URL, type: string) => files.set(path, { type, body: readFileSync(file) });
+  add('/', new URL('index.html', ui), 'text/html; charset=utf-8');
+  add('/ui/app.js', new URL('app.js', ui), 'text/javascript; charset=utf-8');
+  add('/ui/style.css', new URL('style.css', ui), 'text/css; charset=utf-8');
+  add('/ui/vendor/uPlot.iife.min.js', `${uplot}uPlot.iife.min.js`, 'text/javascript; charset=utf-8');
+  add('/ui/vendor/uPlot.min.css', `${uplot}uPlot.min.css`, 'text/css; charset=utf-8');
+  return files;
+}
+
+export async function startQueryProxy(initial: QueryProxyConfig, options: QueryProxyOptions): Promise<QueryProxy> {
+  const { logger } = options;
+  let config = initial;
+  const maxQueryLength = options.maxQueryLength ?? DEFAULT_MAX_QUERY_LENGTH;
+  const registry = new Registry();
+  const metrics = new ProxyMetrics(registry, () => config, options.version);
+  const upstreams = new Upstreams();
+  const plans = new Map<string, Plan>();
+  const files = uiFiles();
+
+  const server = await createHttpServer({
+    name: 'query proxy',
+    logger,
+    bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    ...(options.webConfig ? { webConfig: options.webConfig } : {}),
+  });
+  const { app } = server;
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+  /** The API's errors in Prometheus' shape, whatever threw them (a body too large included). */
+  const apiErrorHandler = (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    let error: ApiError;
+    if (err instanceof ApiError) error = err;
+    else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      error = new ApiError('bad_data', `the request body is larger than ${options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES} bytes`, 413);
+    } else if (typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500) {
+      error = new ApiError('bad_data', errorMessage(err), (err as { statusCode: number }).statusCode);
+    } else {
+      request.log.error({ err, url: request.url }, 'request failed');
+      error = new ApiError('internal', `internal error: ${errorMessage(err)}`);
+    }
+    return reply.code(error.status).type(JSON_TYPE).send({ status: 'error', errorType: error.errorType, error: error.message });
+  };
+
+  const plan = (query: string): Plan => {
+    let cached = plans.get(query);
+    if (cached === undefined) {
+      cached = planQuery(parseQuery(query), config.groups);
+      if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value!);
+      plans.set(query, cached);
+    }
+    return cached;
+  };
+
+  const clientGone = (reply: FastifyReply): AbortSignal => {
+    const controller = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    return controller.signal;
+  };
+
+  const failureAnswer = (failure: GroupFailure): ApiError =>
+    new ApiError(failure.kind === 'timeout' ? 'timeout' : failure.kind === 'canceled' ? 'canceled' : 'unavailable', failure.message);
+
+  const recordGroup = (endpoint: Endpoint, group: ServerGroup, started: number, failure?: GroupFailure): Timing => {
+    const ms = performance.now() - started;
+    metrics.groupDuration.observe({ group: group.name, endpoint }, ms / 1000);
+    if (failure) metrics.groupErrors.inc({ group: group.name, kind: failure.kind });
+    return { group, ms, ...(failure ? { failure: failure.kind === 'timeout' ? 'timeout' : failure.message.slice(group.name.length + 2) } : {}) };
+  };
+
+  const success = (reply: FastifyReply, endpoint: Endpoint, data: unknown, warnings: readonly string[]) => {
+    if (warnings.length > 0) metrics.warnings.inc({ endpoint });
+    return reply.type(JSON_TYPE).send(JSON.stringify(warnings.length > 0 ? { status: 'success', data, warnings } : { status: 'success', data }));
+  };
+
+  /** The one-group path: the request forwarded untouched, the answer streamed back as it comes. */
+  const forward = async (endpoint: Endpoint, group: ServerGroup, upstream: UpstreamRequest, reply: FastifyReply, empty: unknown) => {
+    const started = performance.now();
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), group.timeoutMs);
+    try {
+      const answer = await upstreams.send(group, upstream, { timeoutSignal: controller.signal });
+      clearTimeout(timer);
+      reply.header('Server-Timing', serverTiming([recordGroup(endpoint, group, started)]));
+      reply.code(answer.status).headers(answer.headers);
+      return reply.send(answer.body);
+    } catch (err) {
+      clearTimeout(timer);
+      if (!(err instanceof GroupFailure)) throw err;
+      reply.header('Server-Timing', serverTiming([recordGroup(endpoint, group, started, err)]));
+      if (group.ignoreError && err.kind !== 'canceled') return success(reply, endpoint, empty, [`${err.message}; its part of the result is missing (ignore_error)`]);
+      throw failureAnswer(err);
+    }
+  };
+
+  /** The several-group path: each group asked at once, the answers merged. */
+  const gather = async <T>(
+    endpoint: Endpoint,
+    groups: readonly ServerGroup[],
+    requestFor: (group: ServerGroup) => UpstreamRequest,
+    merge: (answers: readonly GroupAnswer[]) => Merged<T>,
+    reply: FastifyReply,
+  ) => {
+    const timings: Timing[] = [];
+    const results = await Promise.all(
+      groups.map(async (group) => {
+        const started = performance.now();
+        try {
+          const answer = await upstreams.json(group, requestFor(group));
+          timings.push(recordGroup(endpoint, group, started));
+          return { group, answer };
+        } catch (err) {
+          if (!(err instanceof GroupFailure)) throw err;
+          timings.push(recordGroup(endpoint, group, started, err));
+          return { group, failure: err };
+        }
+      }),
+    );
+    reply.header('Server-Timing', serverTiming(timings.sort((a, b) => a.group.index - b.group.index)));
+    const warnings: string[] = [];
+    const answers: GroupAnswer[] = [];
+    for (const result of results) {
+      if (result.failure) {
+        if (!result.group.ignoreError || result.failure.kind === 'canceled') throw failureAnswer(result.failure);
+        warnings.push(`${result.failure.message}; its part of the result is missing (ignore_error)`);
+        continue;
+      }
+      const { status, body } = result.answer;
+      const parsed = body as { status?: string; data?: unknown; warnings?: string[]; errorType?: string; error?: string };
+      if (status >= 400 || parsed.status !== 'success') {
+        // The store refused the request (a query it cannot run): the same for every group; say it as it did.
+        return reply.code(status >= 400 ? status : 502).type(JSON_TYPE).send(
+          JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error: `${result.group.name}: ${parsed.error ?? 'answered without data'}` }),
+        );
+      }
+      answers.push({ group: result.group, data: parsed.data, ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}) });
+    }
+    let merged: Merged<T>;
+    try {
+      merged = merge(answers);
+    } catch (err) {
+      if (err instanceof MergeError) throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
+      throw err;
+    }
+    return success(reply, endpoint, merged.data, [...groupWarnings(answers), ...warnings, ...merged.warnings]);
+  };
+
+  const route = (reply: FastifyReply, endpoint: Endpoint, decision: RouteDecision) => {
+    metrics.requests.inc({ endpoint, decision });
+    reply.header('X-Cachemon-Route', decision);
+  };
+
+  const queryHandler = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
+    const started = performance.now();
+    const { search, body, params } = requestParams(request);
+    const query = params.get('query');
+    let planned: Plan;
+    try {
+      if (query === null) throw new ApiError('bad_data', 'invalid parameter "query": the parameter is missing');
+      if (query.length > maxQueryLength) {
+        throw new ApiError('bad_data', `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`);
+      }
+      try {
+        planned = plan(query);
+      } catch (err) {
+        if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "query": ${err.message}`);
+        throw err;
+      }
+    } catch (err) {
+      metrics.requests.inc({ endpoint, decision: 'invalid' });
+      throw err;
+    }
+    route(reply, endpoint, planned.decision);
+    reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
+    const resultType = endpoint === 'query_range' ? 'matrix' : planned.parsed.instantResultType;
+    const empty = { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
+    if (planned.decision === 'none') return success(reply, endpoint, empty, []);
+    if (planned.decision === 'spanning') return success(reply, endpoint, empty, [planned.reason!]);
+    const signal = clientGone(reply);
+    const path = `/api/v1/${endpoint}`;
+    const [only] = planned.groups;
+    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0) {
+      const accept = request.headers['accept-encoding'];
+      return forward(endpoint, only, { path, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}), signal }, reply, empty);
+    }
+    const combining = combiningProblem(planned.parsed, planned.groups);
+    const requestFor = (group: ServerGroup): UpstreamRequest => {
+      const form = new URLSearchParams(params);
+      form.set('query', queryForGroup(planned.parsed, group));
+      return { path, method: 'POST', search: '', body: form.toString(), signal };
+    };
+    return gather(endpoint, planned.groups, requestFor, (answers) => {
+      const merged = mergeQueryData(answers);
+      return combining ? { data: merged.data, warnings: [...merged.warnings, combining] } : merged;
+    }, reply);
+  };
+
+  /** /series, /labels, /label/<name>/values, /metadata: routed by match[], answers united. */
+  const listHandler = <T>(
+    endpoint: Endpoint,
+    path: (request: FastifyRequest) => string,
+    merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>,
+    empty: unknown,
+  ) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const started = performance.now();
+      const { search, body, params } = requestParams(request);
+      let routed: { decision: RouteDecision; groups: readonly ServerGroup[] };
+      try {
+        const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
+        if (endpoint === 'series' && matches.length === 0) throw new ApiError('bad_data', 'no match[] parameter provided');
+        try {
+          routed = planMatches(matches, config.groups);
+        } catch (err) {
+          if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "match[]": ${err.message}`);
+          throw err;
+        }
+      } catch (err) {
+        metrics.requests.inc({ endpoint, decision: 'invalid' });
+        throw err;
+      }
+      route(reply, endpoint, routed.decision);
+      reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
+      if (routed.groups.length === 0) return success(reply, endpoint, empty, []);
+      const signal = clientGone(reply);
+      const upstreamPath = path(request);
+      const [only] = routed.groups;
+      if (routed.groups.length === 1 && only && Object.keys(only.labels).length === 0) {
+        const accept = request.headers['accept-encoding'];
+        return forward(endpoint, only, { path: upstreamPath, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}), signal }, reply, empty);
+      }
+      return gather(endpoint, routed.groups, () => ({ path: upstreamPath, method: 'POST', search: '', body: params.toString(), signal }), (answers) => merge(answers, request), reply);
+    };
+
+  const api = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => {
+    app.route({ method: ['GET', 'POST'], url: path, handler, errorHandler: apiErrorHandler });
+  };
+  api('/api/v1/query', queryHandler('query'));
+  api('/api/v1/query_range', queryHandler('query_range'));
+  api('/api/v1/series', listHandler('series', () => '/api/v1/series', mergeSeriesData, []));
+  api('/api/v1/labels', listHandler('labels', () => '/api/v1/labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []));
+  const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+  api(
+    '/api/v1/label/:name/values',
+    listHandler(
+      'label_values',
+      (request) => `/api/v1/label/${encodeURIComponent(labelName(request))}/values`,
+      // A group's own labels are not in its store: their value is the group's.
+      (answers, request) => mergeStringLists(answers, (g) => (g.labels[labelName(request)] === undefined ? [] : [g.labels[labelName(request)]!])),
+      [],
+    ),
+  );
+  api('/api/v1/metadata', listHandler('metadata', () => '/api/v1/metadata', mergeMetadata, {}));
+  api('/api/v1/status/buildinfo', async (_request, reply) =>
+    success(reply, 'metadata', { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}`, branch: '', buildUser: '', buildDate: '', goVersion: '' }, []),
+  );
+  api('/api/v1/query_exemplars', async (_request, reply) => success(reply, 'query', [], []));
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/api/v1/*',
+    errorHandler: apiErrorHandler,
+    handler: async (request) => {
+      throw new ApiError('bad_data', `the query proxy does not serve ${request.url.split('?')[0]}`, 404);
+    },
+  });
+
+  for (const [path, file] of files) {
+    app.get(path, async (_request, reply) => reply.type(file.type).header('Cache-Control', 'no-cache').send(file.body));
+  }
+
+  app.get('/metrics', async (request, reply) => {
+    const processText = options.processMetrics ? await options.processMetrics() : '';
+    await sendExposition(request, reply, (await registry.metrics()) + processText);
+  });
+
+  const reload = (): ReloadResult => {
+    let next: QueryProxyConfig;
+    try {
+      next = options.loadConfig();
+    } catch (err) {
+      metrics.reloadSuccessful.set(0);
+      metrics.reloads.inc({ result: 'failure' });
+      logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
+      throw err;
+    }
+    config = next;
+    plans.clear();
+    metrics.reloadSuccessful.set(1);
+    metrics.reloadTimestamp.set(Date.now() / 1000);
+    metrics.reloads.inc({ result: 'success' });
+    for (const warning of next.warnings) logger.warn({ warning }, 'configuration warning');
+    const result = { groups: next.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`), warnings: next.warnings };
+    logger.info({ groups: result.groups }, 'configuration reloaded');
+    return result;
+  };
+  app.post('/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...reload() })));
+
+  let bound;
+  try {
+    bound = await server.listen(options.listen);
+  } catch (err) {
+    await upstreams.close();
+    throw err;
+  }
+  server.setReady(true);
+  for (const warning of config.warnings) logger.warn({ warning }, 'configuration warning');
+  logger.info({ address: bound.url, version: options.version, groups: config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`) }, 'query proxy listening');
+  return {
+    url: bound.url,
+    metrics,
+    config: () => config,
+    reload,
+    close: async () => {
+      await server.close();
+      await upstreams.close();
+    },
+  };
+}

@@ -1,0 +1,195 @@
+/**
+ * Requests to the stores of a server group. Connections are kept alive and bounded per store
+ * (undici's Agent). A group's replicas are tried in turn, starting with the next one after the
+ * last used (so equal replicas share the load): a replica that cannot be reached or answers 5xx is
+ * skipped for a while and the next one asked, all within the group's `timeout`. The first replica
+ * with a 2xx or 4xx answer answers for the group.
+ */
+import type { Readable } from 'node:stream';
+import { Agent, request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { errorMessage } from '@cachemon/core';
+import type { ServerGroup } from './config.js';
+
+/** How long a replica that failed is passed over while its group has others. */
+const REPLICA_BACKOFF_MS = 5000;
+/** Most of a failed answer's body read into the error message. */
+const ERROR_BODY_BYTES = 4096;
+/** Connections per store; dashboards run a panel's queries at once, so not one. */
+const CONNECTIONS_PER_STORE = 64;
+/** Answer headers from the store passed back to the client on the streamed path. */
+const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
+
+export type GroupFailureKind = 'timeout' | 'unreachable' | 'unavailable' | 'canceled';
+
+/** A group gave no usable answer: every replica failed, or the time ran out. */
+export class GroupFailure extends Error {
+  constructor(
+    readonly group: ServerGroup,
+    readonly kind: GroupFailureKind,
+    detail: string,
+  ) {
+    super(`${group.name}: ${detail}`);
+    this.name = 'GroupFailure';
+  }
+}
+
+export interface UpstreamRequest {
+  /** /api/v1/query and the like; the group's path prefix goes before it. */
+  readonly path: string;
+  readonly method: 'GET' | 'POST';
+  /** The client's query string, without `?`. */
+  readonly search: string;
+  /** A POST's form-encoded body, as the client sent it. */
+  readonly body?: string;
+  readonly acceptEncoding?: string;
+  /** Aborts when the client has gone. */
+  readonly signal?: AbortSignal;
+}
+
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: Readable;
+  /** The replica that answered. */
+  readonly target: string;
+}
+
+export interface JsonAnswer {
+  readonly status: number;
+  readonly body: unknown;
+  readonly target: string;
+}
+
+function withParams(search: string, params: Readonly<Record<string, string>>): string {
+  const names = Object.keys(params);
+  if (names.length === 0) return search;
+  const merged = new URLSearchParams(search);
+  for (const name of names) merged.set(name, params[name]!);
+  return merged.toString();
+}
+
+function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+async function readPrefix(body: Readable, limit: number): Promise<string> {
+  let text = '';
+  try {
+    for await (const chunk of body) {
+      text += String(chunk);
+      if (text.length >= limit) break;
+    }
+  } catch {
+    // what was read is what there is
+  }
+  body.destroy();
+  return text.slice(0, limit);
+}
+
+export class Upstreams {
+  private readonly agent: Agent;
+  private readonly failedAt = new Map<string, number>();
+  private readonly next = new Map<ServerGroup, number>();
+
+  constructor(private readonly now: () => number = Date.now) {
+    this.agent = new Agent({ connections: CONNECTIONS_PER_STORE, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+  }
+
+  /** The group's replicas in the order to try them: rotating start, recently failed ones last. */
+  private order(group: ServerGroup): string[] {
+    const start = this.next.get(group) ?? 0;
+    this.next.set(group, (start + 1) % group.targets.length);
+    const rotated = group.targets.map((_, i) => group.targets[(start + i) % group.targets.length]!);
+    const now = this.now();
+    const healthy = (t: string) => now - (this.failedAt.get(t) ?? -Infinity) >= REPLICA_BACKOFF_MS;
+    return [...rotated.filter(healthy), ...rotated.filter((t) => !healthy(t))];
+  }
+
+  /**
+   * Sends the request to the group; resolves with the first 2xx or 4xx answer, its body unread
+   * (the caller streams or reads it). `streaming`: the timeout stops at the answer's headers, so a
+   * long body is not cut off; otherwise it covers reading the body too (see json()).
+   */
+  async send(group: ServerGroup, req: UpstreamRequest, options: { timeoutSignal?: AbortSignal } = {}): Promise<UpstreamAnswer> {
+    const timeout = options.timeoutSignal ?? AbortSignal.timeout(group.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    const search = withParams(req.search, group.queryParams);
+    const problems: string[] = [];
+    for (const target of this.order(group)) {
+      const url = `${target}${req.path}${search === '' ? '' : `?${search}`}`;
+      const headers: Record<string, string> = {};
+      if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
+      if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await request(url, {
+          method: req.method,
+          headers,
+          ...(req.method === 'POST' ? { body: req.body ?? '' } : {}),
+          dispatcher: this.agent,
+          signal,
+          // The group timeout governs; these only stop undici's own 300 s defaults from mattering.
+          headersTimeout: group.timeoutMs + 1000,
+          bodyTimeout: group.timeoutMs + 1000,
+        });
+      } catch (err) {
+        if (req.signal?.aborted) throw new GroupFailure(group, 'canceled', 'the client went away');
+        if (timeout.aborted) throw new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${problems.length ? ` (${problems.join('; ')})` : ''}`);
+        this.failedAt.set(target, this.now());
+        problems.push(`${target}: ${errorMessage(err)}`);
+        continue;
+      }
+      if (answer.statusCode >= 500) {
+        this.failedAt.set(target, this.now());
+        const text = await readPrefix(answer.body, ERROR_BODY_BYTES);
+        problems.push(`${target} answered ${answer.statusCode}: ${errorText(text)}`);
+        continue;
+      }
+      this.failedAt.delete(target);
+      const passed: Record<string, string> = {};
+      for (const name of PASSED_HEADERS) {
+        const value = header(answer.headers, name);
+        if (value !== undefined) passed[name] = value;
+      }
+      return { status: answer.statusCode, headers: passed, body: answer.body, target };
+    }
+    throw new GroupFailure(group, 'unavailable', `no replica answered (${problems.join('; ')})`);
+  }
+
+  /** Sends the request and reads the answer as JSON, all within the group's timeout. */
+  async json(group: ServerGroup, req: UpstreamRequest): Promise<JsonAnswer> {
+    const timeout = AbortSignal.timeout(group.timeoutMs);
+    const answer = await this.send(group, { ...req, acceptEncoding: 'identity' }, { timeoutSignal: timeout });
+    let text: string;
+    try {
+      text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
+    } catch (err) {
+      if (req.signal?.aborted) throw new GroupFailure(group, 'canceled', 'the client went away');
+      if (timeout.aborted) throw new GroupFailure(group, 'timeout', `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`);
+      throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
+    }
+    try {
+      return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
+    } catch {
+      throw new GroupFailure(group, 'unavailable', `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+/** A store's error body, short: the Prometheus `error` field when it is one. */
+function errorText(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+  } catch {
+    // not JSON
+  }
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat || '(empty body)';
+}

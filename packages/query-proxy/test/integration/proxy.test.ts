@@ -1,0 +1,361 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import { createLoggerOn } from '@cachemon/core';
+import { freePort, parseExposition, startVictoriaMetrics, tempDir, valueOf } from '@cachemon/testkit';
+import type { VictoriaMetrics } from '@cachemon/testkit';
+import { loadQueryProxyConfig } from '../../src/config.js';
+import { startQueryProxy } from '../../src/server.js';
+import type { QueryProxy } from '../../src/server.js';
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: { status: string; data?: any; warnings?: string[]; errorType?: string; error?: string };
+}
+
+/** Two real stores: `short` holds scrape="short" series, `long` scrape="long" ones, as the stack does. */
+describe('query proxy against two real VictoriaMetrics stores', () => {
+  let short: VictoriaMetrics;
+  let long: VictoriaMetrics;
+  let proxy: QueryProxy;
+  let configFile: string;
+  let hung: Server;
+  let hungPort: number;
+  let deadPort: number;
+  const sockets: Socket[] = [];
+  const logLines: string[] = [];
+  const now = Math.floor(Date.now() / 1000);
+  const start = now - 600;
+  const host = (vm: VictoriaMetrics) => `127.0.0.1:${vm.port}`;
+
+  const group = (target: string | string[], scrape: string, extra: Record<string, unknown> = {}) => ({
+    static_configs: [{ targets: Array.isArray(target) ? target : [target] }],
+    label_filter: { static_labels_include: { scrape: [scrape] } },
+    query_params: { nocache: 1 },
+    timeout: '2s',
+    ...extra,
+  });
+  const writeConfig = (groups: unknown[]) => writeFileSync(configFile, JSON.stringify({ promxy: { server_groups: groups } }));
+  const useGroups = async (groups: unknown[]) => {
+    writeConfig(groups);
+    const response = await fetch(`${proxy.url}/-/reload`, { method: 'POST' });
+    assert.equal(response.status, 200, await response.text());
+  };
+  const normalGroups = () => [group(host(short), 'short'), group(host(long), 'long')];
+
+  const api = async (path: string, params: Record<string, string | string[]> = {}, method: 'GET' | 'POST' = 'POST', headers: Record<string, string> = {}): Promise<Answer> => {
+    const form = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
+    const response =
+      method === 'GET'
+        ? await fetch(`${proxy.url}${path}?${form}`, { headers })
+        : await fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: form.toString() });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: JSON.parse(text) as Answer['body'] };
+  };
+  const query = (q: string, method: 'GET' | 'POST' = 'POST') => api('/api/v1/query', { query: q, time: String(now) }, method);
+  const range = (q: string) => api('/api/v1/query_range', { query: q, start: String(start), end: String(now), step: '60' });
+  const seriesOf = (answer: Answer) =>
+    (answer.body.data.result as Array<{ metric: Record<string, string>; value?: [number, string]; values?: unknown[] }>)
+      .map((s) => `${s.metric['__name__'] ?? ''}{${Object.entries(s.metric).filter(([k]) => k !== '__name__').sort().map(([k, v]) => `${k}=${v}`).join(',')}}${s.value ? ` ${s.value[1]}` : ''}`)
+      .sort();
+
+  before(async () => {
+    [short, long] = await Promise.all([startVictoriaMetrics(), startVictoriaMetrics()]);
+    const samples = (lines: string[]) => lines.flatMap((line) => [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => `${line} ${(now - 600 + i * 60) * 1000}`)).join('\n');
+    await short.importPrometheus(
+      samples([
+        'arcus_up{scrape="short",service_code="svc-a",node="10.0.0.1:11211"} 1',
+        'arcus_up{scrape="short",service_code="svc-a",node="10.0.0.2:11211"} 1',
+        'arcus_items{scrape="short",service_code="svc-a",node="10.0.0.1:11211"} 100',
+        'shared_name{node="n1"} 5',
+      ]),
+    );
+    await long.importPrometheus(
+      samples([
+        'arcus_up{scrape="long",service_code="svc-a",node="10.0.0.1:11211"} 0',
+        'arcus_items{scrape="long",service_code="svc-b",node="10.0.0.9:11211"} 40',
+        'shared_name{node="n1"} 7',
+      ]),
+    );
+    deadPort = await freePort();
+    // A store that accepts connections and never answers.
+    hung = createServer((socket) => sockets.push(socket));
+    hungPort = await freePort();
+    await new Promise<void>((resolve) => hung.listen(hungPort, '127.0.0.1', resolve));
+
+    configFile = join(await tempDir('query-proxy-'), 'promxy.yml');
+    writeConfig(normalGroups());
+    const logger = createLoggerOn(
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logLines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+          done();
+        },
+      }),
+      'info',
+      { name: 'query-proxy' },
+    );
+    proxy = await startQueryProxy(loadQueryProxyConfig(configFile), { logger, version: 'test', listen: '127.0.0.1:0', loadConfig: () => loadQueryProxyConfig(configFile) });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    for (const socket of sockets) socket.destroy();
+    hung?.close();
+    await Promise.all([short?.stop(), long?.stop()]);
+  });
+
+  test('a query one group can answer goes to that group only, forwarded and streamed untouched', async () => {
+    const answer = await query('arcus_up{scrape="short"}');
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('x-cachemon-route'), 'single');
+    assert.match(answer.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)";dur=\d+\.\d\d$/);
+    assert.deepEqual(seriesOf(answer), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
+    assert.equal(answer.body.warnings, undefined);
+
+    const fromLong = await query('rate(arcus_items{scrape=~"lo.*"}[5m])');
+    assert.equal(fromLong.headers.get('x-cachemon-route'), 'single');
+    assert.match(fromLong.headers.get('server-timing') ?? '', /^g1;/);
+    assert.deepEqual(seriesOf(fromLong), ['{node=10.0.0.9:11211,scrape=long,service_code=svc-b} 0']);
+
+    // The store's gzip passes through as is when the client accepts it.
+    const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
+      get(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="short"}')}&time=${now}`, { headers: { 'Accept-Encoding': 'gzip' } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (c: Buffer) => chunks.push(c));
+        response.on('end', () => resolve({ encoding: response.headers['content-encoding'], body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+    assert.equal(raw.encoding, 'gzip');
+    assert.equal((JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).data.result.length, 2);
+  });
+
+  test('GET and POST forms answer alike, instant and range, as the dashboard server sends them', async () => {
+    const get = await query('arcus_up{scrape="short", node="10.0.0.1:11211"}', 'GET');
+    const post = await query('arcus_up{scrape="short", node="10.0.0.1:11211"}', 'POST');
+    assert.deepEqual(get.body, post.body);
+    const matrix = await range('arcus_up{scrape="short"}');
+    assert.equal(matrix.status, 200);
+    assert.equal(matrix.body.data.resultType, 'matrix');
+    assert.equal(matrix.body.data.result.length, 2);
+    assert.equal(matrix.body.data.result[0].values.length, 11);
+    // The dashboard server's POST carries these beside the query.
+    const grafana = await api('/api/v1/query_range', { query: 'sum by (scrape) (arcus_up)', start: String(start), end: String(now), step: '120', timeout: '30s' });
+    assert.equal(grafana.status, 200);
+    assert.deepEqual(
+      grafana.body.data.result.map((s: { metric: { scrape: string }; values: unknown[] }) => `${s.metric.scrape}:${s.values.length}`).sort(),
+      ['long:6', 'short:6'],
+    );
+  });
+
+  test('a query no group can answer gets an empty result, not an error', async () => {
+    for (const q of ['arcus_up{scrape="medium"}', 'arcus_up{scrape=""}']) {
+      const answer = await query(q);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers.get('x-cachemon-route'), 'none');
+      assert.deepEqual(answer.body, { status: 'success', data: { resultType: 'vector', result: [] } });
+    }
+    const matrix = await range('arcus_up{scrape="medium"}');
+    assert.deepEqual(matrix.body.data, { resultType: 'matrix', result: [] });
+  });
+
+  test('a query both groups can answer is sent to both and merged by label set', async () => {
+    const answer = await query('arcus_up');
+    assert.equal(answer.headers.get('x-cachemon-route'), 'several');
+    assert.match(answer.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)";dur=[\d.]+, g1;desc="group 1 \(scrape=long\)";dur=[\d.]+$/);
+    assert.deepEqual(seriesOf(answer), [
+      'arcus_up{node=10.0.0.1:11211,scrape=long,service_code=svc-a} 0',
+      'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
+      'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1',
+    ]);
+    assert.equal(answer.body.warnings, undefined, 'distinct label sets: nothing to warn about');
+    const matrix = await range('arcus_up');
+    assert.equal(matrix.body.data.result.length, 3);
+    // Kept apart by the routing label: no warning.
+    const apart = await query('sum by (scrape) (arcus_up)');
+    assert.deepEqual(seriesOf(apart), ['{scrape=long} 0', '{scrape=short} 2']);
+    assert.equal(apart.body.warnings, undefined);
+  });
+
+  test('the same label set from both groups, or an aggregation over both, is answered with warnings, never silently', async () => {
+    const collision = await query('shared_name');
+    assert.equal(collision.status, 200);
+    assert.deepEqual(seriesOf(collision), ['shared_name{node=n1} 5'], 'shown once, from the first group');
+    assert.equal(collision.body.warnings?.length, 1);
+    assert.match(collision.body.warnings![0]!, /1 series returned by more than one server group \(shared_name\{node="n1"\}\); each is shown once, from group 0 \(scrape=short\)/);
+
+    const summed = await query('sum(arcus_up)');
+    assert.deepEqual(seriesOf(summed), ['{} 2']);
+    assert.equal(summed.body.warnings?.length, 2);
+    assert.match(summed.body.warnings!.join('\n'), /returned by more than one server group \(\{\}\)/);
+    assert.match(summed.body.warnings!.join('\n'), /"sum" at 1:1 combines series across the server groups .* keep the groups apart with by \(scrape\)/);
+
+    // topk over both: distinct label sets, but each group picked its own top: still a warning.
+    const top = await query('topk(1, arcus_items)');
+    assert.equal(top.body.data.result.length, 2);
+    assert.match(top.body.warnings?.[0] ?? '', /"topk" at 1:1 combines series/);
+  });
+
+  test('a query whose selectors need different groups is refused with a warning', async () => {
+    const answer = await query('arcus_items{scrape="short"} / on(node) arcus_items{scrape="long"}');
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('x-cachemon-route'), 'spanning');
+    assert.deepEqual(answer.body.data, { resultType: 'vector', result: [] });
+    assert.match(answer.body.warnings?.[0] ?? '', /combines series that live in different server groups \(group 0 \(scrape=short\) and group 1 \(scrape=long\)\)/);
+  });
+
+  test('series, labels and label values are the union of the groups asked', async () => {
+    const series = await api('/api/v1/series', { 'match[]': ['arcus_items', 'shared_name'], start: String(start), end: String(now) });
+    assert.equal(series.status, 200);
+    assert.equal(series.headers.get('x-cachemon-route'), 'several');
+    assert.deepEqual(
+      (series.body.data as Array<Record<string, string>>).map((l) => `${l['__name__']}/${l['scrape'] ?? '-'}`).sort(),
+      ['arcus_items/long', 'arcus_items/short', 'shared_name/-'],
+    );
+    const routed = await api('/api/v1/series', { 'match[]': 'arcus_up{scrape="long"}', start: String(start), end: String(now) }, 'GET');
+    assert.equal(routed.headers.get('x-cachemon-route'), 'single');
+    assert.equal(routed.body.data.length, 1);
+
+    const labels = await api('/api/v1/labels', { start: String(start), end: String(now) }, 'GET');
+    assert.deepEqual(labels.body.data, ['__name__', 'node', 'scrape', 'service_code']);
+    const values = await api('/api/v1/label/scrape/values', {}, 'GET');
+    assert.deepEqual(values.body.data, ['long', 'short']);
+    const names = await api('/api/v1/label/__name__/values', {}, 'GET');
+    assert.deepEqual(names.body.data, ['arcus_items', 'arcus_up', 'shared_name']);
+    const nodes = await api('/api/v1/label/node/values', { 'match[]': 'arcus_items{scrape="long"}' }, 'GET');
+    assert.equal(nodes.headers.get('x-cachemon-route'), 'single');
+    assert.deepEqual(nodes.body.data, ['10.0.0.9:11211']);
+    const nowhere = await api('/api/v1/label/node/values', { 'match[]': 'x{scrape="mid"}' }, 'GET');
+    assert.deepEqual(nowhere.body, { status: 'success', data: [] });
+
+    const metadata = await api('/api/v1/metadata', {}, 'GET');
+    assert.equal(metadata.body.status, 'success');
+    const build = await api('/api/v1/status/buildinfo', {}, 'GET');
+    assert.equal(build.body.data.version, '2.24.0');
+    assert.match(build.body.data.revision, /cachemon query proxy test/);
+  });
+
+  test('a group that is down is an error, or a warning with partial data when ignore_error', async () => {
+    try {
+      await useGroups([group(host(short), 'short'), group(`127.0.0.1:${deadPort}`, 'long')]);
+      const down = await query('arcus_up{scrape="long"}');
+      assert.equal(down.status, 503);
+      assert.equal(down.body.errorType, 'unavailable');
+      assert.match(down.body.error ?? '', new RegExp(`^group 1 \\(scrape=long\\): no replica answered \\(http://127\\.0\\.0\\.1:${deadPort}: .*ECONNREFUSED`));
+      assert.match(down.headers.get('server-timing') ?? '', /g1;desc="group 1 \(scrape=long\) failed: no replica answered/);
+      const merged = await query('arcus_up');
+      assert.equal(merged.status, 503, 'a merge missing a group would be wrong');
+
+      await useGroups([group(host(short), 'short'), group(`127.0.0.1:${deadPort}`, 'long', { ignore_error: true })]);
+      const partial = await query('arcus_up');
+      assert.equal(partial.status, 200);
+      assert.deepEqual(seriesOf(partial), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
+      assert.match(partial.body.warnings?.[0] ?? '', /^group 1 \(scrape=long\): no replica answered .*its part of the result is missing \(ignore_error\)$/);
+      const alone = await range('arcus_up{scrape="long"}');
+      assert.equal(alone.status, 200);
+      assert.deepEqual(alone.body.data, { resultType: 'matrix', result: [] });
+      assert.equal(alone.body.warnings?.length, 1);
+
+      // A dead replica beside a live one: the live one answers.
+      await useGroups([group([`127.0.0.1:${deadPort}`, host(short)], 'short'), group(host(long), 'long')]);
+      for (let i = 0; i < 3; i++) assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+
+      const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+      assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'unavailable' })! >= 3);
+    } finally {
+      await useGroups(normalGroups());
+    }
+  });
+
+  test('a group slower than its timeout: a timeout error within the timeout, other groups unaffected', async () => {
+    try {
+      await useGroups([group(host(short), 'short'), group(`127.0.0.1:${hungPort}`, 'long', { timeout: '300ms' })]);
+      const started = performance.now();
+      const slow = await query('arcus_up{scrape="long"}');
+      const took = performance.now() - started;
+      assert.equal(slow.status, 503);
+      assert.equal(slow.body.errorType, 'timeout');
+      assert.match(slow.body.error ?? '', /^group 1 \(scrape=long\): no answer within the group's timeout of 300 ms/);
+      assert.ok(took >= 290 && took < 1500, `answered after ${took} ms`);
+      const merged = await query('arcus_up');
+      assert.equal(merged.body.errorType, 'timeout');
+      assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
+    } finally {
+      await useGroups(normalGroups());
+    }
+  });
+
+  test('garbage, huge and wrong requests get clear 400s in the Prometheus shape, and the proxy keeps serving', async () => {
+    const bad = await query('sum(rate(arcus_up[5m])');
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body, { status: 'error', errorType: 'bad_data', error: 'invalid parameter "query": 1:23: parse error: unexpected end of input' });
+    const garbage = await query('\u0000\u00ff}{)(][');
+    assert.equal(garbage.status, 400);
+    assert.match(garbage.body.error ?? '', /^invalid parameter "query": 1:1: parse error: unexpected/);
+    assert.equal((await api('/api/v1/query', {})).body.error, 'invalid parameter "query": the parameter is missing');
+    const deep = await query(`${'('.repeat(50_000)}up${')'.repeat(50_000)}`);
+    assert.ok(deep.status === 200 || deep.status === 400 || deep.status === 422, `nested: ${deep.status}`);
+    const long = await query(`up{node=~"${'a|'.repeat(150_000)}a"}`);
+    assert.equal(long.status, 400);
+    assert.match(long.body.error ?? '', /the query is 300013 characters long; the proxy accepts at most 262144/);
+    const huge = await fetch(`${proxy.url}/api/v1/query`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `query=${'x'.repeat(2 * 1024 * 1024)}` });
+    assert.equal(huge.status, 413);
+    assert.deepEqual(await huge.json(), { status: 'error', errorType: 'bad_data', error: 'the request body is larger than 1048576 bytes' });
+    const badMatch = await api('/api/v1/series', { 'match[]': 'sum(up)' }, 'GET');
+    assert.equal(badMatch.status, 400);
+    assert.match(badMatch.body.error ?? '', /match\[\] number 1 must be a single series selector/);
+    assert.equal((await api('/api/v1/series', {}, 'GET')).body.error, 'no match[] parameter provided');
+    const unknown = await api('/api/v1/targets', {}, 'GET');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.errorType, 'bad_data');
+    // What the store refuses comes back as the store said it.
+    const refused = await query('label_replace(arcus_up{scrape="short"}, "dst", "$1", "src", "(")');
+    assert.equal(refused.status, 422);
+    assert.equal(refused.body.status, 'error');
+    assert.match(refused.body.error ?? '', /cannot compile regex/);
+    const refusedByBoth = await query('label_replace(arcus_up, "dst", "$1", "src", "(")');
+    assert.equal(refusedByBoth.status, 422);
+    assert.match(refusedByBoth.body.error ?? '', /^group 0 \(scrape=short\): .*cannot compile regex/);
+    assert.equal((await query('arcus_up{scrape="short"}')).status, 200, 'still serving');
+    const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+    assert.ok(valueOf(exposition, 'cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' })! >= 4);
+  });
+
+  test('a group with labels: its series carry them, and matchers on them are the proxy\'s to apply', async () => {
+    try {
+      await useGroups([
+        { static_configs: [{ targets: [host(short)] }], labels: { sg: 'a' }, query_params: { nocache: 1 } },
+        { static_configs: [{ targets: [host(long)] }], labels: { sg: 'b' }, query_params: { nocache: 1 } },
+      ]);
+      const one = await query('arcus_up{sg="b"}');
+      assert.equal(one.headers.get('x-cachemon-route'), 'single');
+      assert.deepEqual(seriesOf(one), ['arcus_up{node=10.0.0.1:11211,scrape=long,service_code=svc-a,sg=b} 0']);
+      const both = await query('shared_name');
+      assert.deepEqual(seriesOf(both), ['shared_name{node=n1,sg=a} 5', 'shared_name{node=n1,sg=b} 7']);
+      assert.equal(both.body.warnings, undefined, 'the group labels keep them apart');
+      assert.deepEqual((await api('/api/v1/label/sg/values', {}, 'GET')).body.data, ['a', 'b']);
+      assert.ok(((await api('/api/v1/labels', {}, 'GET')).body.data as string[]).includes('sg'));
+    } finally {
+      await useGroups(normalGroups());
+    }
+  });
+
+  test('reload: an invalid promxy.yml is refused with the key path, and the running config stays', async () => {
+    writeFileSync(configFile, 'promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:1"] }]\n      timeout: soon\n');
+    const refused = await fetch(`${proxy.url}/-/reload`, { method: 'POST' });
+    assert.equal(refused.status, 400);
+    assert.match(((await refused.json()) as { error: string }).error, /promxy\.server_groups\[0\]\.timeout/);
+    assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+    const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+    assert.equal(valueOf(exposition, 'cachemon_config_last_reload_successful', {}), 0);
+    await useGroups(normalGroups());
+  });
+});
