@@ -28,6 +28,11 @@ const FLAGS = {
   },
   'query.max-length': { type: 'string', default: String(DEFAULT_MAX_QUERY_LENGTH), description: 'Longest query accepted, in characters; longer ones get a 400.' },
   'log.level': { type: 'string', default: 'info', description: `Log level: ${logLevels.join(', ')}.` },
+  'log.file': {
+    type: 'string',
+    default: 'stdout',
+    description: `Log file, or stdout; a file is rotated at ${defaultLogBlock.maxSize} MB keeping ${defaultLogBlock.maxBackups} backups for ${defaultLogBlock.maxAge} days.`,
+  },
   ...CHECK_CONFIG_FLAG,
   ...DAEMON_FLAGS,
 } satisfies FlagSpec;
@@ -60,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`);
     return 0;
   }
-  const logger = createLogger({ ...defaultLogBlock, level }, { name: PROGRAM });
+  const logger = createLogger({ ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' }, { name: PROGRAM });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   const processRegistry = createSelfRegistry();
   const proxy = await startQueryProxy(config, {

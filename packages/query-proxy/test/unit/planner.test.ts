@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { seededRandom } from '@cachemon/testkit';
-import { parseQueryProxyConfig, parseSelectors, planQuery, PromQLParseError, unquote } from '../../src/index.js';
+import { combiningProblem, parseQuery, parseQueryProxyConfig, parseSelectors, planMatches, planQuery, PromQLParseError, queryForGroup, unquote } from '../../src/index.js';
 
 const config = parseQueryProxyConfig('promxy.yml', {
   promxy: {
@@ -115,5 +115,64 @@ describe('planQuery', () => {
     }).groups;
     assert.deepEqual(planQuery('x{env="dev"}', groups).groups.map((g) => g.index), [1]);
     assert.deepEqual(planQuery('x{env="prod"}', groups).groups.map((g) => g.index), [0, 1]);
+  });
+});
+
+describe('what merging several groups would get wrong', () => {
+  const problem = (q: string) => combiningProblem(parseQuery(q), config.groups);
+  it('aggregations and on/ignoring matches that mix the groups are named with their position', () => {
+    assert.match(problem('sum(up)')!, /^"sum" at 1:1 combines series across the server groups group 0 \(scrape=short\) and group 1 \(scrape=long\)/);
+    assert.match(problem('rate(x[5m]) / on(node) group_left y')!, /^"on\(node\) group_left" at 1:15/);
+    assert.match(problem('topk(3, x)')!, /"topk"/);
+    assert.match(problem('count without (scrape) (up)')!, /"count"/);
+    assert.match(problem('x / ignoring(scrape) y')!, /"ignoring\(scrape\)"/);
+    assert.match(problem('avg by (service_code) (x)')!, /keep the groups apart with by \(scrape\)/);
+  });
+  it('operations that keep the groups apart, and plain selections, are fine', () => {
+    for (const q of ['up', 'rate(x[5m])', 'sum by (scrape, node) (x)', 'max without (node) (x)', 'x / on(scrape, node) y', 'x / y', 'x > 3', 'histogram_quantile(0.9, rate(b[5m]))']) {
+      assert.equal(problem(q), undefined, q);
+    }
+    assert.equal(combiningProblem(parseQuery('sum(up)'), [short]), undefined, 'one group: nothing to mix');
+  });
+});
+
+describe('the result type of an instant query', () => {
+  it('follows the expression', () => {
+    const type = (q: string) => parseQuery(q).instantResultType;
+    assert.equal(type('up'), 'vector');
+    assert.equal(type('(up[5m])'), 'matrix');
+    assert.equal(type('rate(x[5m])[1h:1m]'), 'matrix');
+    assert.equal(type('1 + 1'), 'vector', 'binary expressions are not inspected: vector');
+    assert.equal(type('-1'), 'scalar');
+    assert.equal(type('scalar(up)'), 'scalar');
+    assert.equal(type('"text"'), 'string');
+  });
+});
+
+describe('match[] routing', () => {
+  it('asks the groups that can hold any of the selectors; every group without match[]', () => {
+    const names = (m: string[]) => planMatches(m, config.groups).groups.map((g) => (g === short ? 'short' : 'long'));
+    assert.deepEqual(names([]), ['short', 'long']);
+    assert.deepEqual(names(['up{scrape="long"}']), ['long']);
+    assert.deepEqual(names(['up{scrape="long"}', 'x{scrape="short"}']), ['short', 'long']);
+    assert.deepEqual(names(['up{scrape="mid"}']), []);
+    assert.equal(planMatches(['up{scrape="mid"}'], config.groups).decision, 'none');
+  });
+  it('refuses what is not one series selector', () => {
+    assert.throws(() => planMatches(['sum(up)'], config.groups), /match\[\] number 1 must be a single series selector/);
+    assert.throws(() => planMatches(['up', 'up{'], config.groups), PromQLParseError);
+  });
+});
+
+describe('a group with labels', () => {
+  const labelled = parseQueryProxyConfig('p', {
+    promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], labels: { sg: 'a' } }, { static_configs: [{ targets: ['b:1'] }], labels: { sg: 'b' } }] },
+  }).groups;
+  it('routes on its labels, and the matchers on them are removed from what the store receives', () => {
+    const plan = planQuery('sum(rate(x{sg="b", job="j"}[5m])) / y{sg="b"} + {sg="b"}', labelled);
+    assert.equal(plan.decision, 'single');
+    assert.equal(plan.groups[0]!.index, 1);
+    assert.equal(queryForGroup(plan.parsed, plan.groups[0]!), 'sum(rate(x{job="j"}[5m])) / y{} + {__name__=~".+"}');
+    assert.equal(queryForGroup(parseQuery('x{a="1"}'), short), 'x{a="1"}', 'a group without labels gets the query unchanged');
   });
 });

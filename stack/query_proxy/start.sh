@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Starts the query proxy in the background.
+#   start.sh            reads conf/query_proxy.env (PROXY_LISTEN_ADDRESS; the caller's environment
+#                       wins), serves conf/promxy.yml, writes run/query_proxy.pid, logs to
+#                       log/query_proxy.log (rotated at 20 MB, 10 backups, 30 days)
+# Extra flags (see `bin/query-proxy --help`) go in QUERY_PROXY_FLAGS.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+if [ "$#" -ne 0 ]; then
+  echo "usage: $(basename "$0")   (starts the query proxy with conf/promxy.yml and conf/query_proxy.env)" >&2
+  exit 2
+fi
+conf="$DIR/conf/promxy.yml"
+env_file="$DIR/conf/query_proxy.env"
+if [ ! -f "$conf" ]; then
+  echo "query_proxy: no config file $conf" >&2
+  exit 1
+fi
+if [ -f "$env_file" ]; then
+  given=${PROXY_LISTEN_ADDRESS-}
+  # shellcheck disable=SC1090
+  . "$env_file"
+  [ -z "$given" ] || PROXY_LISTEN_ADDRESS=$given
+fi
+if [ -z "${PROXY_LISTEN_ADDRESS:-}" ]; then
+  echo "query_proxy: PROXY_LISTEN_ADDRESS is not set (in $env_file or the environment)" >&2
+  exit 1
+fi
+bin=$(cachemon_bin "$DIR" query-proxy)
+cd "$DIR"
+"$bin" --config="$conf" --check-config >/dev/null
+# shellcheck disable=SC2086 # the flags are words
+daemon_start query_proxy "$DIR/run/query_proxy.pid" "$DIR/log/query_proxy.out" \
+  "$bin" --bind-addr="$PROXY_LISTEN_ADDRESS" --config="$conf" --log.file="$DIR/log/query_proxy.log" ${QUERY_PROXY_FLAGS:-}
