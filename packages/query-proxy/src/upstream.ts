@@ -43,8 +43,41 @@ export interface UpstreamRequest {
   /** A POST's form-encoded body, as the client sent it. */
   readonly body?: string;
   readonly acceptEncoding?: string;
-  /** Aborts when the client has gone. */
-  readonly signal?: AbortSignal;
+}
+
+/**
+ * One request to one group: a single abort signal for both ways it can end early, the group's
+ * timeout and the client going away (one timer, no composed signals: this is on every request).
+ */
+export class GroupCall {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  timedOut = false;
+  canceled = false;
+
+  constructor(readonly timeoutMs: number) {
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort();
+    }, timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The client went away. */
+  cancel(): void {
+    if (this.controller.signal.aborted) return;
+    this.canceled = true;
+    clearTimeout(this.timer);
+    this.controller.abort();
+  }
+
+  /** The answer arrived (or is being streamed, and may take as long as it takes). */
+  done(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 export interface UpstreamAnswer {
@@ -109,34 +142,30 @@ export class Upstreams {
 
   /**
    * Sends the request to the group; resolves with the first 2xx or 4xx answer, its body unread
-   * (the caller streams or reads it). `streaming`: the timeout stops at the answer's headers, so a
-   * long body is not cut off; otherwise it covers reading the body too (see json()).
+   * (the caller streams or reads it, and says when the call is done).
    */
-  async send(group: ServerGroup, req: UpstreamRequest, options: { timeoutSignal?: AbortSignal } = {}): Promise<UpstreamAnswer> {
-    const timeout = options.timeoutSignal ?? AbortSignal.timeout(group.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  async send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
     const search = withParams(req.search, group.queryParams);
     const problems: string[] = [];
+    const headers: Record<string, string> = {};
+    if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
+    if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     for (const target of this.order(group)) {
-      const url = `${target}${req.path}${search === '' ? '' : `?${search}`}`;
-      const headers: Record<string, string> = {};
-      if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
-      if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
       let answer: Dispatcher.ResponseData;
       try {
-        answer = await request(url, {
+        answer = await request(`${target}${req.path}${search === '' ? '' : `?${search}`}`, {
           method: req.method,
           headers,
           ...(req.method === 'POST' ? { body: req.body ?? '' } : {}),
           dispatcher: this.agent,
-          signal,
+          signal: call.signal,
           // The group timeout governs; these only stop undici's own 300 s defaults from mattering.
           headersTimeout: group.timeoutMs + 1000,
           bodyTimeout: group.timeoutMs + 1000,
         });
       } catch (err) {
-        if (req.signal?.aborted) throw new GroupFailure(group, 'canceled', 'the client went away');
-        if (timeout.aborted) throw new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${problems.length ? ` (${problems.join('; ')})` : ''}`);
+        if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
+        if (call.timedOut) throw new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${problems.length ? ` (${problems.join('; ')})` : ''}`);
         this.failedAt.set(target, this.now());
         problems.push(`${target}: ${errorMessage(err)}`);
         continue;
@@ -147,7 +176,7 @@ export class Upstreams {
         problems.push(`${target} answered ${answer.statusCode}: ${errorText(text)}`);
         continue;
       }
-      this.failedAt.delete(target);
+      if (this.failedAt.size > 0) this.failedAt.delete(target);
       const passed: Record<string, string> = {};
       for (const name of PASSED_HEADERS) {
         const value = header(answer.headers, name);
@@ -159,21 +188,24 @@ export class Upstreams {
   }
 
   /** Sends the request and reads the answer as JSON, all within the group's timeout. */
-  async json(group: ServerGroup, req: UpstreamRequest): Promise<JsonAnswer> {
-    const timeout = AbortSignal.timeout(group.timeoutMs);
-    const answer = await this.send(group, { ...req, acceptEncoding: 'identity' }, { timeoutSignal: timeout });
-    let text: string;
+  async json(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<JsonAnswer> {
     try {
-      text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
-    } catch (err) {
-      if (req.signal?.aborted) throw new GroupFailure(group, 'canceled', 'the client went away');
-      if (timeout.aborted) throw new GroupFailure(group, 'timeout', `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`);
-      throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
-    }
-    try {
-      return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
-    } catch {
-      throw new GroupFailure(group, 'unavailable', `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`);
+      const answer = await this.send(group, { ...req, acceptEncoding: 'identity' }, call);
+      let text: string;
+      try {
+        text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
+      } catch (err) {
+        if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
+        if (call.timedOut) throw new GroupFailure(group, 'timeout', `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`);
+        throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
+      }
+      try {
+        return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
+      } catch {
+        throw new GroupFailure(group, 'unavailable', `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`);
+      }
+    } finally {
+      call.done();
     }
   }
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { createLoggerOn } from '@cachemon/core';
-import { freePort, parseExposition, startVictoriaMetrics, tempDir, valueOf } from '@cachemon/testkit';
+import { eventually, freePort, parseExposition, startVictoriaMetrics, tempDir, valueOf } from '@cachemon/testkit';
 import type { VictoriaMetrics } from '@cachemon/testkit';
 import { loadQueryProxyConfig } from '../../src/config.js';
 import { startQueryProxy } from '../../src/server.js';
@@ -288,6 +288,13 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       const merged = await query('arcus_up');
       assert.equal(merged.body.errorType, 'timeout');
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
+      // A client that gives up: the proxy cancels its request to the group at once.
+      const gaveUp = fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, { signal: AbortSignal.timeout(50) });
+      await assert.rejects(gaveUp);
+      await eventually(async () => {
+        const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+        assert.equal(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'canceled' }), 1);
+      }, { timeoutMs: 250 });
     } finally {
       await useGroups(normalGroups());
     }
