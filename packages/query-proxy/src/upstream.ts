@@ -1,13 +1,14 @@
 /**
  * Requests to the stores of a server group. Connections are kept alive and bounded per store
- * (undici's Agent). A group's replicas are tried in turn, starting with the next one after the
- * last used (so equal replicas share the load): a replica that cannot be reached or answers 5xx is
+ * (node:http's keep-alive agents, which measured cheaper per request here than undici). A group's
+ * replicas are tried in turn, starting with the next one after the last used (so equal replicas share the load): a replica that cannot be reached or answers 5xx is
  * skipped for a while and the next one asked, all within the group's `timeout`. The first replica
  * with a 2xx or 4xx answer answers for the group.
  */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
-import type { Dispatcher } from 'undici';
 import { errorMessage } from '@cachemon/core';
 import type { ServerGroup } from './config.js';
 
@@ -102,9 +103,22 @@ function withParams(search: string, params: Readonly<Record<string, string>>): s
   return merged.toString();
 }
 
-function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** One HTTP request; resolves with the answer's head, its body unread. */
+function requestOnce(
+  url: URL,
+  options: { method: string; headers: Record<string, string>; body: string | undefined; signal: AbortSignal; agent: HttpAgent | HttpsAgent },
+): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(url, { method: options.method, headers: options.headers, agent: options.agent, signal: options.signal }, resolve);
+    req.once('error', reject);
+    req.end(options.body);
+  });
 }
 
 async function readPrefix(body: Readable, limit: number): Promise<string> {
@@ -122,13 +136,12 @@ async function readPrefix(body: Readable, limit: number): Promise<string> {
 }
 
 export class Upstreams {
-  private readonly agent: Agent;
+  private readonly http = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
+  private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
   private readonly failedAt = new Map<string, number>();
   private readonly next = new Map<ServerGroup, number>();
 
-  constructor(private readonly now: () => number = Date.now) {
-    this.agent = new Agent({ connections: CONNECTIONS_PER_STORE, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
-  }
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** The group's replicas in the order to try them: rotating start, recently failed ones last. */
   private order(group: ServerGroup): string[] {
@@ -151,17 +164,15 @@ export class Upstreams {
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
     if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     for (const target of this.order(group)) {
-      let answer: Dispatcher.ResponseData;
+      let answer: IncomingMessage;
       try {
-        answer = await request(`${target}${req.path}${search === '' ? '' : `?${search}`}`, {
+        const url = new URL(`${target}${req.path}${search === '' ? '' : `?${search}`}`);
+        answer = await requestOnce(url, {
           method: req.method,
           headers,
-          ...(req.method === 'POST' ? { body: req.body ?? '' } : {}),
-          dispatcher: this.agent,
+          body: req.method === 'POST' ? (req.body ?? '') : undefined,
+          agent: url.protocol === 'https:' ? this.https : this.http,
           signal: call.signal,
-          // The group timeout governs; these only stop undici's own 300 s defaults from mattering.
-          headersTimeout: group.timeoutMs + 1000,
-          bodyTimeout: group.timeoutMs + 1000,
         });
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
@@ -170,10 +181,11 @@ export class Upstreams {
         problems.push(`${target}: ${errorMessage(err)}`);
         continue;
       }
-      if (answer.statusCode >= 500) {
+      const status = answer.statusCode ?? 0;
+      if (status >= 500) {
         this.failedAt.set(target, this.now());
-        const text = await readPrefix(answer.body, ERROR_BODY_BYTES);
-        problems.push(`${target} answered ${answer.statusCode}: ${errorText(text)}`);
+        const text = await readPrefix(answer, ERROR_BODY_BYTES);
+        problems.push(`${target} answered ${status}: ${errorText(text)}`);
         continue;
       }
       if (this.failedAt.size > 0) this.failedAt.delete(target);
@@ -182,7 +194,7 @@ export class Upstreams {
         const value = header(answer.headers, name);
         if (value !== undefined) passed[name] = value;
       }
-      return { status: answer.statusCode, headers: passed, body: answer.body, target };
+      return { status, headers: passed, body: answer, target };
     }
     throw new GroupFailure(group, 'unavailable', `no replica answered (${problems.join('; ')})`);
   }
@@ -210,7 +222,8 @@ export class Upstreams {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    this.http.destroy();
+    this.https.destroy();
   }
 }
 
