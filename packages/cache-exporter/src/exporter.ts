@@ -262,13 +262,12 @@ export class CacheExporter {
     } else if (JSON.stringify(next.serviceCodes) !== JSON.stringify(previous.serviceCodes)) {
       this.watcher.setServiceCodes(next.serviceCodes);
     }
-    this.self.reloadSuccessful.set(1);
-    this.self.reloadTimestamp.set(Date.now() / 1000);
+    this.self.reload.succeeded();
     return { restartNeeded };
   }
 
   reloadFailed(err: unknown): void {
-    this.self.reloadSuccessful.set(0);
+    this.self.reload.failed();
     this.options.logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
   }
 }

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
+import type { ReloadMetrics } from '@cachemon/core';
 
 /** The exporter's own health, `cachemon_*`, served after the node series on /metrics. */
 export class SelfMetrics {
@@ -11,8 +12,7 @@ export class SelfMetrics {
   readonly topologyUpdated: Gauge;
   readonly topologyNodes: Gauge<'state'>;
   readonly topologyProblems: Gauge;
-  readonly reloadSuccessful: Gauge;
-  readonly reloadTimestamp: Gauge;
+  readonly reload: ReloadMetrics;
   readonly sharedScrapes: Counter<'path'>;
 
   constructor(registry: Registry, info: { version: string; ensemble: () => string }) {
@@ -52,9 +52,7 @@ export class SelfMetrics {
       help: 'Znodes under the ARCUS roots that could not be understood (see the log).',
       registers,
     });
-    const reload = createReloadMetrics(registry);
-    this.reloadSuccessful = reload.successful;
-    this.reloadTimestamp = reload.timestamp;
+    this.reload = createReloadMetrics(registry);
     registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter', ensemble: info.ensemble() }));
   }
 }

@@ -3,6 +3,8 @@
  * servers in one process never see each other's series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { errorMessage } from './errors.js';
+import type { Logger } from './log.js';
 
 /**
  * Registry with prom-client's process_* and nodejs_* metrics. Daemons keep their cachemon_* ones
@@ -17,21 +19,53 @@ export function createSelfRegistry(): Registry {
 }
 
 /** The reload health every daemon with a config file exposes. Starts as "loaded now". */
-export function createReloadMetrics(registry: Registry): { readonly successful: Gauge; readonly timestamp: Gauge } {
-  const registers = [registry];
-  const successful = new Gauge({
-    name: 'cachemon_config_last_reload_successful',
-    help: 'Whether the last configuration reload succeeded.',
-    registers,
-  });
-  const timestamp = new Gauge({
-    name: 'cachemon_config_last_reload_success_timestamp_seconds',
-    help: 'When the configuration was last loaded successfully.',
-    registers,
-  });
-  successful.set(1);
-  timestamp.set(Date.now() / 1000);
-  return { successful, timestamp };
+export class ReloadMetrics {
+  readonly successful: Gauge;
+  readonly timestamp: Gauge;
+  readonly reloads: Counter<'result'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.successful = new Gauge({ name: 'cachemon_config_last_reload_successful', help: 'Whether the last configuration reload succeeded.', registers });
+    this.timestamp = new Gauge({ name: 'cachemon_config_last_reload_success_timestamp_seconds', help: 'When the configuration was last loaded successfully.', registers });
+    this.reloads = new Counter({
+      name: 'cachemon_config_reloads_total',
+      help: 'Configuration reloads (reload endpoint, SIGHUP), by result (success, failure).',
+      labelNames: ['result'],
+      registers,
+    });
+    this.successful.set(1);
+    this.timestamp.set(Date.now() / 1000);
+  }
+
+  succeeded(nowMs: number = Date.now()): void {
+    this.successful.set(1);
+    this.timestamp.set(nowMs / 1000);
+    this.reloads.inc({ result: 'success' });
+  }
+
+  failed(): void {
+    this.successful.set(0);
+    this.reloads.inc({ result: 'failure' });
+  }
+}
+
+export function createReloadMetrics(registry: Registry): ReloadMetrics {
+  return new ReloadMetrics(registry);
+}
+
+/**
+ * Reads the next config for a reload. When it cannot be read or is invalid: recorded, logged,
+ * rethrown; the caller keeps its running config.
+ */
+export function loadForReload<T>(load: () => T, metrics: ReloadMetrics, logger: Logger): T {
+  try {
+    return load();
+  } catch (err) {
+    metrics.failed();
+    logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
+    throw err;
+  }
 }
 
 /** `cachemon_build_info` (value 1): version, Node.js version, component, and any labels the daemon adds. */

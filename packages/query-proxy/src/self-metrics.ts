@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
+import type { ReloadMetrics } from '@cachemon/core';
 import type { QueryProxyConfig } from './config.js';
 
 /** Latency buckets: a cached dashboard query takes a millisecond, a 2-year range seconds. */
@@ -13,9 +14,7 @@ export class ProxyMetrics {
   readonly groupDuration: Histogram<'group' | 'endpoint'>;
   readonly groupErrors: Counter<'group' | 'kind'>;
   readonly warnings: Counter<'endpoint'>;
-  readonly reloadSuccessful: Gauge;
-  readonly reloadTimestamp: Gauge;
-  readonly reloads: Counter<'result'>;
+  readonly reload: ReloadMetrics;
 
   constructor(registry: Registry, config: () => QueryProxyConfig, version: string) {
     const registers = [registry];
@@ -52,15 +51,7 @@ export class ProxyMetrics {
       labelNames: ['endpoint'],
       registers,
     });
-    const reload = createReloadMetrics(registry);
-    this.reloadSuccessful = reload.successful;
-    this.reloadTimestamp = reload.timestamp;
-    this.reloads = new Counter({
-      name: 'cachemon_config_reloads_total',
-      help: 'Configuration reloads (POST /-/reload, SIGHUP), by result (success, failure).',
-      labelNames: ['result'],
-      registers,
-    });
+    this.reload = createReloadMetrics(registry);
     new Gauge({
       name: 'cachemon_query_proxy_server_group_replicas',
       help: 'Stores (replicas) configured in each server group.',

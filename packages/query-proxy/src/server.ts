@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
-import { createHttpServer, errorMessage, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
@@ -399,20 +399,10 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   });
 
   const reload = (): ReloadResult => {
-    let next: QueryProxyConfig;
-    try {
-      next = options.loadConfig();
-    } catch (err) {
-      metrics.reloadSuccessful.set(0);
-      metrics.reloads.inc({ result: 'failure' });
-      logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
-      throw err;
-    }
+    const next: QueryProxyConfig = loadForReload(options.loadConfig, metrics.reload, logger);
     config = next;
     plans.clear();
-    metrics.reloadSuccessful.set(1);
-    metrics.reloadTimestamp.set(Date.now() / 1000);
-    metrics.reloads.inc({ result: 'success' });
+    metrics.reload.succeeded();
     for (const warning of next.warnings) logger.warn({ warning }, 'configuration warning');
     const result = { groups: next.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`), warnings: next.warnings };
     logger.info({ groups: result.groups }, 'configuration reloaded');

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
+import type { ReloadMetrics } from '@cachemon/core';
 import type { TopologyProvider } from './provider.js';
 import type { HostnameProblemKind } from './view.js';
 
@@ -10,9 +11,7 @@ const PROBLEM_KINDS: readonly HostnameProblemKind[] = ['unresolved', 'mismatch',
 export class ProviderMetrics {
   readonly requests: Counter<'method' | 'path' | 'status'>;
   readonly requestDuration: Histogram<'method' | 'path'>;
-  readonly reloadSuccessful: Gauge;
-  readonly reloadTimestamp: Gauge;
-  readonly reloads: Counter<'result'>;
+  readonly reload: ReloadMetrics;
 
   constructor(registry: Registry, provider: () => TopologyProvider, info: { version: string; now?: () => number }) {
     const registers = [registry];
@@ -30,15 +29,7 @@ export class ProviderMetrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
-    const reload = createReloadMetrics(registry);
-    this.reloadSuccessful = reload.successful;
-    this.reloadTimestamp = reload.timestamp;
-    this.reloads = new Counter({
-      name: 'cachemon_config_reloads_total',
-      help: 'Configuration reloads (POST /reload/config, SIGHUP), by result (success, failure).',
-      labelNames: ['result'],
-      registers,
-    });
+    this.reload = createReloadMetrics(registry);
     type EnsembleState = ReturnType<TopologyProvider['ensembleStates']>[number];
     /** A series per ensemble, read from the provider at scrape time. */
     const perEnsemble = (name: string, help: string, read: (s: EnsembleState) => number, kind: 'gauge' | 'counter' = 'gauge') => {

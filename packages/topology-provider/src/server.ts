@@ -2,7 +2,7 @@
  * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
  * flags and signals; tests start it in-process with an injected resolver and clock.
  */
-import { createHttpServer, errorMessage, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { Registry } from 'prom-client';
@@ -123,19 +123,9 @@ export async function startProviderServer(config: TopologyProviderConfig, option
   });
 
   const reload = (): ReloadResult => {
-    let next: TopologyProviderConfig;
-    try {
-      next = options.loadConfig();
-    } catch (err) {
-      metrics.reloadSuccessful.set(0);
-      metrics.reloads.inc({ result: 'failure' });
-      logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
-      throw err;
-    }
+    const next: TopologyProviderConfig = loadForReload(options.loadConfig, metrics.reload, logger);
     const result = provider.reload(next);
-    metrics.reloadSuccessful.set(1);
-    metrics.reloadTimestamp.set(now() / 1000);
-    metrics.reloads.inc({ result: 'success' });
+    metrics.reload.succeeded(now());
     logger.info({ ...result }, 'configuration reloaded');
     if (result.restartNeeded.length > 0) logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
     return result;
