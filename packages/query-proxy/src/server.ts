@@ -272,43 +272,49 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     return success(reply, endpoint, merged.data, [...groupWarnings(answers), ...warnings, ...merged.warnings]);
   };
 
-  const route = (reply: FastifyReply, endpoint: Endpoint, decision: RouteDecision) => {
-    metrics.requests.inc({ endpoint, decision });
-    reply.header('X-Cachemon-Route', decision);
+  /** The client's request as the single path forwards it: same method, parameters and body. */
+  const asIs = (request: FastifyRequest, path: string, search: string, body: string | undefined): UpstreamRequest => {
+    const accept = request.headers['accept-encoding'];
+    return { path, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}) };
+  };
+
+  /**
+   * Routes a request: a bad query or parameter is a 400 (`param` names it), counted as `invalid`;
+   * a decision is counted, said in X-Cachemon-Route, and the answer timed when it is complete.
+   */
+  const routed = <T extends { decision: RouteDecision }>(reply: FastifyReply, endpoint: Endpoint, param: string, decide: () => T): T => {
+    const started = performance.now();
+    let result: T;
+    try {
+      result = decide();
+    } catch (err) {
+      metrics.requests.inc({ endpoint, decision: 'invalid' });
+      if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "${param}": ${err.message}`);
+      throw err;
+    }
+    metrics.requests.inc({ endpoint, decision: result.decision });
+    reply.header('X-Cachemon-Route', result.decision);
+    reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
+    return result;
   };
 
   const queryHandler = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
-    const started = performance.now();
     const { search, body, params } = requestParams(request);
-    const query = params.get('query');
-    let planned: Plan;
-    try {
+    const planned = routed(reply, endpoint, 'query', () => {
+      const query = params.get('query');
       if (query === null) throw new ApiError('bad_data', 'invalid parameter "query": the parameter is missing');
       if (query.length > maxQueryLength) {
         throw new ApiError('bad_data', `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`);
       }
-      try {
-        planned = plan(query);
-      } catch (err) {
-        if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "query": ${err.message}`);
-        throw err;
-      }
-    } catch (err) {
-      metrics.requests.inc({ endpoint, decision: 'invalid' });
-      throw err;
-    }
-    route(reply, endpoint, planned.decision);
-    reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
+      return plan(query);
+    });
     const resultType = endpoint === 'query_range' ? 'matrix' : planned.parsed.instantResultType;
     const empty = { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
     if (planned.decision === 'none') return success(reply, endpoint, empty, []);
     if (planned.decision === 'spanning') return success(reply, endpoint, empty, [planned.reason!]);
     const path = `/api/v1/${endpoint}`;
     const [only] = planned.groups;
-    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0) {
-      const accept = request.headers['accept-encoding'];
-      return forward(endpoint, only, { path, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}) }, reply, empty);
-    }
+    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forward(endpoint, only, asIs(request, path, search, body), reply, empty);
     const combining = combiningProblem(planned.parsed, planned.groups);
     const requestFor = (group: ServerGroup): UpstreamRequest => {
       const form = new URLSearchParams(params);
@@ -329,32 +335,17 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     empty: unknown,
   ) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const started = performance.now();
       const { search, body, params } = requestParams(request);
-      let routed: { decision: RouteDecision; groups: readonly ServerGroup[] };
-      try {
+      const route = routed(reply, endpoint, 'match[]', () => {
         const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
         if (endpoint === 'series' && matches.length === 0) throw new ApiError('bad_data', 'no match[] parameter provided');
-        try {
-          routed = planMatches(matches, config.groups);
-        } catch (err) {
-          if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "match[]": ${err.message}`);
-          throw err;
-        }
-      } catch (err) {
-        metrics.requests.inc({ endpoint, decision: 'invalid' });
-        throw err;
-      }
-      route(reply, endpoint, routed.decision);
-      reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
-      if (routed.groups.length === 0) return success(reply, endpoint, empty, []);
+        return planMatches(matches, config.groups);
+      });
+      if (route.groups.length === 0) return success(reply, endpoint, empty, []);
         const upstreamPath = path(request);
-      const [only] = routed.groups;
-      if (routed.groups.length === 1 && only && Object.keys(only.labels).length === 0) {
-        const accept = request.headers['accept-encoding'];
-        return forward(endpoint, only, { path: upstreamPath, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}) }, reply, empty);
-      }
-      return gather(endpoint, routed.groups, () => ({ path: upstreamPath, method: 'POST', search: '', body: params.toString() }), (answers) => merge(answers, request), reply);
+      const [only] = route.groups;
+      if (route.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
+      return gather(endpoint, route.groups, () => ({ path: upstreamPath, method: 'POST', search: '', body: params.toString() }), (answers) => merge(answers, request), reply);
     };
 
   const api = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => {
