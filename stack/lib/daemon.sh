@@ -90,3 +90,27 @@ stop_instance() { # <component> <args...>
   name=$(instance_name "" "$@") || exit 2
   daemon_stop "$component $name" "$DIR/run/$name.pid"
 }
+
+# Whether something accepts connections on the port of a listen address (host:port or :port).
+port_in_use() { # <listen address>
+  local address=$1 host port
+  port=${address##*:}
+  host=${address%:*}
+  case "$host" in "" | 0.0.0.0 | "[::]" | "::") host=127.0.0.1 ;; esac
+  (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
+}
+
+# An executable from the installed tree's bin/ (download.sh puts releases there), else from PATH.
+system_bin() { # <component dir> <executable> [override]
+  local dir=$1 exe=$2 override=${3:-}
+  if [ -n "$override" ]; then
+    echo "$override"
+  elif [ -x "$dir/../bin/$exe" ]; then
+    echo "$dir/../bin/$exe"
+  elif command -v "$exe" >/dev/null; then
+    command -v "$exe"
+  else
+    echo "cannot find the $exe executable: run install.sh, or install the system package" >&2
+    return 1
+  fi
+}

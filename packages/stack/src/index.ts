@@ -1,0 +1,41 @@
+/**
+ * Helpers for tests of the installed tree: a temporary INSTALL_DIR holding components copied from
+ * stack/, and their scripts run as an operator runs them.
+ */
+import { spawnSync } from 'node:child_process';
+import type { SpawnSyncReturns } from 'node:child_process';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The source checkout's root. */
+export const REPO_ROOT = new URL('../../../../', import.meta.url).pathname;
+export const STACK_DIR = join(REPO_ROOT, 'stack');
+
+export interface InstallTree {
+  readonly dir: string;
+  /** Path of a file in the tree. */
+  path(...parts: string[]): string;
+  /** Runs <component>/<script> with args, env added to the test's own. */
+  run(component: string, script: string, args?: readonly string[], env?: Record<string, string>): SpawnSyncReturns<string>;
+  /** Replaces `from` by `to` in a file of the tree (every occurrence; fails when absent). */
+  edit(file: string, from: string | RegExp, to: string): void;
+}
+
+/** Copies stack/lib and the named components of stack/ into dir, as the installer lays them out. */
+export function installTree(dir: string, components: readonly string[]): InstallTree {
+  cpSync(join(STACK_DIR, 'lib'), join(dir, 'lib'), { recursive: true });
+  for (const component of components) cpSync(join(STACK_DIR, component), join(dir, component), { recursive: true });
+  const path = (...parts: string[]) => join(dir, ...parts);
+  return {
+    dir,
+    path,
+    run: (component, script, args = [], env = {}) =>
+      spawnSync('bash', [path(component, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: REPO_ROOT, ...env }, timeout: 90_000 }),
+    edit(file, from, to) {
+      const text = readFileSync(path(file), 'utf8');
+      const next = typeof from === 'string' ? text.split(from).join(to) : text.replace(from, to);
+      if (next === text) throw new Error(`${file}: nothing matched ${String(from)}`);
+      writeFileSync(path(file), next);
+    },
+  };
+}

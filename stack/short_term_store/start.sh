@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Starts the stores in the background.
+#   start.sh            both: the short-term store (short.env) and the long-term store (long.env)
+#   start.sh short      only the short-term store
+#   start.sh long       only the long-term store
+# Each env file's TS_* variables are translated into the store binary's flags. Writes
+# run/<short|long>.pid and logs to log/<short|long>.log. The binary is bin/victoria-metrics of the
+# installed tree, else victoria-metrics on PATH (TS_BINARY overrides); extra flags go in
+# TS_EXTRA_FLAGS.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+case "${1:-both}" in
+  both) roles=(short long) ;;
+  short | long) roles=("$1") ;;
+  *)
+    echo "usage: $(basename "$0") [short|long]   (no argument: both)" >&2
+    exit 2
+    ;;
+esac
+[ "$#" -le 1 ] || { echo "usage: $(basename "$0") [short|long]" >&2; exit 2; }
+
+bin=$(system_bin "$DIR" victoria-metrics "${TS_BINARY:-}")
+# Stream aggregation came with later store releases; ask this one.
+supports_streamaggr() { "$bin" -help 2>&1 | grep -q -- '-streamAggr.config'; }
+
+# Absolute path of a setting relative to this directory.
+abs() { case "$1" in /*) echo "$1" ;; *) echo "$DIR/$1" ;; esac; }
+
+start_role() {
+  local role=$1 env_file="$DIR/$1.env"
+  if [ ! -f "$env_file" ]; then
+    echo "store $role: no env file $env_file" >&2
+    return 1
+  fi
+  # Only the file's values count: unset what a previous role or the caller's environment set.
+  unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_LOG_LEVEL
+  # shellcheck disable=SC1090
+  . "$env_file"
+  local missing=() name
+  for name in TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_LOG_LEVEL; do
+    [ -n "${!name:-}" ] || missing+=("$name")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "store $role: $env_file: ${missing[*]} not set" >&2
+    return 1
+  fi
+  if ! [[ "$TS_RETENTION_PERIOD" =~ ^[0-9]+[ywdh]$ ]]; then
+    echo "store $role: $env_file: TS_RETENTION_PERIOD=$TS_RETENTION_PERIOD: a number with unit y, w, d or h (e.g. 14d, 2y)" >&2
+    return 1
+  fi
+  if [[ "$TS_RETENTION_PERIOD" =~ ^([0-9]+)h$ ]] && [ "${BASH_REMATCH[1]}" -lt 24 ]; then
+    echo "store $role: $env_file: TS_RETENTION_PERIOD=$TS_RETENTION_PERIOD: at least 24h" >&2
+    return 1
+  fi
+  case "$TS_LOG_LEVEL" in INFO | WARN | ERROR | FATAL | PANIC) ;; *)
+    echo "store $role: $env_file: TS_LOG_LEVEL=$TS_LOG_LEVEL: one of INFO, WARN, ERROR, FATAL, PANIC" >&2
+    return 1
+    ;;
+  esac
+  if daemon_running "$DIR/run/$role.pid"; then
+    echo "store $role: already running (pid $(cat "$DIR/run/$role.pid"))" >&2
+    return 1
+  fi
+  if port_in_use "$TS_LISTEN_ADDRESS"; then
+    echo "store $role: $TS_LISTEN_ADDRESS is already in use by another process; change TS_LISTEN_ADDRESS in $env_file" >&2
+    return 1
+  fi
+  local flags=(
+    -httpListenAddr="$TS_LISTEN_ADDRESS"
+    -retentionPeriod="$TS_RETENTION_PERIOD"
+    -storageDataPath="$(abs "$TS_STORAGE_DATA_PATH")"
+    -loggerLevel="$TS_LOG_LEVEL"
+  )
+  if [ -n "${TS_PROMSCRAPE_CONFIG:-}" ]; then
+    local scrape
+    scrape=$(abs "$TS_PROMSCRAPE_CONFIG")
+    if ! "$bin" -promscrape.config="$scrape" -promscrape.config.dryRun >"$DIR/log/$role.check" 2>&1; then
+      echo "store $role: $scrape is not a valid scrape config:" >&2
+      grep -v '^$' "$DIR/log/$role.check" | tail -n 5 >&2
+      return 1
+    fi
+    # The store re-reads the target files (conf/exporter/*.yml) on its own schedule only: a reload
+    # of an unchanged scrape.yml does not re-read them. Every 5 s makes an edit take effect within
+    # seconds, with or without the reload the procedures ask for (which re-reads scrape.yml).
+    flags+=(-promscrape.config="$scrape" -promscrape.fileSDCheckInterval=5s)
+  fi
+  if [ -n "${TS_STREAMAGGR_CONFIG:-}" ]; then
+    if supports_streamaggr; then
+      flags+=(-streamAggr.config="$(abs "$TS_STREAMAGGR_CONFIG")")
+    else
+      echo "store $role: notice: this store has no stream aggregation (-streamAggr.config); $TS_STREAMAGGR_CONFIG is not applied (nothing depends on it)"
+    fi
+  fi
+  # shellcheck disable=SC2086 # the extra flags are words
+  daemon_start "store $role" "$DIR/run/$role.pid" "$DIR/log/$role.log" "$bin" "${flags[@]}" ${TS_EXTRA_FLAGS:-}
+}
+
+mkdir -p "$DIR/log"
+status=0
+for role in "${roles[@]}"; do
+  start_role "$role" || status=1
+done
+exit "$status"
