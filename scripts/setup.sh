@@ -12,6 +12,8 @@ declare -A PACKAGES=(
   [zookeeper]=/usr/share/java/zookeeper.jar
   [memcached]=/usr/bin/memcached
   [victoria-metrics]=/usr/bin/victoria-metrics
+  [prometheus-alertmanager]=/usr/bin/prometheus-alertmanager
+  [prometheus-node-exporter]=/usr/bin/prometheus-node-exporter
   # the query proxy UI test drives it headless with playwright-core
   [chromium]=/usr/bin/chromium
 )

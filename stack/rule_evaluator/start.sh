@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Starts the rule evaluator (vmalert) in the background.
+#   start.sh            reads rule_evaluator.env (RULER_RULE, RULER_DATASOURCE_URL,
+#                       RULER_REMOTEWRITE_URL, RULER_NOTIFIER_URL, RULER_LISTEN_ADDRESS), checks
+#                       every rule file, writes run/rule_evaluator.pid, logs to log/rule_evaluator.log
+# The binary is bin/vmalert of the installed tree, else vmalert on PATH (RULER_BINARY overrides);
+# RULER_EXTERNAL_URL (optional) is the address alert links point at; extra flags go in RULER_EXTRA_FLAGS.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+if [ "$#" -ne 0 ]; then
+  echo "usage: $(basename "$0")   (starts the rule evaluator with rule_evaluator.env)" >&2
+  exit 2
+fi
+env_file="$DIR/rule_evaluator.env"
+[ -f "$env_file" ] || { echo "rule_evaluator: no env file $env_file" >&2; exit 1; }
+given_external=${RULER_EXTERNAL_URL:-}
+unset RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS RULER_EXTERNAL_URL
+# shellcheck disable=SC1090
+. "$env_file"
+RULER_EXTERNAL_URL=${given_external:-${RULER_EXTERNAL_URL:-}}
+missing=()
+for name in RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS; do
+  [ -n "${!name:-}" ] || missing+=("$name")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "rule_evaluator: $env_file: ${missing[*]} not set" >&2
+  exit 1
+fi
+case "$RULER_RULE" in /*) rules=$RULER_RULE ;; *) rules="$DIR/$RULER_RULE" ;; esac
+bin=$(system_bin "$DIR" vmalert "${RULER_BINARY:-}")
+if daemon_running "$DIR/run/rule_evaluator.pid"; then
+  echo "rule_evaluator: already running (pid $(cat "$DIR/run/rule_evaluator.pid"))" >&2
+  exit 1
+fi
+if port_in_use "$RULER_LISTEN_ADDRESS"; then
+  echo "rule_evaluator: $RULER_LISTEN_ADDRESS is already in use by another process; change RULER_LISTEN_ADDRESS in $env_file" >&2
+  exit 1
+fi
+mkdir -p "$DIR/log"
+# Every rule file must pass the evaluator's own validation (expressions, templates) before it starts.
+if ! "$bin" -rule="$rules" -dryRun -loggerLevel=ERROR >"$DIR/log/rule_evaluator.check" 2>&1; then
+  echo "rule_evaluator: the rule files ($rules) do not pass validation:" >&2
+  grep -v '^$' "$DIR/log/rule_evaluator.check" | tail -n 5 >&2
+  exit 1
+fi
+port=${RULER_LISTEN_ADDRESS##*:}
+# shellcheck disable=SC2086 # the extra flags are words
+daemon_start rule_evaluator "$DIR/run/rule_evaluator.pid" "$DIR/log/rule_evaluator.log" \
+  "$bin" -rule="$rules" \
+  -datasource.url="$RULER_DATASOURCE_URL" \
+  -remoteWrite.url="$RULER_REMOTEWRITE_URL" \
+  -notifier.url="$RULER_NOTIFIER_URL" \
+  -httpListenAddr="$RULER_LISTEN_ADDRESS" \
+  -external.url="${RULER_EXTERNAL_URL:-http://127.0.0.1:$port}" \
+  ${RULER_EXTRA_FLAGS:-}
