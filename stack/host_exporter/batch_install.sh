@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Installs and starts the host exporter on many cache machines over SSH, from the monitoring machine.
+#
+#   INSTALL_DIR=/home/arcus/cachemon HOST_PATTERN=cache-%s.example.com SEQ_START=1 SEQ_END=40 \
+#     batch_install.sh [--dry-run] [--yes]
+#
+#   INSTALL_DIR   directory on each cache machine; the exporter goes to $INSTALL_DIR/host_exporter
+#   HOST_PATTERN  the machines' host name, %s where the number goes (printf: %02s, %03d work too)
+#   SEQ_START, SEQ_END   the range of numbers
+#   SSH, SCP      the commands used (default ssh and scp, with BatchMode so nothing prompts)
+#
+# On EVERY machine it stops a running host exporter and DELETES and recreates
+# $INSTALL_DIR/host_exporter: whatever is in that directory is lost. It asks before it starts
+# unless --yes; --dry-run prints what it would run and changes nothing. Machines must be reachable
+# over SSH from here. The store's exporter/host_exporter.yml still needs their <host>:9100 targets.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+
+dry_run=false
+yes=false
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=true ;;
+    --yes) yes=true ;;
+    *) echo "usage: INSTALL_DIR=... HOST_PATTERN=...%s... SEQ_START=N SEQ_END=M $(basename "$0") [--dry-run] [--yes]" >&2; exit 2 ;;
+  esac
+done
+missing=()
+for name in INSTALL_DIR HOST_PATTERN SEQ_START SEQ_END; do
+  [ -n "${!name:-}" ] || missing+=("$name")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "batch_install: set ${missing[*]} (see the header of $0)" >&2
+  exit 2
+fi
+case "$HOST_PATTERN" in *%*) ;; *) echo "batch_install: HOST_PATTERN=$HOST_PATTERN has no %s for the machine number" >&2; exit 2 ;; esac
+if ! [[ "$SEQ_START" =~ ^[0-9]+$ && "$SEQ_END" =~ ^[0-9]+$ ]] || [ "$SEQ_START" -gt "$SEQ_END" ]; then
+  echo "batch_install: SEQ_START=$SEQ_START SEQ_END=$SEQ_END is not a range of numbers" >&2
+  exit 2
+fi
+case "$INSTALL_DIR" in /*) ;; *) echo "batch_install: INSTALL_DIR=$INSTALL_DIR must be an absolute path" >&2; exit 2 ;; esac
+
+# The exporter binary shipped to the machines: the installed tree's, else this machine's package.
+bin=${HOST_EXPORTER_BINARY:-}
+[ -n "$bin" ] || { [ -x "$DIR/bin/node_exporter" ] && bin="$DIR/bin/node_exporter"; } || true
+[ -n "$bin" ] || { [ -x "$DIR/../bin/node_exporter" ] && bin="$DIR/../bin/node_exporter"; } || true
+[ -n "$bin" ] || bin=$(command -v prometheus-node-exporter || command -v node_exporter || true)
+[ -n "$bin" ] || { echo "batch_install: no node_exporter binary to ship: run install.sh first" >&2; exit 1; }
+lib="$DIR/lib/daemon.sh"; [ -f "$lib" ] || lib="$DIR/../lib/daemon.sh"
+
+SSH=${SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
+SCP=${SCP:-scp -q -o BatchMode=yes -o ConnectTimeout=10}
+target="$INSTALL_DIR/host_exporter"
+hosts=()
+for ((n = SEQ_START; n <= SEQ_END; n++)); do
+  # shellcheck disable=SC2059 # the pattern is the format
+  hosts+=("$(printf "$HOST_PATTERN" "$n")")
+done
+
+echo "batch_install: ${#hosts[@]} machines: ${hosts[0]} .. ${hosts[-1]}"
+echo "WARNING: on each machine a running host exporter is stopped and $target is deleted and recreated; files there are lost."
+if ! $dry_run && ! $yes; then
+  read -r -p "Continue? [y/N] " answer
+  [ "$answer" = y ] || [ "$answer" = Y ] || { echo "batch_install: nothing done"; exit 1; }
+fi
+
+run() {
+  if $dry_run; then
+    echo "  $*"
+  else
+    "$@"
+  fi
+}
+failed=()
+for host in "${hosts[@]}"; do
+  echo "== $host"
+  # shellcheck disable=SC2086 # SSH and SCP are commands with their options
+  if run $SSH "$host" "if [ -x '$target/stop.sh' ]; then '$target/stop.sh' || true; fi; pkill -x node_exporter || true; rm -rf '$target' && mkdir -p '$target/bin' '$target/lib'" &&
+    run $SCP "$bin" "$host:$target/bin/node_exporter" &&
+    run $SCP "$DIR/start.sh" "$DIR/stop.sh" "$DIR/host_exporter.env" "$host:$target/" &&
+    run $SCP "$lib" "$host:$target/lib/daemon.sh" &&
+    run $SSH "$host" "'$target/start.sh'"; then
+    :
+  else
+    failed+=("$host")
+    echo "batch_install: $host failed; going on with the others" >&2
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "batch_install: failed on ${#failed[@]} machines: ${failed[*]}" >&2
+  exit 1
+fi
+$dry_run && echo "batch_install: dry run; nothing was changed" || echo "batch_install: done on ${#hosts[@]} machines"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Starts the host exporter (node_exporter) on this machine, in the background, with the shipped
+# command: one core at most (GOMAXPROCS=1) and only the collectors the dashboards and alerts read,
+# so it costs the cache node next to nothing.
+#   start.sh            reads host_exporter.env (HOST_EXPORTER_LISTEN_ADDRESS, HOST_EXPORTER_LOG_LEVEL),
+#                       writes run/host_exporter.pid, logs to log/host_exporter.log
+# The binary is bin/node_exporter beside this script (the batch install puts it there), else
+# bin/node_exporter of the installed tree, else Debian's prometheus-node-exporter or node_exporter
+# on PATH (HOST_EXPORTER_BINARY overrides).
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$LIB"
+
+if [ "$#" -ne 0 ]; then
+  echo "usage: $(basename "$0")   (starts the host exporter with host_exporter.env)" >&2
+  exit 2
+fi
+env_file="$DIR/host_exporter.env"
+[ -f "$env_file" ] || { echo "host_exporter: no env file $env_file" >&2; exit 1; }
+unset HOST_EXPORTER_LISTEN_ADDRESS HOST_EXPORTER_LOG_LEVEL
+# shellcheck disable=SC1090
+. "$env_file"
+listen=${HOST_EXPORTER_LISTEN_ADDRESS:-0.0.0.0:9100}
+level=${HOST_EXPORTER_LOG_LEVEL:-error}
+case "$level" in debug | info | warn | error) ;; *)
+  echo "host_exporter: $env_file: HOST_EXPORTER_LOG_LEVEL=$level: one of debug, info, warn, error" >&2
+  exit 1
+  ;;
+esac
+if [ -n "${HOST_EXPORTER_BINARY:-}" ]; then
+  bin=$HOST_EXPORTER_BINARY
+elif [ -x "$DIR/bin/node_exporter" ]; then
+  bin="$DIR/bin/node_exporter"
+elif [ -x "$DIR/../bin/node_exporter" ]; then
+  bin="$DIR/../bin/node_exporter"
+else
+  bin=$(command -v prometheus-node-exporter || command -v node_exporter || true)
+  [ -n "$bin" ] || { echo "host_exporter: cannot find node_exporter: run install.sh, or install the prometheus-node-exporter package" >&2; exit 1; }
+fi
+if daemon_running "$DIR/run/host_exporter.pid"; then
+  echo "host_exporter: already running (pid $(cat "$DIR/run/host_exporter.pid"))" >&2
+  exit 1
+fi
+if port_in_use "$listen"; then
+  echo "host_exporter: $listen is already in use (another host exporter?); one host exporter per machine" >&2
+  exit 1
+fi
+GOMAXPROCS=1 daemon_start host_exporter "$DIR/run/host_exporter.pid" "$DIR/log/host_exporter.log" \
+  "$bin" \
+  --collector.disable-defaults \
+  --collector.cpu --collector.meminfo --collector.stat --collector.vmstat --collector.diskstats \
+  --collector.netstat --collector.netdev --collector.loadavg --collector.filefd --collector.processes \
+  --web.listen-address="$listen" \
+  --log.level="$level"
