@@ -113,6 +113,11 @@ export class TopologyWatcher extends EventEmitter {
   private pendingReads = 0;
   /** The current generation's first full read finished; until then nothing is published. */
   private scanSettled = false;
+  /**
+   * A read of the current generation's first full read failed (the connection went): what it
+   * read is incomplete and is never published; the next session starts a new generation.
+   */
+  private scanFailed = false;
   private debounceTimer: NodeJS.Timeout | undefined;
   private topologyValue: Topology = EMPTY_TOPOLOGY;
   private serviceCodeFilter: ReadonlySet<string> | undefined;
@@ -237,6 +242,7 @@ export class TopologyWatcher extends EventEmitter {
     this.roots = new Map(ARCUS_ROOTS.map((root) => [root, { cacheList: new Map(), mapping: new Map() }]));
     this.pendingReads = 0;
     this.scanSettled = false;
+    this.scanFailed = false;
     for (const root of ARCUS_ROOTS) {
       const state = this.roots.get(root)!;
       this.watchChildren(client, generation, `${root}/cache_list`, (serviceCodes) => {
@@ -299,6 +305,7 @@ export class TopologyWatcher extends EventEmitter {
               if (onChildren(undefined)) this.waitForCreation(client, path, live, read);
             } else {
               // Connection loss: the next 'connected' state starts a new generation.
+              this.scanFailed = true;
               this.options.logger?.debug({ path, error: String(error) }, 'ZooKeeper read failed');
             }
           } else if (!onChildren(children)) {
@@ -320,6 +327,7 @@ export class TopologyWatcher extends EventEmitter {
       (error, stat) => {
         this.pendingReads--;
         if (!live()) return;
+        if (error) this.scanFailed = true;
         if (!error && stat) read();
         else this.changed();
       },
@@ -333,6 +341,7 @@ export class TopologyWatcher extends EventEmitter {
       this.pendingReads--;
       if (generation !== this.generation || this.closed) return;
       const entry = state.mapping.get(key);
+      if (error && (error as zookeeper.Exception).getCode?.() !== NO_NODE) this.scanFailed = true;
       if (!error && entry && data) entry.data = data.toString('utf8');
       this.changed();
     });
@@ -340,10 +349,11 @@ export class TopologyWatcher extends EventEmitter {
 
   private changed(): void {
     // A rescan (reconnect, filter change) starts from empty maps: publishing before it has read
-    // everything would drop live nodes for a moment.
+    // everything, or after part of it failed, would drop live nodes (for good, if the ensemble is
+    // gone: the last complete topology must stay).
     let delay = this.options.debounceMs ?? 100;
     if (!this.scanSettled) {
-      if (this.pendingReads > 0) return;
+      if (this.pendingReads > 0 || this.scanFailed) return;
       this.scanSettled = true;
       delay = 0;
     }
