@@ -1,0 +1,35 @@
+# Installation settings, read by install.sh and by every component's download.sh and install.sh.
+# A variable already set in the environment wins: INSTALL_DIR=/opt/cachemon stack/install.sh
+#
+# The spec's GO_VERSION, GO_INSTALL_DIR and GOPATH have no counterpart: cachemon's own daemons are
+# TypeScript, built once (npm ci && npx tsc -b) and run by Node.js; NODE_MIN_VERSION says which.
+
+# Where everything is installed: one folder per component, bin/ for the off-the-shelf binaries,
+# cachemon/ for cachemon's own daemons.
+: "${INSTALL_DIR:=$HOME/cachemon}"
+
+# cachemon's own daemons (exporters, topology provider, query proxy) run on Node.js.
+: "${NODE_MIN_VERSION:=20}"
+
+# Off-the-shelf parts, pinned. The system's packages are used when present (Debian:
+# victoria-metrics, prometheus-alertmanager, prometheus-node-exporter); otherwise these releases
+# are downloaded into $INSTALL_DIR/downloads and verified against the release's own checksum
+# file, and against the SHA256 below when one is set (pin it for a download you have vetted).
+: "${VICTORIA_METRICS_VERSION:=1.79.5}"
+: "${VICTORIA_METRICS_URL:=https://github.com/VictoriaMetrics/VictoriaMetrics/releases/download/v${VICTORIA_METRICS_VERSION}}"
+: "${VICTORIA_METRICS_SHA256:=}"
+: "${VMUTILS_SHA256:=}"
+: "${ALERTMANAGER_VERSION:=0.25.0}"
+: "${ALERTMANAGER_URL:=https://github.com/prometheus/alertmanager/releases/download/v${ALERTMANAGER_VERSION}}"
+: "${ALERTMANAGER_SHA256:=}"
+: "${NODE_EXPORTER_VERSION:=1.5.0}"
+: "${NODE_EXPORTER_URL:=https://github.com/prometheus/node_exporter/releases/download/v${NODE_EXPORTER_VERSION}}"
+: "${NODE_EXPORTER_SHA256:=}"
+
+# The dashboard server and its JSON datasource plugin (installed by dashboard_server/install.sh).
+: "${DASHBOARD_SERVER_VERSION:=11.2.2}"
+: "${DASHBOARD_PLUGIN_VERSION:=0.6.5}"
+: "${DASHBOARD_INSTALL_DIR:=$INSTALL_DIR/grafana}"
+
+# Machine architecture of the downloads (amd64, arm64).
+: "${ARCH:=$(case "$(uname -m)" in aarch64 | arm64) echo arm64 ;; *) echo amd64 ;; esac)}"

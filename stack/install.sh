@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs the whole stack into INSTALL_DIR (config.sh; INSTALL_DIR=<dir> stack/install.sh
+# overrides it), without prompting:
+#   - cachemon's own daemons (built from this checkout) into $INSTALL_DIR/cachemon
+#   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>
+#   - the off-the-shelf programs: the system's packages when present, else pinned, verified
+#     release downloads into $INSTALL_DIR/bin
+# Running it again updates scripts and programs and keeps operators' edited configs (a new
+# shipped version goes beside as <file>.shipped) and all data.
+set -euo pipefail
+STACK=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$STACK/.." && pwd)
+# shellcheck source=config.sh
+. "$STACK/config.sh"
+# shellcheck source=lib/download.sh
+. "$STACK/lib/download.sh"
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt "$NODE_MIN_VERSION" ]; then
+  echo "install: Node.js $NODE_MIN_VERSION or newer is needed (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+for pkg in "$ROOT"/packages/*/; do
+  if [ ! -d "$pkg/dist/src" ]; then
+    echo "install: $pkg is not built; run npm ci && npm run build in $ROOT first" >&2
+    exit 1
+  fi
+done
+
+echo "install: into $INSTALL_DIR"
+mkdir -p "$INSTALL_DIR/lib"
+cp "$STACK"/lib/*.sh "$INSTALL_DIR/lib/"
+if [ -e "$INSTALL_DIR/config.sh" ] && ! cmp -s "$STACK/config.sh" "$INSTALL_DIR/config.sh"; then
+  cp "$STACK/config.sh" "$INSTALL_DIR/config.sh.shipped"
+  echo "install: kept your config.sh (the shipped version is config.sh.shipped)"
+else
+  cp "$STACK/config.sh" "$INSTALL_DIR/config.sh"
+fi
+
+# cachemon itself: executables, built packages and their dependencies, swapped in whole.
+app="$INSTALL_DIR/cachemon"
+rm -rf "$app.new" "$app.old"
+mkdir -p "$app.new/packages"
+cp -a "$ROOT/bin" "$ROOT/package.json" "$ROOT/package-lock.json" "$ROOT/node_modules" "$app.new/"
+for pkg in "$ROOT"/packages/*/; do
+  name=$(basename "$pkg")
+  mkdir -p "$app.new/packages/$name"
+  cp -a "$pkg/package.json" "$pkg/dist" "$app.new/packages/$name/"
+  if [ -d "$pkg/ui" ]; then cp -a "$pkg/ui" "$app.new/packages/$name/"; fi
+done
+if [ -d "$app" ]; then mv "$app" "$app.old"; fi
+mv "$app.new" "$app"
+rm -rf "$app.old"
+echo "install: cachemon in $app"
+
+# Components run by cachemon's daemons: their folders only.
+for component in cache_exporter coordination_exporter topology_provider query_proxy; do
+  install_component_files "$STACK/$component" "$component"
+  echo "$component: installed in $INSTALL_DIR/$component"
+done
+# Components run by off-the-shelf programs: their own install.sh finds or downloads the program.
+for component in short_term_store rule_evaluator alert_router host_exporter; do
+  "$STACK/$component/install.sh"
+done
+echo "install: done. Next: fill alert_router/alert_router.yml, then start each component with its start.sh (docs/operations.md)."

@@ -1,0 +1,101 @@
+# Shared by the components' download.sh and install.sh (sourced, not run).
+#   fetch_verified <url> <file name> <checksums url> <pinned sha256 or ""> <dest dir>
+#       downloads <url> to <dest dir>/<file name> unless it is already there and verified, and
+#       checks it against its line in the release's checksum file (and the pinned SHA256 if set)
+#   have_system <executable...>   the first executable found on PATH, if any
+
+have_system() {
+  local exe
+  for exe in "$@"; do
+    if command -v "$exe" >/dev/null 2>&1; then
+      command -v "$exe"
+      return 0
+    fi
+  done
+  return 1
+}
+
+_fetch() { # <url> <output file>
+  local url=$1 out=$2 err
+  if ! err=$(curl -fsSL --retry 2 --connect-timeout 10 --max-time 600 -o "$out" "$url" 2>&1); then
+    rm -f "$out"
+    echo "cannot download $url: ${err:-failed}" >&2
+    echo "  This machine cannot reach the release site. Install the system package instead, or copy" >&2
+    echo "  the file into $(dirname "$out")/ from a machine that can and run this again." >&2
+    return 1
+  fi
+}
+
+fetch_verified() { # <url> <file name> <checksums url> <pinned sha256> <dest dir>
+  local url=$1 name=$2 sums_url=$3 pinned=$4 dest=$5
+  mkdir -p "$dest"
+  local file="$dest/$name" sums="$dest/$name.sha256sums"
+  if [ ! -f "$file" ]; then
+    echo "downloading $url"
+    _fetch "$url" "$file.part" || return 1
+    mv "$file.part" "$file"
+  fi
+  [ -f "$sums" ] || _fetch "$sums_url" "$sums" || return 1
+  local expected actual
+  expected=$(awk -v n="$name" '{ f = $2; sub(/^\*/, "", f) } f == n { print $1; exit }' "$sums")
+  if [ -z "$expected" ]; then
+    echo "$sums_url lists no checksum for $name; refusing an unverified download" >&2
+    rm -f "$sums"
+    return 1
+  fi
+  actual=$(sha256sum "$file" | cut -d' ' -f1)
+  if [ "$actual" != "$expected" ]; then
+    echo "$file: checksum mismatch (got $actual, the release says $expected); the file was removed, run again" >&2
+    rm -f "$file" "$sums"
+    return 1
+  fi
+  if [ -n "$pinned" ] && [ "$actual" != "$pinned" ]; then
+    echo "$file: checksum $actual differs from the one pinned in config.sh ($pinned); the file was removed" >&2
+    rm -f "$file" "$sums"
+    return 1
+  fi
+  echo "verified $name (sha256 $actual)"
+}
+
+# Downloads (verified) a release archive and puts one program of it into $INSTALL_DIR/bin.
+install_release_binary() { # <program name in bin/> <base url> <archive> <checksum file> <pinned sha256> <path in archive>
+  local program=$1 base=$2 archive=$3 sums=$4 pinned=$5 inner=$6
+  fetch_verified "$base/$archive" "$archive" "$base/$sums" "$pinned" "$INSTALL_DIR/downloads" || return 1
+  local tmp
+  tmp=$(mktemp -d)
+  if ! tar -xzf "$INSTALL_DIR/downloads/$archive" -C "$tmp" "$inner" 2>/dev/null; then
+    rm -rf "$tmp"
+    echo "$archive holds no $inner" >&2
+    return 1
+  fi
+  mkdir -p "$INSTALL_DIR/bin"
+  install -m 0755 "$tmp/$inner" "$INSTALL_DIR/bin/$program"
+  rm -rf "$tmp"
+  echo "installed $INSTALL_DIR/bin/$program"
+}
+
+# Copies a component folder of the source tree into $INSTALL_DIR. Scripts and shipped rule files
+# are replaced; an operator's config, env and target files are kept (the new shipped version is put
+# beside one that differs, as <file>.shipped); data/, log/ and run/ are never touched.
+install_component_files() { # <source dir of the component> <component name>
+  local src=$1 name=$2 dest="$INSTALL_DIR/$2" rel target
+  mkdir -p "$dest"
+  while IFS= read -r -d '' rel; do
+    rel=${rel#./}
+    target="$dest/$rel"
+    mkdir -p "$(dirname "$target")"
+    case "$rel" in
+      *.sh | systemd/* | conf/rules/downsampling.yml)
+        cp "$src/$rel" "$target"
+        ;;
+      *)
+        if [ -e "$target" ] && ! cmp -s "$src/$rel" "$target"; then
+          cp "$src/$rel" "$target.shipped"
+          echo "$name: kept your $rel (the shipped version is $rel.shipped)"
+        elif [ ! -e "$target" ]; then
+          cp "$src/$rel" "$target"
+        fi
+        ;;
+    esac
+  done < <(cd "$src" && find . -type f ! -path './data/*' ! -path './log/*' ! -path './run/*' -print0)
+}

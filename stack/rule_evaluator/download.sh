@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Downloads and verifies the pinned vmutils release (VictoriaMetrics' tools) and puts its vmalert
+# into $INSTALL_DIR/bin/vmalert.
+set -euo pipefail
+DIR=$(cd "$(dirname "$0")" && pwd)
+STACK=$DIR/..
+# shellcheck source=../config.sh
+. "$STACK/config.sh"
+# shellcheck source=../lib/download.sh
+. "$STACK/lib/download.sh"
+release="vmutils-linux-${ARCH}-v${VICTORIA_METRICS_VERSION}"
+install_release_binary vmalert "$VICTORIA_METRICS_URL" "$release.tar.gz" "${release}_checksums.txt" "$VMUTILS_SHA256" vmalert-prod
