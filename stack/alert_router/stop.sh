@@ -5,9 +5,4 @@ DIR=$(cd "$(dirname "$0")" && pwd)
 LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
-
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")" >&2
-  exit 2
-fi
-daemon_stop alert_router "$DIR/run/alert_router.pid"
+stop_single alert_router "$@"

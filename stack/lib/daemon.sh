@@ -114,3 +114,14 @@ system_bin() { # <component dir> <executable> [override]
     return 1
   fi
 }
+
+# stop.sh of a component with one instance: no arguments; SIGTERM to run/<name>.pid, SIGKILL after 15 s.
+stop_single() { # <name> <args...>
+  local name=$1
+  shift
+  if [ "$#" -ne 0 ]; then
+    echo "usage: $(basename "$0")" >&2
+    exit 2
+  fi
+  daemon_stop "$name" "$DIR/run/$name.pid"
+}

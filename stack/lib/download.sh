@@ -99,3 +99,22 @@ install_component_files() { # <source dir of the component> <component name>
     esac
   done < <(cd "$src" && find . -type f ! -path './data/*' ! -path './log/*' ! -path './run/*' -print0)
 }
+
+# install.sh of a component run by an off-the-shelf program: the system's program when present
+# (CACHEMON_FORCE_DOWNLOAD=1 skips it), else one already in $INSTALL_DIR/bin, else download.sh;
+# then the component's folder and the shared scripts.
+install_offshelf_component() { # <component dir> <component> <program in bin/> <system executables...>
+  local dir=$1 component=$2 program=$3 found
+  shift 3
+  if [ "${CACHEMON_FORCE_DOWNLOAD:-}" != 1 ] && found=$(have_system "$@"); then
+    echo "$component: using the system's $found"
+  elif [ -x "$INSTALL_DIR/bin/$program" ]; then
+    echo "$component: using $INSTALL_DIR/bin/$program"
+  else
+    "$dir/download.sh"
+  fi
+  install_component_files "$dir" "$component"
+  mkdir -p "$INSTALL_DIR/lib"
+  cp "$dir/../lib/"*.sh "$INSTALL_DIR/lib/"
+  echo "$component: installed in $INSTALL_DIR/$component"
+}

@@ -4,19 +4,8 @@
 # present, else the pinned release (download.sh).
 set -euo pipefail
 DIR=$(cd "$(dirname "$0")" && pwd)
-STACK=$DIR/..
 # shellcheck source=../config.sh
-. "$STACK/config.sh"
+. "$DIR/../config.sh"
 # shellcheck source=../lib/download.sh
-. "$STACK/lib/download.sh"
-if [ "${CACHEMON_FORCE_DOWNLOAD:-}" != 1 ] && found=$(have_system vmalert); then
-  echo "rule_evaluator: using the system's $found"
-elif [ -x "$INSTALL_DIR/bin/vmalert" ]; then
-  echo "rule_evaluator: using $INSTALL_DIR/bin/vmalert"
-else
-  "$DIR/download.sh"
-fi
-install_component_files "$DIR" rule_evaluator
-mkdir -p "$INSTALL_DIR/lib"
-cp "$STACK/lib/"*.sh "$INSTALL_DIR/lib/"
-echo "rule_evaluator: installed in $INSTALL_DIR/rule_evaluator"
+. "$DIR/../lib/download.sh"
+install_offshelf_component "$DIR" rule_evaluator vmalert vmalert
