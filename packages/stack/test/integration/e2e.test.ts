@@ -1,0 +1,184 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
+import type { ZooKeeperServer } from '@cachemon/testkit';
+import { STACK_DIR } from '../../src/index.js';
+
+type Series = Array<{ metric: Record<string, string>; value: [number, string] }>;
+
+/**
+ * The whole stack installed by stack/install.sh and started only by its own scripts, on a
+ * ZooKeeper with two ARCUS nodes registered as ARCUS does: data followed from a cache node to the
+ * short-term store, downsampled into the long-term store, queried through the query proxy, and an
+ * alert raised and resolved through the rule evaluator and the alert router.
+ */
+describe('the installed stack end to end', () => {
+  let dir: string;
+  let zk: ZooKeeperServer;
+  let arcus: ArcusZk;
+  let nodes: ArcusDouble[];
+  let hook: Server;
+  const alerts: Array<{ status: string; labels: Record<string, string> }> = [];
+  const port: Record<string, number> = {};
+  // Asynchronous: the ARCUS nodes and their ZooKeeper sessions live in this process and must keep answering.
+  const sh = (component: string, script: string, ...args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile('bash', [join(dir, component, script), ...args], { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+      );
+    });
+  const edit = (file: string, change: (text: string) => string) => writeFileSync(join(dir, file), change(readFileSync(join(dir, file), 'utf8')));
+  const viaProxy = async (query: string): Promise<Series> => {
+    await fetch(`http://127.0.0.1:${port['short']}/internal/force_flush`);
+    await fetch(`http://127.0.0.1:${port['long']}/internal/force_flush`);
+    const response = await fetch(`http://127.0.0.1:${port['proxy']}/api/v1/query`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query }) });
+    const body = (await response.json()) as { status: string; data: { result: Series } };
+    assert.equal(body.status, 'success', JSON.stringify(body));
+    return body.data.result;
+  };
+  const COMPONENTS = ['short_term_store', 'alert_router', 'rule_evaluator', 'host_exporter', 'topology_provider', 'query_proxy'];
+
+  before(async () => {
+    dir = await tempDir('cachemon-e2e-');
+    // Installed before any node starts: this one may block.
+    const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], { encoding: 'utf8', env: { ...process.env, INSTALL_DIR: dir }, timeout: 120_000 });
+    assert.equal(installed.status, 0, installed.stderr);
+    for (const name of ['short', 'long', 'ruler', 'router', 'hook', 'cache', 'coordination', 'host', 'topology', 'proxy']) port[name] = await freePort();
+
+    zk = await startZooKeeper();
+    arcus = await ArcusZk.connect(zk.address);
+    await arcus.createServiceCode('svc-a');
+    nodes = [await ArcusDouble.start(), await ArcusDouble.start()];
+    for (const node of nodes) {
+      await arcus.mapServer(node.address, 'svc-a');
+      await node.register(arcus, { hostname: 'localhost' });
+      node.populate([{ key: 'user:1' }, { key: 'session:1' }]);
+    }
+
+    hook = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        alerts.push(...(JSON.parse(body) as { alerts: typeof alerts }).alerts);
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(port['hook'], '127.0.0.1', resolve));
+
+    // The operator's edits, as docs/operations.md describes them (ports made free for the test,
+    // intervals shortened so the test sees minutes of behaviour in seconds).
+    writeFileSync(join(dir, 'cache_exporter/conf/zk1.json'), JSON.stringify({ listen: `127.0.0.1:${port['cache']}`, ensembleByName: { zk1: [zk.address] }, log: { level: 'info', filename: 'log/zk1.log' } }));
+    writeFileSync(join(dir, 'coordination_exporter/conf/zk1.env'), `LISTEN_PORT=${port['coordination']}\nZK_SERVERS=(${zk.address})\nCOORDINATION_EXPORTER_FLAGS="--listen=127.0.0.1:${port['coordination']}"\n`);
+    edit('host_exporter/host_exporter.env', (t) => t.replace('0.0.0.0:9100', `127.0.0.1:${port['host']}`));
+    edit('short_term_store/short.env', (t) => t.replace('0.0.0.0:8428', `127.0.0.1:${port['short']}`));
+    edit('short_term_store/long.env', (t) => t.replace('0.0.0.0:8429', `127.0.0.1:${port['long']}`));
+    edit('short_term_store/conf/scrape.yml', (t) =>
+      t.replace('127.0.0.1:8428', `127.0.0.1:${port['short']}`).replace('127.0.0.1:8429', `127.0.0.1:${port['long']}`).replace(/scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s'),
+    );
+    writeFileSync(join(dir, 'short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["127.0.0.1:${port['cache']}"]\n`);
+    writeFileSync(join(dir, 'short_term_store/conf/exporter/coordination_exporter.yml'), `- targets: ["127.0.0.1:${port['coordination']}"]\n  labels:\n    ensemble: zk1\n`);
+    writeFileSync(join(dir, 'short_term_store/conf/exporter/host_exporter.yml'), `- targets: ["localhost:${port['host']}"]\n  labels:\n    group: host\n`);
+    edit('rule_evaluator/rule_evaluator.env', (t) =>
+      t
+        .replace('http://127.0.0.1:8428', `http://127.0.0.1:${port['short']}`)
+        .replace('http://127.0.0.1:8429', `http://127.0.0.1:${port['long']}`)
+        .replace('http://127.0.0.1:9093', `http://127.0.0.1:${port['router']}`)
+        .replace('RULER_LISTEN_ADDRESS=:8430', `RULER_LISTEN_ADDRESS=127.0.0.1:${port['ruler']}`),
+    );
+    edit('rule_evaluator/conf/rules/alerts.yml', (t) => t.replace(/interval: (30s|1m)/g, 'interval: 1s').replace('expr: arcus_up == 0\n        for: 1m', 'expr: arcus_up == 0\n        for: 2s'));
+    edit('rule_evaluator/conf/rules/downsampling.yml', (t) => t.replace(/interval: (5m|1h)/g, 'interval: 5s'));
+    edit('alert_router/alert_router.env', (t) => t.replace('0.0.0.0:9093', `127.0.0.1:${port['router']}`));
+    edit('alert_router/alert_router.yml', (t) =>
+      t
+        .replace(/<FILL: chat webhook URL[^>]*>/g, `http://127.0.0.1:${port['hook']}/`)
+        .replace(/<FILL: mail server[^>]*>/, '127.0.0.1:1')
+        .replace(/<FILL: sender[^>]*>/, 'cachemon@localhost')
+        .replace(/<FILL: on-call[^>]*>/, 'oncall@localhost')
+        .replace('group_wait: 30s', 'group_wait: 1s')
+        .replace('group_interval: 5m', 'group_interval: 1s'),
+    );
+    edit('topology_provider/conf/config.json', (t) => t.replace('0.0.0.0:8084', `127.0.0.1:${port['topology']}`));
+    edit('query_proxy/conf/query_proxy.env', (t) => t.replace(':8082', `127.0.0.1:${port['proxy']}`));
+    edit('query_proxy/conf/promxy.yml', (t) => t.replace('127.0.0.1:8428', `127.0.0.1:${port['short']}`).replace('127.0.0.1:8429', `127.0.0.1:${port['long']}`));
+
+    for (const [component, ...args] of [['cache_exporter', 'zk1'], ['coordination_exporter', 'zk1'], ...COMPONENTS.map((c) => [c])] as string[][]) {
+      const started = await sh(component!, 'start.sh', ...args);
+      assert.equal(started.status, 0, `${component}: ${started.stderr}${started.stdout}`);
+    }
+  });
+
+  after(async () => {
+    for (const component of [...COMPONENTS].reverse()) if (dir) await sh(component, 'stop.sh');
+    if (dir) {
+      await sh('cache_exporter', 'stop.sh', 'zk1');
+      await sh('coordination_exporter', 'stop.sh', 'zk1');
+    }
+    hook?.close();
+    for (const node of nodes ?? []) await node.stop();
+    await arcus?.close();
+    await zk?.stop();
+  });
+
+  test('cache, prefix, coordination and host metrics reach the short-term store with their jobs and labels, queried through the proxy', async () => {
+    await eventually(
+      async () => {
+        const up = await viaProxy('arcus_up{scrape="short"}');
+        assert.deepEqual(up.map((s) => `${s.metric['job']}/${s.metric['ensemble']}/${s.metric['service_code']}/${s.metric['hostname']}=${s.value[1]}`).sort(), ['arcus/zk1/svc-a/localhost=1', 'arcus/zk1/svc-a/localhost=1']);
+        assert.ok((await viaProxy('arcus_prefix_items{scrape="short"}')).every((s) => s.metric['job'] === 'arcus_prefixes'));
+        assert.ok((await viaProxy('arcus_prefix_items{scrape="short"}')).length > 0, 'prefix metrics');
+        assert.deepEqual((await viaProxy('zk_up{scrape="short"}')).map((s) => `${s.metric['job']}/${s.metric['ensemble']}=${s.value[1]}`), ['zookeeper/zk1=1']);
+        assert.deepEqual((await viaProxy('node_load1{scrape="short"}')).map((s) => `${s.metric['job']}/${s.metric['group']}/${s.metric['instance']}`), [`system_resource/host/localhost:${port['host']}`]);
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+  });
+
+  test('downsampled series reach the long-term store with scrape="long", and the proxy routes to it', async () => {
+    await eventually(
+      async () => {
+        const counts = await viaProxy('service_code:arcus_nodes:count{scrape="long", resolution="5m"}');
+        assert.deepEqual(counts.map((s) => `${s.metric['ensemble']}/${s.metric['service_code']}=${s.value[1]}`), ['zk1/svc-a=2']);
+        assert.ok((await viaProxy('zk_host:zk_up:avg{scrape="long"}')).length > 0);
+        assert.ok((await viaProxy('instance:node_load1:avg{scrape="long"}')).length > 0);
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    const response = await fetch(`http://127.0.0.1:${port['proxy']}/api/v1/query?query=${encodeURIComponent('service_code:arcus_nodes:count{scrape="long"}')}`);
+    assert.equal(response.headers.get('x-cachemon-route'), 'single');
+    assert.match(response.headers.get('server-timing') ?? '', /^g1;desc="group 1 \(scrape=long\)"/);
+  });
+
+  test('the topology provider answers the dashboards\' variables once the ensemble is added to its config and reloaded', async () => {
+    const config = join(dir, 'topology_provider/conf/config.json');
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/"example": \[[^\]]*\]/, `"zk1": ["${zk.address}"]`));
+    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
+    assert.equal(reloaded.status, 200);
+    assert.deepEqual(((await reloaded.json()) as { added: string[] }).added, ['zk1']);
+    await eventually(async () => {
+      const answer = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target: 'ensembles' } }) });
+      assert.ok(((await answer.json()) as Array<{ __value: string }>).some((v) => v.__value === 'zk1'));
+    });
+    await eventually(async () => {
+      const response = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target: 'nodes' } }) });
+      const values = ((await response.json()) as Array<{ __value: string }>).map((v) => v.__value).sort();
+      assert.deepEqual(values, nodes.map((n) => n.address).sort());
+    });
+    const hosts = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target: 'scrape' }, range: { from: new Date(Date.now() - 3600_000).toISOString(), to: new Date().toISOString() } }) });
+    assert.deepEqual(((await hosts.json()) as Array<{ __value: string }>).map((v) => v.__value), ['short']);
+  });
+
+  test('a cache node that stops raises CacheNodeDown through the rule evaluator and alert router, resolved when it returns', async () => {
+    const [victim] = nodes;
+    await victim!.stop();
+    await eventually(() => assert.ok(alerts.some((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'firing' && a.labels['node'] === victim!.address)), { timeoutMs: 60_000, intervalMs: 500 });
+    const revived = await ArcusDouble.start({ port: Number(victim!.address.split(':')[1]) });
+    nodes[0] = revived;
+    await revived.register(arcus, { hostname: 'localhost' });
+    await eventually(() => assert.ok(alerts.some((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'resolved' && a.labels['node'] === victim!.address)), { timeoutMs: 60_000, intervalMs: 500 });
+  });
+});
