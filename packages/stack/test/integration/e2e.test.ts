@@ -1,13 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
 import { STACK_DIR } from '../../src/index.js';
+import { addEnsembleToTopologyProvider, configureTree, startOrder } from '../../src/configure.js';
+import type { StackPorts } from '../../src/configure.js';
 
 type Series = Array<{ metric: Record<string, string>; value: [number, string] }>;
 
@@ -32,7 +33,6 @@ describe('the installed stack end to end', () => {
         resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
       );
     });
-  const edit = (file: string, change: (text: string) => string) => writeFileSync(join(dir, file), change(readFileSync(join(dir, file), 'utf8')));
   const viaProxy = async (query: string): Promise<Series> => {
     await fetch(`http://127.0.0.1:${port['short']}/internal/force_flush`);
     await fetch(`http://127.0.0.1:${port['long']}/internal/force_flush`);
@@ -41,7 +41,6 @@ describe('the installed stack end to end', () => {
     assert.equal(body.status, 'success', JSON.stringify(body));
     return body.data.result;
   };
-  const COMPONENTS = ['short_term_store', 'alert_router', 'rule_evaluator', 'host_exporter', 'topology_provider', 'query_proxy'];
 
   before(async () => {
     dir = await tempDir('cachemon-e2e-');
@@ -72,52 +71,24 @@ describe('the installed stack end to end', () => {
 
     // The operator's edits, as docs/operations.md describes them (ports made free for the test,
     // intervals shortened so the test sees minutes of behaviour in seconds).
-    writeFileSync(join(dir, 'cache_exporter/conf/zk1.json'), JSON.stringify({ listen: `127.0.0.1:${port['cache']}`, ensembleByName: { zk1: [zk.address] }, log: { level: 'info', filename: 'log/zk1.log' } }));
-    writeFileSync(join(dir, 'coordination_exporter/conf/zk1.env'), `LISTEN_PORT=${port['coordination']}\nZK_SERVERS=(${zk.address})\nCOORDINATION_EXPORTER_FLAGS="--listen=127.0.0.1:${port['coordination']}"\n`);
-    edit('host_exporter/host_exporter.env', (t) => t.replace('0.0.0.0:9100', `127.0.0.1:${port['host']}`));
-    edit('short_term_store/short.env', (t) => t.replace('0.0.0.0:8428', `127.0.0.1:${port['short']}`));
-    edit('short_term_store/long.env', (t) => t.replace('0.0.0.0:8429', `127.0.0.1:${port['long']}`));
-    edit('short_term_store/conf/scrape.yml', (t) =>
-      t.replace('127.0.0.1:8428', `127.0.0.1:${port['short']}`).replace('127.0.0.1:8429', `127.0.0.1:${port['long']}`).replace(/scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s'),
-    );
-    writeFileSync(join(dir, 'short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["127.0.0.1:${port['cache']}"]\n`);
-    writeFileSync(join(dir, 'short_term_store/conf/exporter/coordination_exporter.yml'), `- targets: ["127.0.0.1:${port['coordination']}"]\n  labels:\n    ensemble: zk1\n`);
-    writeFileSync(join(dir, 'short_term_store/conf/exporter/host_exporter.yml'), `- targets: ["localhost:${port['host']}"]\n  labels:\n    group: host\n`);
-    edit('rule_evaluator/rule_evaluator.env', (t) =>
-      t
-        .replace('http://127.0.0.1:8428', `http://127.0.0.1:${port['short']}`)
-        .replace('http://127.0.0.1:8429', `http://127.0.0.1:${port['long']}`)
-        .replace('http://127.0.0.1:9093', `http://127.0.0.1:${port['router']}`)
-        .replace('RULER_LISTEN_ADDRESS=:8430', `RULER_LISTEN_ADDRESS=127.0.0.1:${port['ruler']}`),
-    );
-    edit('rule_evaluator/conf/rules/alerts.yml', (t) => t.replace(/interval: (30s|1m)/g, 'interval: 1s').replace('expr: arcus_up == 0\n        for: 1m', 'expr: arcus_up == 0\n        for: 2s'));
-    edit('rule_evaluator/conf/rules/downsampling.yml', (t) => t.replace(/interval: (5m|1h)/g, 'interval: 5s'));
-    edit('alert_router/alert_router.env', (t) => t.replace('0.0.0.0:9093', `127.0.0.1:${port['router']}`));
-    edit('alert_router/alert_router.yml', (t) =>
-      t
-        .replace(/<FILL: chat webhook URL[^>]*>/g, `http://127.0.0.1:${port['hook']}/`)
-        .replace(/<FILL: mail server[^>]*>/, '127.0.0.1:1')
-        .replace(/<FILL: sender[^>]*>/, 'cachemon@localhost')
-        .replace(/<FILL: on-call[^>]*>/, 'oncall@localhost')
-        .replace('group_wait: 30s', 'group_wait: 1s')
-        .replace('group_interval: 5m', 'group_interval: 1s'),
-    );
-    edit('topology_provider/conf/config.json', (t) => t.replace('0.0.0.0:8084', `127.0.0.1:${port['topology']}`));
-    edit('query_proxy/conf/query_proxy.env', (t) => t.replace(':8082', `127.0.0.1:${port['proxy']}`));
-    edit('query_proxy/conf/promxy.yml', (t) => t.replace('127.0.0.1:8428', `127.0.0.1:${port['short']}`).replace('127.0.0.1:8429', `127.0.0.1:${port['long']}`));
+    configureTree(dir, {
+      ports: port as unknown as StackPorts,
+      host: '127.0.0.1',
+      ensemble: 'zk1',
+      zkServers: [zk.address],
+      cacheHostname: 'localhost',
+      webhookUrl: `http://127.0.0.1:${port['hook']}/`,
+      fast: true,
+    });
 
-    for (const [component, ...args] of [['cache_exporter', 'zk1'], ['coordination_exporter', 'zk1'], ...COMPONENTS.map((c) => [c])] as string[][]) {
-      const started = await sh(component!, 'start.sh', ...args);
+    for (const [component, ...args] of startOrder('zk1')) {
+      const started = await sh(component, 'start.sh', ...args);
       assert.equal(started.status, 0, `${component}: ${started.stderr}${started.stdout}`);
     }
   });
 
   after(async () => {
-    for (const component of [...COMPONENTS].reverse()) if (dir) await sh(component, 'stop.sh');
-    if (dir) {
-      await sh('cache_exporter', 'stop.sh', 'zk1');
-      await sh('coordination_exporter', 'stop.sh', 'zk1');
-    }
+    if (dir) for (const [component, ...args] of [...startOrder('zk1')].reverse()) await sh(component, 'stop.sh', ...args);
     hook?.close();
     for (const node of nodes ?? []) await node.stop();
     await arcus?.close();
@@ -154,8 +125,7 @@ describe('the installed stack end to end', () => {
   });
 
   test('the topology provider answers the dashboards\' variables once the ensemble is added to its config and reloaded', async () => {
-    const config = join(dir, 'topology_provider/conf/config.json');
-    writeFileSync(config, readFileSync(config, 'utf8').replace(/"example": \[[^\]]*\]/, `"zk1": ["${zk.address}"]`));
+    addEnsembleToTopologyProvider(dir, 'zk1', [zk.address]);
     const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
     assert.equal(reloaded.status, 200);
     assert.deepEqual(((await reloaded.json()) as { added: string[] }).added, ['zk1']);
