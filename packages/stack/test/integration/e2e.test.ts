@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
@@ -52,9 +53,10 @@ describe('the installed stack end to end', () => {
     zk = await startZooKeeper();
     arcus = await ArcusZk.connect(zk.address);
     await arcus.createServiceCode('svc-a');
-    nodes = [await ArcusDouble.start(), await ArcusDouble.start()];
-    for (const node of nodes) {
-      await arcus.mapServer(node.address, 'svc-a');
+    await arcus.createServiceCode('svc-b');
+    nodes = [await ArcusDouble.start(), await ArcusDouble.start(), await ArcusDouble.start()];
+    for (const [i, node] of nodes.entries()) {
+      await arcus.mapServer(node.address, i < 2 ? 'svc-a' : 'svc-b');
       await node.register(arcus, { hostname: 'localhost' });
       node.populate([{ key: 'user:1' }, { key: 'session:1' }]);
     }
@@ -99,7 +101,7 @@ describe('the installed stack end to end', () => {
     await eventually(
       async () => {
         const up = await viaProxy('arcus_up{scrape="short"}');
-        assert.deepEqual(up.map((s) => `${s.metric['job']}/${s.metric['ensemble']}/${s.metric['service_code']}/${s.metric['hostname']}=${s.value[1]}`).sort(), ['arcus/zk1/svc-a/localhost=1', 'arcus/zk1/svc-a/localhost=1']);
+        assert.deepEqual(up.map((s) => `${s.metric['job']}/${s.metric['ensemble']}/${s.metric['service_code']}/${s.metric['hostname']}=${s.value[1]}`).sort(), ['arcus/zk1/svc-a/localhost=1', 'arcus/zk1/svc-a/localhost=1', 'arcus/zk1/svc-b/localhost=1']);
         assert.ok((await viaProxy('arcus_prefix_items{scrape="short"}')).every((s) => s.metric['job'] === 'arcus_prefixes'));
         assert.ok((await viaProxy('arcus_prefix_items{scrape="short"}')).length > 0, 'prefix metrics');
         assert.deepEqual((await viaProxy('zk_up{scrape="short"}')).map((s) => `${s.metric['job']}/${s.metric['ensemble']}=${s.value[1]}`), ['zookeeper/zk1=1']);
@@ -113,7 +115,7 @@ describe('the installed stack end to end', () => {
     await eventually(
       async () => {
         const counts = await viaProxy('service_code:arcus_nodes:count{scrape="long", resolution="5m"}');
-        assert.deepEqual(counts.map((s) => `${s.metric['ensemble']}/${s.metric['service_code']}=${s.value[1]}`), ['zk1/svc-a=2']);
+        assert.deepEqual(counts.map((s) => `${s.metric['ensemble']}/${s.metric['service_code']}=${s.value[1]}`).sort(), ['zk1/svc-a=2', 'zk1/svc-b=1']);
         assert.ok((await viaProxy('zk_host:zk_up:avg{scrape="long"}')).length > 0);
         assert.ok((await viaProxy('instance:node_load1:avg{scrape="long"}')).length > 0);
       },
@@ -150,5 +152,42 @@ describe('the installed stack end to end', () => {
     nodes[0] = revived;
     await revived.register(arcus, { hostname: 'localhost' });
     await eventually(() => assert.ok(alerts.some((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'resolved' && a.labels['node'] === victim!.address)), { timeoutMs: 60_000, intervalMs: 500 });
+  });
+
+  test('procedure "collect only some service codes": serviceCodes in the cache exporter config, then its reload', async () => {
+    const file = join(dir, 'cache_exporter/conf/zk1.json');
+    writeFileSync(file, JSON.stringify({ ...(JSON.parse(readFileSync(file, 'utf8')) as object), serviceCodes: ['svc-a'] }));
+    const reloaded = await fetch(`http://127.0.0.1:${port['cache']}/-/reload`, { method: 'POST' });
+    assert.equal(reloaded.status, 200, await reloaded.text());
+    await eventually(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port['cache']}/metrics`)).text();
+      const services = new Set([...text.matchAll(/^arcus_up\{[^}]*service_code="([^"]+)"/gm)].map((m) => m[1]));
+      assert.deepEqual([...services], ['svc-a']);
+    });
+  });
+
+  test('procedure "remove an ensemble": topology provider, target files and exporters, each taking effect', async () => {
+    const config = join(dir, 'topology_provider/conf/config.json');
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/"zk1": \[[^\]]*\]/, ''));
+    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
+    assert.deepEqual(((await reloaded.json()) as { removed: string[] }).removed, ['zk1']);
+    const ensembles = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target: 'ensembles' } }) });
+    assert.deepEqual(await ensembles.json(), []);
+
+    for (const file of ['cache_exporter', 'coordination_exporter', 'host_exporter']) writeFileSync(join(dir, `short_term_store/conf/exporter/${file}.yml`), '[]\n');
+    assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).ok, true);
+    await eventually(
+      async () => {
+        const targets = (await (await fetch(`http://127.0.0.1:${port['short']}/api/v1/targets`)).json()) as { data: { activeTargets: Array<{ labels: { job: string } }> } };
+        assert.deepEqual(targets.data.activeTargets.map((t) => t.labels.job).sort(), ['meta-long', 'meta-short']);
+      },
+      { timeoutMs: 20_000 },
+    );
+    for (const component of ['cache_exporter', 'coordination_exporter']) {
+      const stopped = await sh(component, 'stop.sh', 'zk1');
+      assert.equal(stopped.status, 0, stopped.stderr);
+      assert.match(stopped.stdout, new RegExp(`${component} zk1: stopped`));
+    }
+    await assert.rejects(fetch(`http://127.0.0.1:${port['cache']}/-/healthy`));
   });
 });
