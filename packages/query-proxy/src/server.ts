@@ -173,8 +173,11 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     const ms = performance.now() - started;
     metrics.groupDuration.observe({ group: group.name, endpoint }, ms / 1000);
     if (failure) metrics.groupErrors.inc({ group: group.name, kind: failure.kind });
-    return { group, ms, ...(failure ? { failure: failure.kind === 'timeout' ? 'timeout' : failure.message.slice(group.name.length + 2) } : {}) };
+    return { group, ms, ...(failure ? { failure: failure.kind === 'timeout' ? 'timeout' : failure.detail } : {}) };
   };
+
+  /** The warning of an answer given without a group that failed (ignore_error). */
+  const missingPart = (failure: GroupFailure) => `${failure.message}; its part of the result is missing (ignore_error)`;
 
   const success = (reply: FastifyReply, endpoint: Endpoint, data: unknown, warnings: readonly string[]) => {
     if (warnings.length > 0) metrics.warnings.inc({ endpoint });
@@ -194,13 +197,14 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     try {
       answer = await upstreams.send(group, upstream, call);
     } catch (err) {
-      call.done();
       if (!(err instanceof GroupFailure)) throw err;
       reply.header('Server-Timing', serverTiming([recordGroup(endpoint, group, started, err)]));
-      if (group.ignoreError && err.kind !== 'canceled') return success(reply, endpoint, empty, [`${err.message}; its part of the result is missing (ignore_error)`]);
+      if (group.ignoreError && err.kind !== 'canceled') return success(reply, endpoint, empty, [missingPart(err)]);
       throw failureAnswer(err);
+    } finally {
+      // From here the answer may take as long as it takes: the timeout was for its start.
+      call.done();
     }
-    call.done();
     reply.header('Server-Timing', serverTiming([recordGroup(endpoint, group, started)]));
     reply.hijack();
     const raw = reply.raw;
@@ -249,7 +253,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     for (const result of results) {
       if (result.failure) {
         if (!result.group.ignoreError || result.failure.kind === 'canceled') throw failureAnswer(result.failure);
-        warnings.push(`${result.failure.message}; its part of the result is missing (ignore_error)`);
+        warnings.push(missingPart(result.failure));
         continue;
       }
       const { status, body } = result.answer;

@@ -1,9 +1,10 @@
 /**
  * Requests to the stores of a server group. Connections are kept alive and bounded per store
  * (node:http's keep-alive agents, which measured cheaper per request here than undici). A group's
- * replicas are tried in turn, starting with the next one after the last used (so equal replicas share the load): a replica that cannot be reached or answers 5xx is
- * skipped for a while and the next one asked, all within the group's `timeout`. The first replica
- * with a 2xx or 4xx answer answers for the group.
+ * replicas are tried in turn, starting with the next one after the last used (so equal replicas
+ * share the load): a replica that cannot be reached or answers 5xx is skipped for a while and the
+ * next one asked, all within the group's `timeout`. The first replica with a 2xx or 4xx answer
+ * answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -21,14 +22,15 @@ const CONNECTIONS_PER_STORE = 64;
 /** Answer headers from the store passed back to the client on the streamed path. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
 
-export type GroupFailureKind = 'timeout' | 'unreachable' | 'unavailable' | 'canceled';
+export type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
 
 /** A group gave no usable answer: every replica failed, or the time ran out. */
 export class GroupFailure extends Error {
   constructor(
     readonly group: ServerGroup,
     readonly kind: GroupFailureKind,
-    detail: string,
+    /** What went wrong, without the group's name (the message has both). */
+    readonly detail: string,
   ) {
     super(`${group.name}: ${detail}`);
     this.name = 'GroupFailure';
@@ -95,12 +97,27 @@ export interface JsonAnswer {
   readonly target: string;
 }
 
-function withParams(search: string, params: Readonly<Record<string, string>>): string {
-  const names = Object.keys(params);
-  if (names.length === 0) return search;
+/**
+ * The query string a group's stores receive: the client's with the group's query_params. When the
+ * client set none of them (the usual case) they are appended, leaving its string as it was.
+ */
+function withParams(search: string, params: Readonly<Record<string, string>>, own: GroupParams): string {
+  if (own.encoded === '') return search;
+  if (!own.present.test(search)) return search === '' ? own.encoded : `${search}&${own.encoded}`;
   const merged = new URLSearchParams(search);
-  for (const name of names) merged.set(name, params[name]!);
+  for (const name of Object.keys(params)) merged.set(name, params[name]!);
   return merged.toString();
+}
+
+/** A group's query_params, encoded once, and how to tell whether a query string sets one of them. */
+interface GroupParams {
+  readonly encoded: string;
+  readonly present: RegExp;
+}
+
+function groupParams(params: Readonly<Record<string, string>>): GroupParams {
+  const names = Object.keys(params).map((name) => encodeURIComponent(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return { encoded: new URLSearchParams(params).toString(), present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`) };
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -108,17 +125,19 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** One HTTP request; resolves with the answer's head, its body unread. */
-function requestOnce(
-  url: URL,
-  options: { method: string; headers: Record<string, string>; body: string | undefined; signal: AbortSignal; agent: HttpAgent | HttpsAgent },
-): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: options.method, headers: options.headers, agent: options.agent, signal: options.signal }, resolve);
-    req.once('error', reject);
-    req.end(options.body);
-  });
+/** A replica's base URL, parsed once: what each request to it needs. */
+interface Target {
+  readonly https: boolean;
+  readonly hostname: string;
+  readonly port: number;
+  /** The group's path_prefix. */
+  readonly prefix: string;
+}
+
+function parseTarget(base: string): Target {
+  const url = new URL(base);
+  const https = url.protocol === 'https:';
+  return { https, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (https ? 443 : 80), prefix: url.pathname.replace(/\/$/, '') };
 }
 
 async function readPrefix(body: Readable, limit: number): Promise<string> {
@@ -139,12 +158,32 @@ export class Upstreams {
   private readonly http = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
   private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
   private readonly failedAt = new Map<string, number>();
-  private readonly next = new Map<ServerGroup, number>();
+  /** Per group (a reload makes new ones): the next replica to start with, its encoded query_params. */
+  private readonly next = new WeakMap<ServerGroup, number>();
+  private readonly params = new WeakMap<ServerGroup, GroupParams>();
+  private readonly targets = new Map<string, Target>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
+  /** One HTTP request to a replica; resolves with the answer's head, its body unread. */
+  private requestOnce(base: string, pathAndQuery: string, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+    let target = this.targets.get(base);
+    if (target === undefined) {
+      target = parseTarget(base);
+      this.targets.set(base, target);
+    }
+    const { https, hostname, port, prefix } = target;
+    return new Promise((resolve, reject) => {
+      const send = https ? httpsRequest : httpRequest;
+      const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http, signal }, resolve);
+      req.once('error', reject);
+      req.end(body);
+    });
+  }
+
   /** The group's replicas in the order to try them: rotating start, recently failed ones last. */
-  private order(group: ServerGroup): string[] {
+  private order(group: ServerGroup): readonly string[] {
+    if (group.targets.length === 1) return group.targets;
     const start = this.next.get(group) ?? 0;
     this.next.set(group, (start + 1) % group.targets.length);
     const rotated = group.targets.map((_, i) => group.targets[(start + i) % group.targets.length]!);
@@ -158,7 +197,13 @@ export class Upstreams {
    * (the caller streams or reads it, and says when the call is done).
    */
   async send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
-    const search = withParams(req.search, group.queryParams);
+    let own = this.params.get(group);
+    if (own === undefined) {
+      own = groupParams(group.queryParams);
+      this.params.set(group, own);
+    }
+    const search = withParams(req.search, group.queryParams, own);
+    const pathAndQuery = search === '' ? req.path : `${req.path}?${search}`;
     const problems: string[] = [];
     const headers: Record<string, string> = {};
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
@@ -166,14 +211,7 @@ export class Upstreams {
     for (const target of this.order(group)) {
       let answer: IncomingMessage;
       try {
-        const url = new URL(`${target}${req.path}${search === '' ? '' : `?${search}`}`);
-        answer = await requestOnce(url, {
-          method: req.method,
-          headers,
-          body: req.method === 'POST' ? (req.body ?? '') : undefined,
-          agent: url.protocol === 'https:' ? this.https : this.http,
-          signal: call.signal,
-        });
+        answer = await this.requestOnce(target, pathAndQuery, req.method, headers, req.method === 'POST' ? (req.body ?? '') : undefined, call.signal);
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
         if (call.timedOut) throw new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${problems.length ? ` (${problems.join('; ')})` : ''}`);

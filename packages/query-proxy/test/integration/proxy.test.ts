@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { get } from 'node:http';
+import { createServer as createHttpServer, get } from 'node:http';
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
@@ -351,6 +351,31 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       assert.deepEqual((await api('/api/v1/label/sg/values', {}, 'GET')).body.data, ['a', 'b']);
       assert.ok(((await api('/api/v1/labels', {}, 'GET')).body.data as string[]).includes('sg'));
     } finally {
+      await useGroups(normalGroups());
+    }
+  });
+
+  test('what a store receives: the group\'s path_prefix before the path, its query_params added or overriding the client\'s', async () => {
+    const received: string[] = [];
+    const recorder = createHttpServer((req, res) => {
+      received.push(req.url ?? '');
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result: [] } }));
+    });
+    const recorderPort = await freePort();
+    await new Promise<void>((resolve) => recorder.listen(recorderPort, '127.0.0.1', resolve));
+    try {
+      await useGroups([{ static_configs: [{ targets: [`127.0.0.1:${recorderPort}`] }], path_prefix: '/select/0/prometheus', query_params: { nocache: 1, extra: 'a b' } }]);
+      assert.equal((await api('/api/v1/query', { query: 'up', time: '100' }, 'GET')).status, 200);
+      assert.equal((await api('/api/v1/query', { query: 'up', nocache: '0' }, 'GET')).status, 200);
+      assert.equal((await query('up')).status, 200);
+      assert.deepEqual(received, [
+        '/select/0/prometheus/api/v1/query?query=up&time=100&nocache=1&extra=a+b',
+        '/select/0/prometheus/api/v1/query?query=up&nocache=1&extra=a+b',
+        '/select/0/prometheus/api/v1/query?nocache=1&extra=a+b',
+      ]);
+    } finally {
+      recorder.close();
       await useGroups(normalGroups());
     }
   });
