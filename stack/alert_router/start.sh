@@ -31,22 +31,8 @@ if [ -n "$unfilled" ]; then
   echo "$unfilled" | sed -E 's/^([0-9]+):[[:space:]]*-?[[:space:]]*([a-z_]+):.*<FILL: ([^>]*)>.*/  line \1: \2 (\3)/' >&2
   exit 1
 fi
-if [ -n "${ALERTROUTER_BINARY:-}" ]; then
-  bin=$ALERTROUTER_BINARY
-elif [ -x "$DIR/../bin/alertmanager" ]; then
-  bin="$DIR/../bin/alertmanager"
-else
-  bin=$(command -v prometheus-alertmanager || command -v alertmanager || true)
-  [ -n "$bin" ] || { echo "alert_router: cannot find alertmanager: run install.sh, or install the prometheus-alertmanager package" >&2; exit 1; }
-fi
-if daemon_running "$DIR/run/alert_router.pid"; then
-  echo "alert_router: already running (pid $(cat "$DIR/run/alert_router.pid"))" >&2
-  exit 1
-fi
-if port_in_use "$ALERTROUTER_LISTEN_ADDRESS"; then
-  echo "alert_router: $ALERTROUTER_LISTEN_ADDRESS is already in use by another process; change ALERTROUTER_LISTEN_ADDRESS in $env_file" >&2
-  exit 1
-fi
+bin=$(system_bin "$DIR" alertmanager "${ALERTROUTER_BINARY:-}" prometheus-alertmanager alertmanager)
+can_start alert_router "$DIR/run/alert_router.pid" "$ALERTROUTER_LISTEN_ADDRESS" "by another process; change ALERTROUTER_LISTEN_ADDRESS in $env_file" || exit 1
 port=${ALERTROUTER_LISTEN_ADDRESS##*:}
 mkdir -p "$DIR/data"
 # shellcheck disable=SC2086 # the extra flags are words

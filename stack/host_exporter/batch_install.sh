@@ -41,12 +41,10 @@ fi
 case "$INSTALL_DIR" in /*) ;; *) echo "batch_install: INSTALL_DIR=$INSTALL_DIR must be an absolute path" >&2; exit 2 ;; esac
 
 # The exporter binary shipped to the machines: the installed tree's, else this machine's package.
-bin=${HOST_EXPORTER_BINARY:-}
-[ -n "$bin" ] || { [ -x "$DIR/bin/node_exporter" ] && bin="$DIR/bin/node_exporter"; } || true
-[ -n "$bin" ] || { [ -x "$DIR/../bin/node_exporter" ] && bin="$DIR/../bin/node_exporter"; } || true
-[ -n "$bin" ] || bin=$(command -v prometheus-node-exporter || command -v node_exporter || true)
-[ -n "$bin" ] || { echo "batch_install: no node_exporter binary to ship: run install.sh first" >&2; exit 1; }
 lib="$DIR/lib/daemon.sh"; [ -f "$lib" ] || lib="$DIR/../lib/daemon.sh"
+# shellcheck source=../lib/daemon.sh
+. "$lib"
+bin=$(system_bin "$DIR" node_exporter "${HOST_EXPORTER_BINARY:-}" prometheus-node-exporter node_exporter) || exit 1
 
 SSH=${SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
 SCP=${SCP:-scp -q -o BatchMode=yes -o ConnectTimeout=10}

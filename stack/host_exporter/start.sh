@@ -29,24 +29,8 @@ case "$level" in debug | info | warn | error) ;; *)
   exit 1
   ;;
 esac
-if [ -n "${HOST_EXPORTER_BINARY:-}" ]; then
-  bin=$HOST_EXPORTER_BINARY
-elif [ -x "$DIR/bin/node_exporter" ]; then
-  bin="$DIR/bin/node_exporter"
-elif [ -x "$DIR/../bin/node_exporter" ]; then
-  bin="$DIR/../bin/node_exporter"
-else
-  bin=$(command -v prometheus-node-exporter || command -v node_exporter || true)
-  [ -n "$bin" ] || { echo "host_exporter: cannot find node_exporter: run install.sh, or install the prometheus-node-exporter package" >&2; exit 1; }
-fi
-if daemon_running "$DIR/run/host_exporter.pid"; then
-  echo "host_exporter: already running (pid $(cat "$DIR/run/host_exporter.pid"))" >&2
-  exit 1
-fi
-if port_in_use "$listen"; then
-  echo "host_exporter: $listen is already in use (another host exporter?); one host exporter per machine" >&2
-  exit 1
-fi
+bin=$(system_bin "$DIR" node_exporter "${HOST_EXPORTER_BINARY:-}" prometheus-node-exporter node_exporter)
+can_start host_exporter "$DIR/run/host_exporter.pid" "$listen" "(another host exporter?); one host exporter per machine" || exit 1
 GOMAXPROCS=1 daemon_start host_exporter "$DIR/run/host_exporter.pid" "$DIR/log/host_exporter.log" \
   "$bin" \
   --collector.disable-defaults \

@@ -100,17 +100,42 @@ port_in_use() { # <listen address>
   (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
 }
 
-# An executable from the installed tree's bin/ (download.sh puts releases there), else from PATH.
-system_bin() { # <component dir> <executable> [override]
-  local dir=$1 exe=$2 override=${3:-}
+# The program a component runs: the override when given, else <program> from the component's own
+# bin/ (where the batch install puts it) or the installed tree's bin/ (where download.sh puts
+# releases), else the first system executable found on PATH (default: <program> itself).
+system_bin() { # <component dir> <program> <override> [system executables...]
+  local dir=$1 program=$2 override=${3:-} candidate
+  shift 3 || shift $#
   if [ -n "$override" ]; then
     echo "$override"
-  elif [ -x "$dir/../bin/$exe" ]; then
-    echo "$dir/../bin/$exe"
-  elif command -v "$exe" >/dev/null; then
-    command -v "$exe"
-  else
-    echo "cannot find the $exe executable: run install.sh, or install the system package" >&2
+    return 0
+  fi
+  for candidate in "$dir/bin/$program" "$dir/../bin/$program"; do
+    if [ -x "$candidate" ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  for candidate in "${@:-$program}"; do
+    if command -v "$candidate" >/dev/null; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  echo "cannot find $program: run install.sh, or install the system package (${*:-$program})" >&2
+  return 1
+}
+
+# Refuses, with the reason, to start what runs already or whose listen address another process
+# holds: before any check that would be confused by either.
+can_start() { # <name> <pidfile> <listen address> <the rest of the sentence when the port is taken>
+  local name=$1 pidfile=$2 address=$3 advice=$4
+  if daemon_running "$pidfile"; then
+    echo "$name: already running (pid $(cat "$pidfile"))" >&2
+    return 1
+  fi
+  if port_in_use "$address"; then
+    echo "$name: $address is already in use $advice" >&2
     return 1
   fi
 }
@@ -124,4 +149,20 @@ stop_single() { # <name> <args...>
     exit 2
   fi
   daemon_stop "$name" "$DIR/run/$name.pid"
+}
+
+# The instances a component's start.sh or stop.sh acts on, into the array `roles`: its one optional
+# argument, one of them; none: all of them. Anything else: usage and exit 2.
+select_roles() { # <every role, space-separated> <args...>
+  local all=$1
+  shift
+  if [ "$#" -gt 1 ] || { [ "$#" -eq 1 ] && [[ " $all " != *" $1 "* ]]; }; then
+    echo "usage: $(basename "$0") [${all// /|}]   (no argument: all of them)" >&2
+    exit 2
+  fi
+  if [ "$#" -eq 1 ]; then
+    roles=("$1")
+  else
+    read -r -a roles <<<"$all"
+  fi
 }

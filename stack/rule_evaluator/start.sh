@@ -32,14 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 case "$RULER_RULE" in /*) rules=$RULER_RULE ;; *) rules="$DIR/$RULER_RULE" ;; esac
 bin=$(system_bin "$DIR" vmalert "${RULER_BINARY:-}")
-if daemon_running "$DIR/run/rule_evaluator.pid"; then
-  echo "rule_evaluator: already running (pid $(cat "$DIR/run/rule_evaluator.pid"))" >&2
-  exit 1
-fi
-if port_in_use "$RULER_LISTEN_ADDRESS"; then
-  echo "rule_evaluator: $RULER_LISTEN_ADDRESS is already in use by another process; change RULER_LISTEN_ADDRESS in $env_file" >&2
-  exit 1
-fi
+can_start rule_evaluator "$DIR/run/rule_evaluator.pid" "$RULER_LISTEN_ADDRESS" "by another process; change RULER_LISTEN_ADDRESS in $env_file" || exit 1
 mkdir -p "$DIR/log"
 # Every rule file must pass the evaluator's own validation (expressions, templates) before it starts.
 if ! "$bin" -rule="$rules" -dryRun -loggerLevel=ERROR >"$DIR/log/rule_evaluator.check" 2>&1; then

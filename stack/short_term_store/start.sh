@@ -13,15 +13,8 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-case "${1:-both}" in
-  both) roles=(short long) ;;
-  short | long) roles=("$1") ;;
-  *)
-    echo "usage: $(basename "$0") [short|long]   (no argument: both)" >&2
-    exit 2
-    ;;
-esac
-[ "$#" -le 1 ] || { echo "usage: $(basename "$0") [short|long]" >&2; exit 2; }
+roles=()
+select_roles "short long" "$@"
 
 bin=$(system_bin "$DIR" victoria-metrics "${TS_BINARY:-}")
 # Stream aggregation came with later store releases; ask this one.
@@ -61,14 +54,7 @@ start_role() {
     return 1
     ;;
   esac
-  if daemon_running "$DIR/run/$role.pid"; then
-    echo "store $role: already running (pid $(cat "$DIR/run/$role.pid"))" >&2
-    return 1
-  fi
-  if port_in_use "$TS_LISTEN_ADDRESS"; then
-    echo "store $role: $TS_LISTEN_ADDRESS is already in use by another process; change TS_LISTEN_ADDRESS in $env_file" >&2
-    return 1
-  fi
+  can_start "store $role" "$DIR/run/$role.pid" "$TS_LISTEN_ADDRESS" "by another process; change TS_LISTEN_ADDRESS in $env_file" || return 1
   local flags=(
     -httpListenAddr="$TS_LISTEN_ADDRESS"
     -retentionPeriod="$TS_RETENTION_PERIOD"

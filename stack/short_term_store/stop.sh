@@ -9,14 +9,8 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-case "${1:-both}" in
-  both) roles=(short long) ;;
-  short | long) roles=("$1") ;;
-  *)
-    echo "usage: $(basename "$0") [short|long]   (no argument: both)" >&2
-    exit 2
-    ;;
-esac
+roles=()
+select_roles "short long" "$@"
 for role in "${roles[@]}"; do
   daemon_stop "store $role" "$DIR/run/$role.pid" 60
 done

@@ -2,7 +2,7 @@
  * Helpers for tests of the installed tree: a temporary INSTALL_DIR holding components copied from
  * stack/, and their scripts run as an operator runs them.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import type { SpawnSyncReturns } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,4 +38,31 @@ export function installTree(dir: string, components: readonly string[]): Install
       writeFileSync(path(file), next);
     },
   };
+}
+
+export interface ScriptResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a bash script without blocking this process: for tests whose own servers (ARCUS nodes,
+ * ZooKeeper sessions, a release server) must keep answering while the script runs.
+ */
+export function runScript(script: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ScriptResult> {
+  return new Promise((resolve) => {
+    execFile('bash', [script, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+export type InstantResult = Array<{ metric: Record<string, string>; value: [number, string] }>;
+
+/** An instant query straight to a store, after making what it has ingested searchable. */
+export async function queryStore(port: number, query: string): Promise<InstantResult> {
+  await fetch(`http://127.0.0.1:${port}/internal/force_flush`);
+  const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?nocache=1&query=${encodeURIComponent(query)}`);
+  return ((await response.json()) as { data: { result: InstantResult } }).data.result;
 }

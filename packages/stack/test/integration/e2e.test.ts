@@ -1,13 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { STACK_DIR } from '../../src/index.js';
+import { runScript, STACK_DIR } from '../../src/index.js';
 import { addEnsembleToTopologyProvider, configureTree, startOrder } from '../../src/configure.js';
 import type { StackPorts } from '../../src/configure.js';
 
@@ -28,12 +28,7 @@ describe('the installed stack end to end', () => {
   const alerts: Array<{ status: string; labels: Record<string, string> }> = [];
   const port: Record<string, number> = {};
   // Asynchronous: the ARCUS nodes and their ZooKeeper sessions live in this process and must keep answering.
-  const sh = (component: string, script: string, ...args: string[]) =>
-    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile('bash', [join(dir, component, script), ...args], { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
-      );
-    });
+  const sh = (component: string, script: string, ...args: string[]) => runScript(join(dir, component, script), args);
   const viaProxy = async (query: string): Promise<Series> => {
     await fetch(`http://127.0.0.1:${port['short']}/internal/force_flush`);
     await fetch(`http://127.0.0.1:${port['long']}/internal/force_flush`);

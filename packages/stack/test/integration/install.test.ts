@@ -1,13 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { freePort, tempDir } from '@cachemon/testkit';
-import { REPO_ROOT, STACK_DIR } from '../../src/index.js';
+import { REPO_ROOT, runScript, STACK_DIR } from '../../src/index.js';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -28,12 +28,7 @@ describe('downloads: pinned, verified, and clear when offline (against a local r
   const files = new Map<string, Buffer>();
   const installDir = () => tempDir('cachemon-install-');
   // Run asynchronously: the release server answers from this process.
-  const download = (component: string, env: Record<string, string>) =>
-    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile('bash', [join(STACK_DIR, component, 'download.sh')], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
-      );
-    });
+  const download = (component: string, env: Record<string, string>) => runScript(join(STACK_DIR, component, 'download.sh'), [], env);
 
   before(async () => {
     const archive = await releaseArchive('node_exporter-1.5.0.linux-amd64/node_exporter', '#!/bin/sh\necho node_exporter from the release\n');

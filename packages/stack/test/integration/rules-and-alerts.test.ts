@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { eventually, freePort, tempDir } from '@cachemon/testkit';
-import { installTree, STACK_DIR } from '../../src/index.js';
+import { installTree, queryStore, STACK_DIR } from '../../src/index.js';
 import type { InstallTree } from '../../src/index.js';
 import { renderDownsamplingRules } from '../../src/downsampling.js';
 
@@ -59,11 +59,6 @@ describe('rule evaluator and alert router on the real stores', () => {
   let hook: Server;
   const notifications: Array<{ status: string; alerts: Array<{ status: string; labels: Record<string, string> }> }> = [];
   const short = () => `http://127.0.0.1:${ports.short}`;
-  const query = async (port: number, q: string) => {
-    await fetch(`http://127.0.0.1:${port}/internal/force_flush`);
-    const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?nocache=1&query=${encodeURIComponent(q)}`);
-    return ((await response.json()) as { data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } }).data.result;
-  };
   const importNow = async (up: number) => {
     const now = Date.now();
     const lines = [0, 15_000, 30_000].flatMap((ago) => [
@@ -128,7 +123,7 @@ describe('rule evaluator and alert router on the real stores', () => {
   test('downsampled series are written to the long-term store labelled scrape="long"', async () => {
     await eventually(
       async () => {
-        const nodes = await query(ports.long, 'service_code:arcus_nodes:count');
+        const nodes = await queryStore(ports.long, 'service_code:arcus_nodes:count');
         assert.deepEqual(
           nodes.map((s) => [s.metric['ensemble'], s.metric['service_code'], s.metric['scrape'], s.metric['resolution'], s.value[1]]).sort(),
           [
@@ -136,7 +131,7 @@ describe('rule evaluator and alert router on the real stores', () => {
             ['zk1', 'svc-a', 'long', '5m', '2'],
           ],
         );
-        const perNode = await query(ports.long, 'node:arcus_up:avg');
+        const perNode = await queryStore(ports.long, 'node:arcus_up:avg');
         assert.equal(perNode.length, 4, 'two nodes at two resolutions');
         assert.ok(perNode.every((s) => s.metric['scrape'] === 'long' && s.metric['hostname'] !== undefined));
       },

@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { parse } from 'yaml';
 import { eventually, freePort, tempDir } from '@cachemon/testkit';
-import { installTree, STACK_DIR } from '../../src/index.js';
+import { installTree, queryStore, STACK_DIR } from '../../src/index.js';
 import type { InstallTree } from '../../src/index.js';
 
 function readEnv(file: string): Record<string, string> {
@@ -77,11 +77,6 @@ describe('short_term_store start.sh / stop.sh', () => {
   let exporter: Server;
   let exporterPort: number;
   const requests: string[] = [];
-  const query = async (port: number, q: string) => {
-    await fetch(`http://127.0.0.1:${port}/internal/force_flush`);
-    const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?nocache=1&query=${encodeURIComponent(q)}`);
-    return ((await response.json()) as { data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } }).data.result;
-  };
 
   before(async () => {
     tree = installTree(await tempDir('cachemon-install-'), ['short_term_store']);
@@ -122,18 +117,18 @@ describe('short_term_store start.sh / stop.sh', () => {
     assert.equal((await fetch(`http://127.0.0.1:${shortPort}/-/reload`, { method: 'POST' })).ok, true);
     await eventually(
       async () => {
-        const jobs = (await query(shortPort, 'arcus_up')).map((s) => `${s.metric['job']}/${s.metric['scrape']}/${s.metric['ensemble'] ?? ''}/${s.metric['group'] ?? ''}`).sort();
+        const jobs = (await queryStore(shortPort, 'arcus_up')).map((s) => `${s.metric['job']}/${s.metric['scrape']}/${s.metric['ensemble'] ?? ''}/${s.metric['group'] ?? ''}`).sort();
         assert.deepEqual(jobs, ['arcus/short//', 'system_resource/short//host', 'zookeeper/short/zk1/']);
-        assert.deepEqual((await query(shortPort, 'arcus_prefix_items')).map((s) => `${s.metric['job']}/${s.metric['scrape']}`), ['arcus_prefixes/short']);
+        assert.deepEqual((await queryStore(shortPort, 'arcus_prefix_items')).map((s) => `${s.metric['job']}/${s.metric['scrape']}`), ['arcus_prefixes/short']);
       },
       { timeoutMs: 40_000, intervalMs: 500 },
     );
     assert.ok(requests.includes('/metrics/prefixes'));
-    assert.deepEqual(await query(longPort, 'arcus_up'), [], 'the long-term store scrapes nothing');
+    assert.deepEqual(await queryStore(longPort, 'arcus_up'), [], 'the long-term store scrapes nothing');
   });
 
   test('a store restart loses no stored data', async () => {
-    const before = await query(shortPort, 'count_over_time(arcus_up{job="arcus"}[1h])');
+    const before = await queryStore(shortPort, 'count_over_time(arcus_up{job="arcus"}[1h])');
     assert.equal(before.length, 1);
     const stopped = tree.run('short_term_store', 'stop.sh', ['short']);
     assert.equal(stopped.status, 0, stopped.stderr);
@@ -141,7 +136,7 @@ describe('short_term_store start.sh / stop.sh', () => {
     const restarted = tree.run('short_term_store', 'start.sh', ['short']);
     assert.equal(restarted.status, 0, restarted.stderr);
     await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${shortPort}/health`)).status, 200));
-    const after = await query(shortPort, 'count_over_time(arcus_up{job="arcus"}[1h])');
+    const after = await queryStore(shortPort, 'count_over_time(arcus_up{job="arcus"}[1h])');
     assert.ok(Number(after[0]?.value[1]) >= Number(before[0]!.value[1]), `samples before ${before[0]!.value[1]}, after ${after[0]?.value[1]}`);
   });
 
