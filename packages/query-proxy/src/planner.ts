@@ -329,7 +329,10 @@ export function queryForGroup(parsed: ParsedQuery, group: ServerGroup): string {
   for (const selector of parsed.selectors) {
     if (!selector.braces || !selector.spans.some((s) => own.includes(s.matcher.label))) continue;
     const kept = selector.spans.filter((s) => !own.includes(s.matcher.label)).map((s) => parsed.query.slice(s.from, s.to));
-    out += parsed.query.slice(at, selector.braces.from) + (kept.length === 0 && !selector.matchers.some((m) => m.label === '__name__' && !selector.spans.some((s) => s.matcher === m)) ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
+    // A selector needs one matcher: with nothing left and no metric name before the braces (the
+    // one matcher without a span), select every series.
+    const named = selector.matchers.length > selector.spans.length;
+    out += parsed.query.slice(at, selector.braces.from) + (kept.length === 0 && !named ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
     at = selector.braces.to;
   }
   return out + parsed.query.slice(at);
