@@ -16,13 +16,16 @@ type Series = Array<{ metric: Record<string, string>; value: [number, string] }>
 /**
  * The whole stack installed by stack/install.sh and started only by its own scripts, on a
  * ZooKeeper with two ARCUS nodes registered as ARCUS does: data followed from a cache node to the
- * short-term store, downsampled into the long-term store, queried through the query proxy, and an
- * alert raised and resolved through the rule evaluator and the alert router.
+ * short-term store, downsampled into the long-term store, queried through the query proxy, an
+ * alert raised and resolved through the rule evaluator and the alert router, the spec's three
+ * procedures performed as docs/operations.md describes them, and a store restart.
  */
 describe('the installed stack end to end', () => {
   let dir: string;
   let zk: ZooKeeperServer;
   let arcus: ArcusZk;
+  let zk2: ZooKeeperServer | undefined;
+  let arcus2: ArcusZk | undefined;
   let nodes: ArcusDouble[];
   let hook: Server;
   const alerts: Array<{ status: string; labels: Record<string, string> }> = [];
@@ -36,6 +39,11 @@ describe('the installed stack end to end', () => {
     const body = (await response.json()) as { status: string; data: { result: Series } };
     assert.equal(body.status, 'success', JSON.stringify(body));
     return body.data.result;
+  };
+
+  const variable = async (target: string): Promise<string[]> => {
+    const response = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target } }) });
+    return ((await response.json()) as Array<{ __value: string }>).map((v) => v.__value).sort();
   };
 
   before(async () => {
@@ -85,11 +93,16 @@ describe('the installed stack end to end', () => {
   });
 
   after(async () => {
-    if (dir) for (const [component, ...args] of [...startOrder('zk1')].reverse()) await sh(component, 'stop.sh', ...args);
+    if (dir) {
+      for (const component of ['cache_exporter', 'coordination_exporter']) await sh(component, 'stop.sh', 'zk2');
+      for (const [component, ...args] of [...startOrder('zk1')].reverse()) await sh(component, 'stop.sh', ...args);
+    }
     hook?.close();
     for (const node of nodes ?? []) await node.stop();
     await arcus?.close();
+    await arcus2?.close();
     await zk?.stop();
+    await zk2?.stop();
   });
 
   test('cache, prefix, coordination and host metrics reach the short-term store with their jobs and labels, queried through the proxy', async () => {
@@ -161,20 +174,84 @@ describe('the installed stack end to end', () => {
     });
   });
 
-  test('procedure "remove an ensemble": topology provider, target files and exporters, each taking effect', async () => {
-    const config = join(dir, 'topology_provider/conf/config.json');
-    writeFileSync(config, readFileSync(config, 'utf8').replace(/"zk1": \[[^\]]*\]/, ''));
-    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
-    assert.deepEqual(((await reloaded.json()) as { removed: string[] }).removed, ['zk1']);
-    const ensembles = await fetch(`http://127.0.0.1:${port['topology']}/variable`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payload: { target: 'ensembles' } }) });
-    assert.deepEqual(await ensembles.json(), []);
+  test('procedure "add an ensemble": a second ZooKeeper\'s exporters, target files and topology provider, each taking effect', async () => {
+    // The new ensemble: its own ZooKeeper with one ARCUS node of a service code of its own.
+    const server = await startZooKeeper();
+    zk2 = server;
+    const registry = await ArcusZk.connect(server.address);
+    arcus2 = registry;
+    await registry.createServiceCode('svc-c');
+    const node = await ArcusDouble.start();
+    nodes.push(node);
+    await registry.mapServer(node.address, 'svc-c');
+    await node.register(registry, { hostname: 'localhost' });
+    port['cache2'] = await freePort();
+    port['coordination2'] = await freePort();
 
-    for (const file of ['cache_exporter', 'coordination_exporter', 'host_exporter']) writeFileSync(join(dir, `short_term_store/conf/exporter/${file}.yml`), '[]\n');
+    // 1. Cache exporter: the example copied, listen, ensembleByName and the log file edited.
+    const example = readFileSync(join(dir, 'cache_exporter/conf/example.json'), 'utf8');
+    writeFileSync(
+      join(dir, 'cache_exporter/conf/zk2.json'),
+      example
+        .replace(/"listen": "[^"]*"/, `"listen": "127.0.0.1:${port['cache2']}"`)
+        .replace(/"example": \[[^\]]*\]/, `"zk2": ["${server.address}"]`)
+        .replace('log/example.log', 'log/zk2.log'),
+    );
+    const cache = await sh('cache_exporter', 'start.sh', 'zk2');
+    assert.equal(cache.status, 0, cache.stderr);
+    // 2. Coordination exporter: the example env with its port and servers.
+    const env = readFileSync(join(dir, 'coordination_exporter/conf/example.env'), 'utf8');
+    writeFileSync(join(dir, 'coordination_exporter/conf/zk2.env'), env.replace(/^LISTEN_PORT=.*/m, `LISTEN_PORT=${port['coordination2']}`).replace(/^ZK_SERVERS=.*/m, `ZK_SERVERS=(${server.address})`));
+    const coordination = await sh('coordination_exporter', 'start.sh', 'zk2');
+    assert.equal(coordination.status, 0, coordination.stderr);
+    // (3. The host exporter of the machine already runs.)
+    // 4. The store's target files gain the two exporters; then its reload.
+    const targets = (file: string) => join(dir, `short_term_store/conf/exporter/${file}.yml`);
+    writeFileSync(targets('cache_exporter'), `${readFileSync(targets('cache_exporter'), 'utf8')}- targets: ["127.0.0.1:${port['cache2']}"]\n`);
+    writeFileSync(targets('coordination_exporter'), `${readFileSync(targets('coordination_exporter'), 'utf8')}- targets: ["127.0.0.1:${port['coordination2']}"]\n  labels:\n    ensemble: zk2\n`);
     assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).ok, true);
     await eventually(
       async () => {
-        const targets = (await (await fetch(`http://127.0.0.1:${port['short']}/api/v1/targets`)).json()) as { data: { activeTargets: Array<{ labels: { job: string } }> } };
-        assert.deepEqual(targets.data.activeTargets.map((t) => t.labels.job).sort(), ['meta-long', 'meta-short']);
+        assert.deepEqual((await viaProxy('arcus_up{scrape="short", ensemble="zk2"}')).map((s) => `${s.metric['service_code']}/${s.metric['node']}=${s.value[1]}`), [`svc-c/${node.address}=1`]);
+        assert.deepEqual((await viaProxy('zk_up{scrape="short", ensemble="zk2"}')).map((s) => `${s.metric['zk_host']}=${s.value[1]}`), [`${server.address}=1`]);
+      },
+      { timeoutMs: 30_000, intervalMs: 1000 },
+    );
+    // 5. Topology provider: the ensemble added beside the first; then its reload.
+    const config = join(dir, 'topology_provider/conf/config.json');
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/("zk1": \[[^\]]*\])/, `$1,\n    "zk2": ["${server.address}"]`));
+    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
+    assert.deepEqual(((await reloaded.json()) as { added: string[] }).added, ['zk2']);
+    await eventually(async () => {
+      assert.deepEqual(await variable('ensembles'), ['zk1', 'zk2']);
+      assert.ok((await variable('nodes')).includes(node.address));
+    });
+  });
+
+  test('procedure "remove an ensemble": topology provider, target files and exporters, each taking effect', async () => {
+    const config = join(dir, 'topology_provider/conf/config.json');
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/"zk1": \[[^\]]*\],\s*/, ''));
+    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
+    assert.deepEqual(((await reloaded.json()) as { removed: string[] }).removed, ['zk1']);
+    assert.deepEqual(await variable('ensembles'), ['zk2']);
+
+    // zk1's entries leave the cache and coordination exporter files; the machine's host exporter
+    // stays, for zk2's node runs there too.
+    const targets = (file: string) => join(dir, `short_term_store/conf/exporter/${file}.yml`);
+    writeFileSync(targets('cache_exporter'), readFileSync(targets('cache_exporter'), 'utf8').replace(`- targets: ["127.0.0.1:${port['cache']}"]\n`, ''));
+    writeFileSync(targets('coordination_exporter'), readFileSync(targets('coordination_exporter'), 'utf8').replace(`- targets: ["127.0.0.1:${port['coordination']}"]\n  labels:\n    ensemble: zk1\n`, ''));
+    assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).ok, true);
+    await eventually(
+      async () => {
+        const targets = (await (await fetch(`http://127.0.0.1:${port['short']}/api/v1/targets`)).json()) as { data: { activeTargets: Array<{ labels: { job: string; instance: string } }> } };
+        assert.deepEqual(targets.data.activeTargets.map((t) => `${t.labels.job} ${t.labels.instance}`).sort(), [
+          `arcus 127.0.0.1:${port['cache2']}`,
+          `arcus_prefixes 127.0.0.1:${port['cache2']}`,
+          `meta-long 127.0.0.1:${port['long']}`,
+          `meta-short 127.0.0.1:${port['short']}`,
+          `system_resource localhost:${port['host']}`,
+          `zookeeper 127.0.0.1:${port['coordination2']}`,
+        ]);
       },
       { timeoutMs: 20_000 },
     );
@@ -184,5 +261,20 @@ describe('the installed stack end to end', () => {
       assert.match(stopped.stdout, new RegExp(`${component} zk1: stopped`));
     }
     await assert.rejects(fetch(`http://127.0.0.1:${port['cache']}/-/healthy`));
+    // The other ensemble is still collected.
+    assert.equal((await fetch(`http://127.0.0.1:${port['cache2']}/-/healthy`)).status, 200);
+  });
+
+  test('a restart of the short-term store by its own scripts loses no stored data', async () => {
+    const stored = async () => (await viaProxy('sum(count_over_time(arcus_up{scrape="short", ensemble="zk1"}[1h]))'))[0]?.value[1];
+    const before = Number(await stored());
+    assert.ok(before > 0, 'samples before the restart');
+    const stopped = await sh('short_term_store', 'stop.sh', 'short');
+    assert.equal(stopped.status, 0, stopped.stderr);
+    await assert.rejects(fetch(`http://127.0.0.1:${port['short']}/health`));
+    const started = await sh('short_term_store', 'start.sh', 'short');
+    assert.equal(started.status, 0, started.stderr);
+    // zk1 is no longer scraped: every sample it has was written before the restart.
+    await eventually(async () => assert.equal(Number(await stored()), before), { timeoutMs: 30_000, intervalMs: 500 });
   });
 });
