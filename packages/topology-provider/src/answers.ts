@@ -41,6 +41,18 @@ export function scrapeFor(context: QueryContext): 'short' | 'long' {
   return from >= context.now - context.rawRetentionMs ? 'short' : 'long';
 }
 
+/** Ranges up to this long read the long-term store's 5m series; longer ones its 1h series. */
+export const FINE_RESOLUTION_MAX_RANGE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * The `resolution` label value of the downsampled series that suit the range: `5m` up to 30 days
+ * (at most 8,640 samples per series), `1h` beyond (17,520 for two years). Without a range: `5m`.
+ */
+export function resolutionFor(context: QueryContext): '5m' | '1h' {
+  const span = context.range === undefined ? 0 : context.range.to - context.range.from;
+  return span <= FINE_RESOLUTION_MAX_RANGE_MS ? '5m' : '1h';
+}
+
 function unknownEnsemble(fleet: FleetView, names: readonly string[]): CachemonError {
   const known = fleet.ensembles.map((e) => e.name).join(', ') || 'none configured';
   return new CachemonError(Errors.BAD_REQUEST, `unknown ensemble ${names.map((n) => `"${n}"`).join(', ')} (known: ${known})`);
@@ -156,6 +168,8 @@ export function variableValues(fleet: FleetView, query: TopologyQuery, context: 
     }
     case 'scrape':
       return [same(scrapeFor(context))];
+    case 'resolution':
+      return [same(resolutionFor(context))];
     default: {
       // A table query used as a variable: its first column.
       const table = tableAnswer(fleet, query, context);

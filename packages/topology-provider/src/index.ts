@@ -2,7 +2,7 @@ export { DEFAULT_LISTEN, DEFAULT_RAW_RETENTION, loadTopologyProviderConfig, pars
 export type { EnsembleConfig, TopologyProviderConfig } from './config.js';
 export { parseQuery, parseJsonQuery, parseStringQuery, QUERY_ARGUMENTS, SERIES_QUERIES, TABLE_QUERIES, VARIABLE_QUERIES } from './query.js';
 export type { Matcher, QueryName, TopologyQuery } from './query.js';
-export { scrapeFor, selectNodes, seriesAnswer, tableAnswer, variableValues } from './answers.js';
+export { resolutionFor, scrapeFor, selectNodes, seriesAnswer, tableAnswer, variableValues } from './answers.js';
 export type { QueryContext, Series, Table, VariableValue } from './answers.js';
 export { NodeCountHistory } from './history.js';
 export { HostnameChecker } from './hostnames.js';

@@ -168,6 +168,7 @@ const QUERY_LABELS: Readonly<Record<QueryName, string>> = {
   groups: 'Replication groups',
   roles: 'Replication roles',
   scrape: 'Store for the time range (short or long)',
+  resolution: 'Downsampled resolution for the time range (5m or 1h)',
   overview: 'Cluster overview (one row per node)',
   service_code_summary: 'Node counts per service code',
   ensemble_status: 'Ensembles and their topology status',

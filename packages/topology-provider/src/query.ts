@@ -29,6 +29,7 @@ export const VARIABLE_QUERIES = [
   'groups',
   'roles',
   'scrape',
+  'resolution',
 ] as const;
 export const TABLE_QUERIES = ['overview', 'service_code_summary', 'ensemble_status', 'hostname_problems'] as const;
 export const SERIES_QUERIES = ['node_counts'] as const;
@@ -53,6 +54,7 @@ export const QUERY_ARGUMENTS: Readonly<Record<QueryName, readonly string[]>> = {
   groups: ['ensemble', 'service_code', 'group'],
   roles: NODE_FILTERS,
   scrape: [],
+  resolution: [],
   overview: NODE_FILTERS,
   service_code_summary: ['ensemble', 'service_code'],
   ensemble_status: ['ensemble'],

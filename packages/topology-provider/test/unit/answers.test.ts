@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CacheNode, Topology } from '@cachemon/arcus';
 import { CachemonError } from '@cachemon/core';
-import { NodeCountHistory, parseQuery, scrapeFor, seriesAnswer, tableAnswer, variableValues } from '../../src/index.js';
+import { NodeCountHistory, parseQuery, resolutionFor, scrapeFor, seriesAnswer, tableAnswer, variableValues } from '../../src/index.js';
 import type { QueryContext } from '../../src/index.js';
 import { ensembleView, fleetView } from '../../src/view.js';
 import type { HostnameProblem } from '../../src/view.js';
@@ -119,6 +119,23 @@ describe('scrape', () => {
     const range = { from: NOW - 3 * DAY, to: NOW };
     assert.deepEqual(values('scrape', { ...context, range }), [{ text: 'short', value: 'short' }]);
     assert.deepEqual(values('scrape', { ...context, range, rawRetentionMs: 2 * DAY }), [{ text: 'long', value: 'long' }]);
+  });
+});
+
+describe('resolution', () => {
+  const over = (spanMs: number) => resolutionFor({ ...context, range: { from: NOW - spanMs, to: NOW } });
+
+  it('5m up to 30 days of range, 1h beyond, whatever the range ends', () => {
+    assert.equal(over(3600 * 1000), '5m');
+    assert.equal(over(30 * DAY), '5m');
+    assert.equal(over(30 * DAY + 1), '1h');
+    assert.equal(over(2 * 365 * DAY), '1h');
+    assert.equal(resolutionFor({ ...context, range: { from: NOW - 400 * DAY, to: NOW - 380 * DAY } }), '5m');
+    assert.equal(resolutionFor(context), '5m', 'no range');
+  });
+
+  it('as a variable query', () => {
+    assert.deepEqual(values('resolution', { ...context, range: { from: NOW - 90 * DAY, to: NOW } }), [{ text: '1h', value: '1h' }]);
   });
 });
 
