@@ -27,9 +27,17 @@
 : "${NODE_EXPORTER_SHA256:=}"
 
 # The dashboard server and its JSON datasource plugin (installed by dashboard_server/install.sh).
+# Grafana's standalone release grafana-<version>.linux-<arch>.tar.gz is downloaded from
+# DASHBOARD_SERVER_URL (a mirror works) and verified against Grafana's <tarball>.sha256 beside it,
+# and against DASHBOARD_SERVER_SHA256 when set; it is unpacked into DASHBOARD_INSTALL_DIR (the
+# Grafana home, replaced on upgrade). The plugin comes from DASHBOARD_PLUGIN_REPO through Grafana's
+# own `grafana cli plugins install`. DASHBOARD_SERVER_DOWNLOAD=0 installs the folder only.
 : "${DASHBOARD_SERVER_VERSION:=11.2.2}"
 : "${DASHBOARD_PLUGIN_VERSION:=0.6.5}"
 : "${DASHBOARD_INSTALL_DIR:=$INSTALL_DIR/grafana}"
+: "${DASHBOARD_SERVER_URL:=https://dl.grafana.com/oss/release}"
+: "${DASHBOARD_SERVER_SHA256:=}"
+: "${DASHBOARD_PLUGIN_REPO:=https://grafana.com/api/plugins}"
 
 # Machine architecture of the downloads (amd64, arm64).
 : "${ARCH:=$(case "$(uname -m)" in aarch64 | arm64) echo arm64 ;; *) echo amd64 ;; esac)}"

@@ -5,6 +5,9 @@
 #   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>
 #   - the off-the-shelf programs: the system's packages when present, else pinned, verified
 #     release downloads into $INSTALL_DIR/bin
+#   - the dashboard server: Grafana into $DASHBOARD_INSTALL_DIR and its JSON datasource plugin;
+#     when they cannot be downloaded (offline) a warning says what to run later, and the install
+#     goes on (DASHBOARD_SERVER_DOWNLOAD=0 does not try)
 # Running it again updates scripts and programs and keeps operators' edited configs (a new
 # shipped version goes beside as <file>.shipped) and all data.
 set -euo pipefail
@@ -62,4 +65,15 @@ done
 for component in short_term_store rule_evaluator alert_router host_exporter; do
   "$STACK/$component/install.sh"
 done
+# The dashboard server: its folder always; Grafana and the JSON datasource plugin when they can be
+# had (DASHBOARD_SERVER_DOWNLOAD=0 skips them). Offline, the rest of the stack is installed anyway.
+status=0
+"$STACK/dashboard_server/install.sh" || status=$?
+if [ "$status" -eq 3 ]; then
+  echo "install: WARNING: the dashboard server's Grafana or plugin could not be downloaded (see above); everything" >&2
+  echo "  else is installed. Run $INSTALL_DIR/dashboard_server/install.sh (or" >&2
+  echo "  INSTALL_DIR=$INSTALL_DIR $STACK/dashboard_server/install.sh) when they can be had." >&2
+elif [ "$status" -ne 0 ]; then
+  exit "$status"
+fi
 echo "install: done. Next: fill alert_router/alert_router.yml, then start each component with its start.sh (docs/operations.md)."

@@ -1,7 +1,8 @@
 # Shared by the components' download.sh and install.sh (sourced, not run).
 #   fetch_verified <url> <file name> <checksums url> <pinned sha256 or ""> <dest dir>
 #       downloads <url> to <dest dir>/<file name> unless it is already there and verified, and
-#       checks it against its line in the release's checksum file (and the pinned SHA256 if set)
+#       checks it against its line in the release's checksum file (and the pinned SHA256 if set); a
+#       checksum file holding one bare hash (Grafana's <file>.sha256) is that file's checksum
 #   have_system <executable...>   the first executable found on PATH, if any
 
 have_system() {
@@ -20,8 +21,12 @@ _fetch() { # <url> <output file>
   if ! err=$(curl -fsSL --retry 2 --connect-timeout 10 --max-time 600 -o "$out" "$url" 2>&1); then
     rm -f "$out"
     echo "cannot download $url: ${err:-failed}" >&2
-    echo "  This machine cannot reach the release site. Install the system package instead, or copy" >&2
-    echo "  the file into $(dirname "$out")/ from a machine that can and run this again." >&2
+    if [ -n "${FETCH_ADVICE:-}" ]; then # a component's own advice (set by its download.sh)
+      echo "  $FETCH_ADVICE" >&2
+    else
+      echo "  This machine cannot reach the release site. Install the system package instead, or copy" >&2
+      echo "  the file into $(dirname "$out")/ from a machine that can and run this again." >&2
+    fi
     return 1
   fi
 }
@@ -37,7 +42,11 @@ fetch_verified() { # <url> <file name> <checksums url> <pinned sha256> <dest dir
   fi
   [ -f "$sums" ] || _fetch "$sums_url" "$sums" || return 1
   local expected actual
-  expected=$(awk -v n="$name" '{ f = $2; sub(/^\*/, "", f) } f == n { print $1; exit }' "$sums")
+  expected=$(awk -v n="$name" '
+    { f = $2; sub(/^\*/, "", f) }
+    NF >= 2 && f == n { print $1; found = 1; exit }
+    NF == 1 && length($1) == 64 && $1 ~ /^[0-9a-fA-F]+$/ { bare = tolower($1) }
+    END { if (!found && NR == 1 && bare != "") print bare }' "$sums")
   if [ -z "$expected" ]; then
     echo "$sums_url lists no checksum for $name; refusing an unverified download" >&2
     rm -f "$sums"
@@ -74,9 +83,10 @@ install_release_binary() { # <program name in bin/> <base url> <archive> <checks
   echo "installed $INSTALL_DIR/bin/$program"
 }
 
-# Copies a component folder of the source tree into $INSTALL_DIR. Scripts and shipped rule files
-# are replaced; an operator's config, env and target files are kept (the new shipped version is put
-# beside one that differs, as <file>.shipped); data/, log/ and run/ are never touched.
+# Copies a component folder of the source tree into $INSTALL_DIR. Scripts, shipped rule files and
+# generated dashboards (dashboards/*.json) are replaced; an operator's config, env and target files
+# are kept (the new shipped version is put beside one that differs, as <file>.shipped); data/, log/
+# and run/ are never touched.
 install_component_files() { # <source dir of the component> <component name>
   local src=$1 name=$2 dest="$INSTALL_DIR/$2" rel target
   mkdir -p "$dest"
@@ -85,7 +95,7 @@ install_component_files() { # <source dir of the component> <component name>
     target="$dest/$rel"
     mkdir -p "$(dirname "$target")"
     case "$rel" in
-      *.sh | systemd/* | conf/rules/downsampling.yml)
+      *.sh | systemd/* | conf/rules/downsampling.yml | dashboards/*.json)
         cp "$src/$rel" "$target"
         ;;
       *)
