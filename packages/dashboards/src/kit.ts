@@ -1,0 +1,208 @@
+/**
+ * The vocabulary every shipped dashboard is written in, on top of Grafana's typed SDK: the two
+ * provisioned datasources, the topology provider's template variables, selectors that follow
+ * `$scrape`, and panels whose one query reads the raw short-term series or, for a range past the
+ * short-term store's retention, the downsampled long-term ones.
+ */
+import * as cog from '@grafana/grafana-foundation-sdk/cog';
+import { DashboardBuilder, DashboardLinkBuilder, DashboardLinkType, QueryVariableBuilder, RowBuilder, VariableHide, VariableRefresh, VariableSort } from '@grafana/grafana-foundation-sdk/dashboard';
+import type { Dashboard, DataSourceRef } from '@grafana/grafana-foundation-sdk/dashboard';
+import { BigValueGraphMode, BigValueColorMode, LegendDisplayMode, LegendPlacement, VizLegendOptionsBuilder, ReduceDataOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';
+import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
+import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
+import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
+import { PanelBuilder as TableBuilder } from '@grafana/grafana-foundation-sdk/table';
+import { PanelBuilder as BarGaugeBuilder } from '@grafana/grafana-foundation-sdk/bargauge';
+
+/** The datasources stack/dashboard_server/provisioning/datasources/cachemon.yml provisions. */
+export const QUERY_PROXY: DataSourceRef = { type: 'prometheus', uid: 'cachemon-query-proxy' };
+export const TOPOLOGY: DataSourceRef = { type: 'simpod-json-datasource', uid: 'cachemon-topology' };
+
+/** Grafana 11.2's dashboard schema: what the shipped server reads without migrating. */
+export const SCHEMA_VERSION = 39;
+
+// ---------------------------------------------------------------------------------------------
+// Variables
+
+type VariableOptions = { label?: string; multi?: boolean; hide?: boolean; refreshOnTimeRange?: boolean };
+
+/** A template variable answered by the topology provider (the JSON datasource's string form). */
+export function topologyVariable(name: string, query: string, options: VariableOptions = {}): QueryVariableBuilder {
+  const variable = new QueryVariableBuilder(name)
+    .datasource(TOPOLOGY)
+    .query({ query, format: 'string' })
+    .refresh(options.refreshOnTimeRange ? VariableRefresh.OnTimeRangeChanged : VariableRefresh.OnDashboardLoad)
+    .sort(VariableSort.Disabled)
+    .multi(options.multi ?? false)
+    .includeAll(options.multi ?? false);
+  if (options.label) variable.label(options.label);
+  if (options.hide) variable.hide(VariableHide.HideVariable);
+  return variable;
+}
+
+/** `scrape` and `resolution`: which store, and which downsampled series, suit the time range. Hidden. */
+export const storeVariables = (): QueryVariableBuilder[] => [
+  topologyVariable('scrape', 'scrape', { hide: true, refreshOnTimeRange: true }),
+  topologyVariable('resolution', 'resolution', { hide: true, refreshOnTimeRange: true }),
+];
+
+export const ensembleVariable = (multi: boolean) => topologyVariable('ensemble', 'ensembles', { label: 'Ensemble', multi });
+export const serviceCodeVariable = (multi: boolean) => topologyVariable('service_code', 'service_codes ensemble=$ensemble', { label: 'Service code', multi });
+export const nodeVariable = (multi: boolean) => topologyVariable('node', 'nodes ensemble=$ensemble service_code=$service_code', { label: 'Cache node', multi });
+
+// ---------------------------------------------------------------------------------------------
+// Selectors and queries
+
+/** Label matchers of a raw short-term selector: `scrape="$scrape"` plus the given ones. */
+export const raw = (...matchers: string[]) => `{${['scrape="$scrape"', ...matchers].join(', ')}}`;
+/** Label matchers of a downsampled long-term selector: `scrape="$scrape"`, `resolution="$resolution"` plus the given ones. */
+export const long = (...matchers: string[]) => `{${['scrape="$scrape"', 'resolution="$resolution"', ...matchers].join(', ')}}`;
+
+export const CACHE = ['ensemble=~"$ensemble"', 'service_code=~"$service_code"'];
+export const RATE = '[$__rate_interval]';
+
+/**
+ * One query for both stores: the raw expression, `or` its downsampled counterpart. Both halves
+ * carry `scrape="$scrape"`, so the query proxy sends the whole query to the one store that holds
+ * the range, where exactly one half has series.
+ */
+export const either = (rawExpr: string, longExpr: string) => `(${rawExpr})\nor\n(${longExpr})`;
+
+/** Every query of a panel, kept for the tests beside what the SDK builds. */
+export interface PanelQuery {
+  readonly refId: string;
+  readonly expr: string;
+  readonly legend?: string;
+  /** Instant (tables, stats, bar gauges) or range (time series). */
+  readonly instant?: boolean;
+  readonly table?: boolean;
+}
+
+function promQuery(q: PanelQuery): DataqueryBuilder {
+  const query = new DataqueryBuilder().datasource(QUERY_PROXY).refId(q.refId).expr(q.expr);
+  if (q.legend !== undefined) query.legendFormat(q.legend);
+  if (q.instant) query.instant();
+  else query.range();
+  if (q.table) query.format(PromQueryFormat.Table);
+  return query;
+}
+
+/** A JSON-datasource target: a topology provider query (string form). */
+class TopologyTarget implements cog.Builder<cog.Dataquery> {
+  constructor(
+    private readonly refId: string,
+    private readonly target: string,
+  ) {}
+  build(): cog.Dataquery {
+    // The JSON datasource's target; the SDK has no type for it, and JSON has no methods.
+    return { refId: this.refId, datasource: TOPOLOGY, target: this.target, editorMode: 'code', payload: '' } as unknown as cog.Dataquery;
+  }
+}
+
+type Size = { w: number; h?: number; unit?: string; description?: string };
+
+export function timeseries(title: string, queries: readonly PanelQuery[], size: Size): TimeseriesBuilder {
+  const panel = new TimeseriesBuilder()
+    .title(title)
+    .datasource(QUERY_PROXY)
+    .span(size.w)
+    .height(size.h ?? 8)
+    .fillOpacity(10)
+    .lineWidth(1)
+    .legend(new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.Table).placement(LegendPlacement.Bottom).showLegend(true).calcs(['mean', 'max', 'lastNotNull']));
+  if (size.unit) panel.unit(size.unit);
+  if (size.description) panel.description(size.description);
+  for (const q of queries) panel.withTarget(promQuery(q));
+  return panel;
+}
+
+export function stat(title: string, query: PanelQuery, size: Size): StatBuilder {
+  const panel = new StatBuilder()
+    .title(title)
+    .datasource(QUERY_PROXY)
+    .span(size.w)
+    .height(size.h ?? 4)
+    .graphMode(BigValueGraphMode.Area)
+    .colorMode(BigValueColorMode.Value)
+    .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
+    .withTarget(promQuery(query));
+  if (size.unit) panel.unit(size.unit);
+  if (size.description) panel.description(size.description);
+  return panel;
+}
+
+export function barGauge(title: string, query: PanelQuery, size: Size): BarGaugeBuilder {
+  const panel = new BarGaugeBuilder()
+    .title(title)
+    .datasource(QUERY_PROXY)
+    .span(size.w)
+    .height(size.h ?? 8)
+    .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
+    .withTarget(promQuery({ ...query, instant: true }));
+  if (size.unit) panel.unit(size.unit);
+  if (size.description) panel.description(size.description);
+  return panel;
+}
+
+/** A table of an instant PromQL query. */
+export function promTable(title: string, query: PanelQuery, size: Size): TableBuilder {
+  const panel = new TableBuilder()
+    .title(title)
+    .datasource(QUERY_PROXY)
+    .span(size.w)
+    .height(size.h ?? 8)
+    .withTarget(promQuery({ ...query, instant: true, table: true }))
+    .withTransformation({ id: 'organize', options: { excludeByName: { Time: true, __name__: true, scrape: true } } });
+  if (size.description) panel.description(size.description);
+  return panel;
+}
+
+/** A table answered by the topology provider (e.g. `overview ensemble=$ensemble`). */
+export function topologyTable(title: string, target: string, size: Size): TableBuilder {
+  const panel = new TableBuilder().title(title).datasource(TOPOLOGY).span(size.w).height(size.h ?? 8).withTarget(new TopologyTarget('A', target));
+  if (size.description) panel.description(size.description);
+  return panel;
+}
+
+export const row = (title: string) => new RowBuilder(title);
+
+// ---------------------------------------------------------------------------------------------
+// Dashboards
+
+export interface DashboardSpec {
+  /** File name under stack/dashboard_server/dashboards (without .json) and the uid suffix. */
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly variables: readonly QueryVariableBuilder[];
+  /** Panels and rows in display order. */
+  readonly content: ReadonlyArray<cog.Builder<unknown>>;
+  readonly time?: string;
+}
+
+/** Links every shipped dashboard carries: the others, by tag, keeping time range and variables. */
+const LINKS = new DashboardLinkBuilder('cachemon').type(DashboardLinkType.Dashboards).tags(['cachemon']).asDropdown(true).keepTime(true).includeVars(true);
+
+/** The dashboard JSON the server loads: built by the SDK, numbered, on Grafana 11.2's schema. */
+export function buildDashboard(spec: DashboardSpec): Dashboard {
+  const builder = new DashboardBuilder(spec.title)
+    .uid(`cachemon-${spec.name}`)
+    .description(spec.description)
+    .tags(['cachemon'])
+    .editable()
+    .tooltip(1)
+    .refresh('30s')
+    .time({ from: spec.time ?? 'now-6h', to: 'now' })
+    .timezone('browser')
+    .link(LINKS);
+  for (const variable of spec.variables) builder.withVariable(variable);
+  for (const item of spec.content) {
+    if (item instanceof RowBuilder) builder.withRow(item);
+    else builder.withPanel(item as cog.Builder<never>);
+  }
+  const dashboard = builder.build();
+  dashboard.schemaVersion = SCHEMA_VERSION;
+  let id = 1;
+  for (const panel of dashboard.panels ?? []) (panel as { id?: number }).id = id++;
+  return dashboard;
+}
