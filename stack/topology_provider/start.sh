@@ -3,7 +3,8 @@
 #   start.sh            uses conf/config.json, writes run/topology_provider.pid, and sends the
 #                       process's own output to log/topology_provider.out (its log goes where the
 #                       config's log block says; relative log paths are under this directory)
-# Extra flags (see `bin/topology-provider -help`) go in TOPOLOGY_PROVIDER_FLAGS.
+# Extra flags (see `bin/topology-provider -help`) go in TOPOLOGY_PROVIDER_FLAGS, set in
+# conf/topology_provider.env or the environment (the environment wins).
 set -euo pipefail
 DIR=$(cd "$(dirname "$0")" && pwd)
 LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
@@ -18,6 +19,13 @@ conf="$DIR/conf/config.json"
 if [ ! -f "$conf" ]; then
   echo "topology_provider: no config file $conf" >&2
   exit 1
+fi
+env_file="$DIR/conf/topology_provider.env"
+if [ -f "$env_file" ]; then
+  given=${TOPOLOGY_PROVIDER_FLAGS-}
+  # shellcheck disable=SC1090
+  . "$env_file"
+  [ -z "$given" ] || TOPOLOGY_PROVIDER_FLAGS=$given
 fi
 bin=$(cachemon_bin "$DIR" topology-provider)
 cd "$DIR"

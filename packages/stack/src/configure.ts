@@ -89,6 +89,12 @@ export function configureTree(dir: string, s: TreeSettings): void {
     return s.fast ? filled.replace('group_wait: 30s', 'group_wait: 1s').replace('group_interval: 5m', 'group_interval: 1s') : filled;
   });
   edit(dir, 'topology_provider/conf/config.json', (t) => t.replace(/"listen": "[^"]*"/, `"listen": "${host}:${p.topology}"`));
+  // host_instances answers <hostname>:<port> of the host exporters, as host_exporter.yml lists them.
+  edit(dir, 'topology_provider/conf/topology_provider.env', (t) => t.replace(/^TOPOLOGY_PROVIDER_FLAGS=.*/m, `TOPOLOGY_PROVIDER_FLAGS="-host-exporter-port=${p.host}"`));
+  // The dashboard server's datasources: the query proxy and the topology provider.
+  edit(dir, 'dashboard_server/provisioning/datasources/cachemon.yml', (t) =>
+    t.replace(/(uid: cachemon-query-proxy[\s\S]*?url: )\S+/, `$1${url(p.proxy)}`).replace(/(uid: cachemon-topology[\s\S]*?url: )\S+/, `$1${url(p.topology)}`),
+  );
   edit(dir, 'query_proxy/conf/query_proxy.env', (t) => t.replace(/PROXY_LISTEN_ADDRESS=.*/, `PROXY_LISTEN_ADDRESS=${host}:${p.proxy}`));
   edit(dir, 'query_proxy/conf/promxy.yml', (t) => setTargetsAfter(setTargetsAfter(t, 'Short-term store', `127.0.0.1:${p.short}`), 'Long-term store', `127.0.0.1:${p.long}`));
 }

@@ -1,7 +1,7 @@
 /**
  * The demo's ARCUS cluster, run in the background by `npm run demo`: a real ZooKeeper, three
- * ARCUS test doubles registered as ARCUS servers register (service codes demo-a and demo-b), light
- * get/set traffic, and a webhook receiver that writes the alert router's notifications to a file.
+ * ARCUS test doubles registered as ARCUS servers register (service codes demo-a and demo-b), a
+ * fourth node mapped to demo-b that is down, light get/set traffic, and a webhook receiver that writes the alert router's notifications to a file.
  * Writes <dir>/cluster.json once ready; SIGTERM stops everything it started.
  *
  *   node packages/stack/dist/src/demo-cluster.js <demo dir> <webhook port>
@@ -10,7 +10,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, startZooKeeper } from '@cachemon/testkit';
+import { ArcusDouble, ArcusZk, freePort, startZooKeeper } from '@cachemon/testkit';
 
 const [dir, webhookPort] = process.argv.slice(2);
 if (!dir || !webhookPort) {
@@ -30,6 +30,10 @@ for (const svc of ['demo-a', 'demo-a', 'demo-b']) {
   node.populate([{ key: `${svc}:user:1` }, { key: `${svc}:session:1` }, { key: `${svc}:list:1`, type: 'list' }]);
   nodes.push(node);
 }
+// A node mapped to demo-b that never registers: what a cache node that is down looks like on the
+// dashboards, and the CacheNodeDown alert it raises.
+const downNode = `127.0.0.1:${await freePort()}`;
+await arcus.mapServer(downNode, 'demo-b');
 
 // Light traffic: a few gets (hits and misses) and sets per node every second.
 let round = 0;
@@ -56,7 +60,7 @@ const webhook = createServer((req, res) => {
 });
 await new Promise<void>((resolve) => webhook.listen(Number(webhookPort), '127.0.0.1', resolve));
 
-writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ pid: process.pid, zookeeper: zk.address, nodes: nodes.map((n) => n.address), webhook: `http://127.0.0.1:${webhookPort}/` }, null, 2));
+writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ pid: process.pid, zookeeper: zk.address, nodes: nodes.map((n) => n.address), down: [downNode], webhook: `http://127.0.0.1:${webhookPort}/` }, null, 2));
 log(`ready: ZooKeeper ${zk.address}, nodes ${nodes.map((n) => n.address).join(', ')}`);
 
 let stopping = false;

@@ -66,3 +66,8 @@ export async function queryStore(port: number, query: string): Promise<InstantRe
   const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?nocache=1&query=${encodeURIComponent(query)}`);
   return ((await response.json()) as { data: { result: InstantResult } }).data.result;
 }
+
+export { DEMO_ENSEMBLE, startDemo, stopDemo } from './demo-stack.js';
+export type { DemoOptions, DemoStarted } from './demo-stack.js';
+export { SHIPPED_PORTS } from './configure.js';
+export type { StackPorts } from './configure.js';

@@ -1,0 +1,134 @@
+/**
+ * The demo as functions: a demo ARCUS cluster (demo-cluster.js, in the background) and the whole
+ * stack installed into <dir>/install and started by its own scripts. `npm run demo` uses the
+ * shipped ports; tests use free ones and shortened intervals.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS, startOrder } from './configure.js';
+import type { StackPorts } from './configure.js';
+import { REPO_ROOT, STACK_DIR } from './index.js';
+
+export const DEMO_ENSEMBLE = 'demo';
+export const DEMO_WEBHOOK_PORT = 9095;
+
+export interface DemoOptions {
+  /** Holds install/ (the tree), cluster.json, alerts.log and the cluster's logs. */
+  readonly dir: string;
+  readonly ports?: StackPorts;
+  readonly webhookPort?: number;
+  /** Minutes become seconds (tests). */
+  readonly fast?: boolean;
+  /** Scripts' output kept out of the terminal (returned on failure instead). */
+  readonly quiet?: boolean;
+}
+
+export interface DemoStarted {
+  readonly ok: boolean;
+  /** What went wrong, or the URL summary. */
+  readonly message: string;
+  readonly zookeeper?: string;
+}
+
+interface Demo {
+  readonly dir: string;
+  readonly tree: string;
+  readonly quiet: boolean;
+  output: string;
+}
+
+function script(demo: Demo, component: string, name: string, ...args: string[]): number {
+  const result = spawnSync('bash', [join(demo.tree, component, name), ...args], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8' });
+  if (demo.quiet) demo.output += `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  return result.status ?? 1;
+}
+
+function clusterPid(dir: string): number | undefined {
+  const file = join(dir, 'cluster.json');
+  if (!existsSync(file)) return undefined;
+  const pid = (JSON.parse(readFileSync(file, 'utf8')) as { pid: number }).pid;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
+  const demo: Demo = { dir: options.dir, tree: join(options.dir, 'install'), quiet: options.quiet ?? false, output: '' };
+  const p = options.ports ?? SHIPPED_PORTS;
+  const webhookPort = options.webhookPort ?? DEMO_WEBHOOK_PORT;
+  const { dir, tree } = demo;
+  mkdirSync(dir, { recursive: true });
+  if (clusterPid(dir) !== undefined) return { ok: false, message: 'demo: already running (stop it with npm run demo:stop)' };
+  const fresh = !existsSync(join(tree, 'config.sh'));
+  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8', env: { ...process.env, INSTALL_DIR: tree } });
+  if (installed.status !== 0) return { ok: false, message: `demo: the install failed\n${installed.stdout ?? ''}${installed.stderr ?? ''}` };
+
+  rmSync(join(dir, 'cluster.json'), { force: true });
+  const out = openSync(join(dir, 'cluster.out'), 'a');
+  const cluster = spawn(process.execPath, [join(REPO_ROOT, 'packages/stack/dist/src/demo-cluster.js'), dir, String(webhookPort)], { detached: true, stdio: ['ignore', out, out] });
+  cluster.unref();
+  for (let i = 0; i < 300 && !existsSync(join(dir, 'cluster.json')); i++) {
+    if (cluster.exitCode !== null) break;
+    await sleep(100);
+  }
+  if (!existsSync(join(dir, 'cluster.json'))) return { ok: false, message: `demo: the demo cluster did not start; see ${join(dir, 'cluster.out')}` };
+  const { zookeeper } = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as { zookeeper: string };
+  // Every start: ZooKeeper comes up on a new port, so the ensemble's users are pointed at it again.
+  configureTree(tree, { ports: p, host: '127.0.0.1', ensemble: DEMO_ENSEMBLE, zkServers: [zookeeper], cacheHostname: 'localhost', webhookUrl: `http://127.0.0.1:${webhookPort}/`, fast: options.fast ?? false });
+  addEnsembleToTopologyProvider(tree, DEMO_ENSEMBLE, [zookeeper]);
+  if (fresh && !demo.quiet) process.stdout.write(`demo: configured ${tree} for the ensemble ${DEMO_ENSEMBLE}\n`);
+  for (const [component, ...args] of startOrder(DEMO_ENSEMBLE)) {
+    if (script(demo, component, 'start.sh', ...args) !== 0) {
+      const failed = `demo: ${component} did not start; stopping what did\n${demo.output}`;
+      await stopDemo(dir, { quiet: demo.quiet });
+      return { ok: false, message: failed };
+    }
+  }
+  // The dashboard server runs where Grafana could be downloaded at install (not offline).
+  const grafana = existsSync(join(tree, 'grafana/bin/grafana'));
+  if (grafana && script(demo, 'dashboard_server', 'start.sh') !== 0) {
+    const failed = `demo: dashboard_server did not start; stopping what did\n${demo.output}`;
+    await stopDemo(dir, { quiet: demo.quiet });
+    return { ok: false, message: failed };
+  }
+  const dashboards = grafana
+    ? 'dashboard server        http://127.0.0.1:3000/   (dashboards in the folder "cachemon")'
+    : 'dashboard server        not installed (Grafana could not be downloaded); run install/dashboard_server/install.sh where it can';
+  return {
+    ok: true,
+    zookeeper,
+    message: `
+cachemon demo is running (installed in ${tree}):
+  ${dashboards}
+  query proxy UI          http://127.0.0.1:${p.proxy}/
+  rule evaluator UI       http://127.0.0.1:${p.ruler}/
+  alert router UI         http://127.0.0.1:${p.router}/
+  short-term store        http://127.0.0.1:${p.short}/   (vmui: /vmui)
+  long-term store         http://127.0.0.1:${p.long}/
+  topology provider       http://127.0.0.1:${p.topology}/
+  cache exporter          http://127.0.0.1:${p.cache}/metrics
+  coordination exporter   http://127.0.0.1:${p.coordination}/metrics
+  host exporter           http://127.0.0.1:${p.host}/metrics
+  ZooKeeper               ${zookeeper} (ARCUS cluster: ${DEMO_ENSEMBLE}, service codes demo-a, demo-b; one demo-b node mapped but down)
+  alerts received         ${join(dir, 'alerts.log')}
+Stop it with: npm run demo:stop
+`,
+  };
+}
+
+export async function stopDemo(dir: string, options: { quiet?: boolean } = {}): Promise<void> {
+  const demo: Demo = { dir, tree: join(dir, 'install'), quiet: options.quiet ?? false, output: '' };
+  if (existsSync(join(demo.tree, 'dashboard_server/stop.sh'))) script(demo, 'dashboard_server', 'stop.sh');
+  if (existsSync(demo.tree)) for (const [component, ...args] of [...startOrder(DEMO_ENSEMBLE)].reverse()) script(demo, component, 'stop.sh', ...args);
+  const pid = clusterPid(dir);
+  if (pid !== undefined) {
+    process.kill(pid, 'SIGTERM');
+    for (let i = 0; i < 100 && clusterPid(dir) !== undefined; i++) await sleep(100);
+    if (!demo.quiet) process.stdout.write('demo cluster: stopped\n');
+  }
+}
