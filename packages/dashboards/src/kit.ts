@@ -68,6 +68,19 @@ export const RATE = '[$__rate_interval]';
  */
 export const either = (rawExpr: string, longExpr: string) => `(${rawExpr})\nor\n(${longExpr})`;
 
+/**
+ * Hits over hits plus misses, summed by `by`: from the raw counters, or from the `level`'s
+ * downsampled rates (`node:` or `service_code:`).
+ */
+export function hitRatio(by: string, matchers: readonly string[], level: 'node' | 'service_code'): string {
+  const rawRate = (counter: string) => `sum by (${by}) (rate(${counter}${raw(...matchers)}${RATE}))`;
+  const longRate = (series: string) => `sum by (${by}) (${level}:${series}:rate${long(...matchers)})`;
+  return either(
+    `${rawRate('arcus_command_hits_total')} / (${rawRate('arcus_command_hits_total')} + ${rawRate('arcus_command_misses_total')})`,
+    `${longRate('arcus_command_hits')} / (${longRate('arcus_command_hits')} + ${longRate('arcus_command_misses')})`,
+  );
+}
+
 /** Every query of a panel, kept for the tests beside what the SDK builds. */
 export interface PanelQuery {
   readonly refId: string;

@@ -1,4 +1,4 @@
-import { CACHE, RATE, either, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable, topologyVariable } from '../kit.js';
+import { CACHE, RATE, either, hitRatio, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable, topologyVariable } from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const NODE = [...CACHE, 'node=~"$node"'];
@@ -26,10 +26,7 @@ export const cacheNode: DashboardSpec = {
       [
         {
           refId: 'A',
-          expr: either(
-            `sum by (command) (rate(arcus_command_hits_total${raw(...NODE)}${RATE})) / (sum by (command) (rate(arcus_command_hits_total${raw(...NODE)}${RATE})) + sum by (command) (rate(arcus_command_misses_total${raw(...NODE)}${RATE})))`,
-            `sum by (command) (node:arcus_command_hits:rate${long(...NODE)}) / (sum by (command) (node:arcus_command_hits:rate${long(...NODE)}) + sum by (command) (node:arcus_command_misses:rate${long(...NODE)}))`,
-          ),
+          expr: hitRatio('command', NODE, 'node'),
           legend: '{{command}}',
         },
       ],

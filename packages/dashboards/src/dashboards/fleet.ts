@@ -1,4 +1,4 @@
-import { CACHE, RATE, either, ensembleVariable, long, promTable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable } from '../kit.js';
+import { CACHE, RATE, either, hitRatio, ensembleVariable, long, promTable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable } from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const BY = 'ensemble, service_code';
@@ -21,10 +21,7 @@ export const fleet: DashboardSpec = {
       [
         {
           refId: 'A',
-          expr: either(
-            `sum by (${BY}) (rate(arcus_command_hits_total${raw(...CACHE, 'command="get"')}${RATE})) / (sum by (${BY}) (rate(arcus_command_hits_total${raw(...CACHE, 'command="get"')}${RATE})) + sum by (${BY}) (rate(arcus_command_misses_total${raw(...CACHE, 'command="get"')}${RATE})))`,
-            `sum by (${BY}) (service_code:arcus_command_hits:rate${long(...CACHE, 'command="get"')}) / (sum by (${BY}) (service_code:arcus_command_hits:rate${long(...CACHE, 'command="get"')}) + sum by (${BY}) (service_code:arcus_command_misses:rate${long(...CACHE, 'command="get"')}))`,
-          ),
+          expr: hitRatio(BY, [...CACHE, 'command="get"'], 'service_code'),
           legend: '{{ensemble}}/{{service_code}}',
         },
       ],

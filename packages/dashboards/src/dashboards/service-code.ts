@@ -1,4 +1,4 @@
-import { CACHE, RATE, either, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, storeVariables, timeseries, topologyTable } from '../kit.js';
+import { CACHE, RATE, either, hitRatio, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, storeVariables, timeseries, topologyTable } from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const NODES = [...CACHE, 'node=~"$node"'];
@@ -21,10 +21,7 @@ export const serviceCode: DashboardSpec = {
       [
         {
           refId: 'A',
-          expr: either(
-            `sum by (command) (rate(arcus_command_hits_total${raw(...NODES)}${RATE})) / (sum by (command) (rate(arcus_command_hits_total${raw(...NODES)}${RATE})) + sum by (command) (rate(arcus_command_misses_total${raw(...NODES)}${RATE})))`,
-            `sum by (command) (node:arcus_command_hits:rate${long(...NODES)}) / (sum by (command) (node:arcus_command_hits:rate${long(...NODES)}) + sum by (command) (node:arcus_command_misses:rate${long(...NODES)}))`,
-          ),
+          expr: hitRatio('command', NODES, 'node'),
           legend: '{{command}}',
         },
       ],
