@@ -63,7 +63,7 @@ export function configureTree(dir: string, s: TreeSettings): void {
   edit(dir, 'short_term_store/long.env', (t) => t.replace(/TS_LISTEN_ADDRESS=.*/, `TS_LISTEN_ADDRESS=${host}:${p.long}`));
   edit(dir, 'short_term_store/conf/scrape.yml', (t) => {
     const targets = setTargetsAfter(setTargetsAfter(t, 'job_name: meta-short', `127.0.0.1:${p.short}`), 'job_name: meta-long', `127.0.0.1:${p.long}`);
-    return s.fast ? targets.replace(/scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s') : targets;
+    return s.fast ? targets.replace(/scrape_interval: 1m/g, 'scrape_interval: 5s').replace(/scrape_timeout: 50s/g, 'scrape_timeout: 4s') : targets;
   });
   writeFileSync(join(dir, 'short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["127.0.0.1:${p.cache}"]\n`);
   writeFileSync(join(dir, 'short_term_store/conf/exporter/coordination_exporter.yml'), `- targets: ["127.0.0.1:${p.coordination}"]\n  labels:\n    ensemble: ${s.ensemble}\n`);
