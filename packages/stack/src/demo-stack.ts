@@ -23,6 +23,8 @@ export interface DemoOptions {
   readonly fast?: boolean;
   /** Scripts' output kept out of the terminal (returned on failure instead). */
   readonly quiet?: boolean;
+  /** Whether the install tries to download the dashboard server (default true; tests: false). */
+  readonly dashboardServer?: boolean;
 }
 
 export interface DemoStarted {
@@ -65,7 +67,7 @@ export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
   mkdirSync(dir, { recursive: true });
   if (clusterPid(dir) !== undefined) return { ok: false, message: 'demo: already running (stop it with npm run demo:stop)' };
   const fresh = !existsSync(join(tree, 'config.sh'));
-  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8', env: { ...process.env, INSTALL_DIR: tree } });
+  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8', env: { ...process.env, INSTALL_DIR: tree, ...(options.dashboardServer === false ? { DASHBOARD_SERVER_DOWNLOAD: '0' } : {}) } });
   if (installed.status !== 0) return { ok: false, message: `demo: the install failed\n${installed.stdout ?? ''}${installed.stderr ?? ''}` };
 
   rmSync(join(dir, 'cluster.json'), { force: true });

@@ -91,7 +91,7 @@ describe('downloads: pinned, verified, and clear when offline (against a local r
 describe('install.sh: the whole tree into INSTALL_DIR, again without losing edits or data', () => {
   test('installs every component and cachemon; a second run keeps edited configs and data', async () => {
     const dir = await tempDir('cachemon-install-');
-    const run = () => spawnSync('bash', [join(STACK_DIR, 'install.sh')], { encoding: 'utf8', env: { ...process.env, INSTALL_DIR: dir }, timeout: 120_000 });
+    const run = () => spawnSync('bash', [join(STACK_DIR, 'install.sh')], { encoding: 'utf8', env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' }, timeout: 120_000 });
     const first = run();
     assert.equal(first.status, 0, first.stderr);
     for (const component of ['cache_exporter', 'coordination_exporter', 'topology_provider', 'query_proxy', 'short_term_store', 'rule_evaluator', 'alert_router', 'host_exporter']) {
