@@ -8,6 +8,20 @@ daemon_running() { # <pidfile>
   [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
 }
 
+# Sources an env file; each variable named after it keeps the value the caller's environment gave
+# it, when that is not empty (the environment wins over the file).
+load_env() { # <env file> [variable...]
+  local _file=$1 _name
+  shift
+  local -A _given=()
+  for _name in "$@"; do _given[$_name]=${!_name-}; done
+  # shellcheck disable=SC1090
+  . "$_file"
+  for _name in "$@"; do
+    if [ -n "${_given[$_name]}" ]; then printf -v "$_name" '%s' "${_given[$_name]}"; fi
+  done
+}
+
 daemon_start() {
   local name=$1 pidfile=$2 outfile=$3
   shift 3

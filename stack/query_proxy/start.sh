@@ -20,12 +20,7 @@ if [ ! -f "$conf" ]; then
   echo "query_proxy: no config file $conf" >&2
   exit 1
 fi
-if [ -f "$env_file" ]; then
-  given=${PROXY_LISTEN_ADDRESS-}
-  # shellcheck disable=SC1090
-  . "$env_file"
-  [ -z "$given" ] || PROXY_LISTEN_ADDRESS=$given
-fi
+if [ -f "$env_file" ]; then load_env "$env_file" PROXY_LISTEN_ADDRESS; fi
 if [ -z "${PROXY_LISTEN_ADDRESS:-}" ]; then
   echo "query_proxy: PROXY_LISTEN_ADDRESS is not set (in $env_file or the environment)" >&2
   exit 1

@@ -17,11 +17,9 @@ if [ "$#" -ne 0 ]; then
 fi
 env_file="$DIR/rule_evaluator.env"
 [ -f "$env_file" ] || { echo "rule_evaluator: no env file $env_file" >&2; exit 1; }
-given_external=${RULER_EXTERNAL_URL:-}
-unset RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS RULER_EXTERNAL_URL
-# shellcheck disable=SC1090
-. "$env_file"
-RULER_EXTERNAL_URL=${given_external:-${RULER_EXTERNAL_URL:-}}
+# Only the file sets these; RULER_EXTERNAL_URL may also come from the environment, which wins.
+unset RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS
+load_env "$env_file" RULER_EXTERNAL_URL
 missing=()
 for name in RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS; do
   [ -n "${!name:-}" ] || missing+=("$name")

@@ -21,12 +21,7 @@ if [ ! -f "$conf" ]; then
   exit 1
 fi
 env_file="$DIR/conf/topology_provider.env"
-if [ -f "$env_file" ]; then
-  given=${TOPOLOGY_PROVIDER_FLAGS-}
-  # shellcheck disable=SC1090
-  . "$env_file"
-  [ -z "$given" ] || TOPOLOGY_PROVIDER_FLAGS=$given
-fi
+if [ -f "$env_file" ]; then load_env "$env_file" TOPOLOGY_PROVIDER_FLAGS; fi
 bin=$(cachemon_bin "$DIR" topology-provider)
 cd "$DIR"
 "$bin" -config-file="$conf" -check-config >/dev/null
