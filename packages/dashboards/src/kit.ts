@@ -114,67 +114,59 @@ class TopologyTarget implements cog.Builder<cog.Dataquery> {
 
 type Size = { w: number; h?: number; unit?: string; description?: string };
 
+/** What every panel builder of the SDK has. */
+interface PanelBase<T> {
+  title(title: string): T;
+  datasource(datasource: DataSourceRef): T;
+  span(w: number): T;
+  height(h: number): T;
+  unit(unit: string): T;
+  description(description: string): T;
+}
+
+/** Title, datasource, place and the optional unit and description: what every panel sets. */
+function placed<T extends PanelBase<T>>(panel: T, title: string, datasource: DataSourceRef, size: Size, height: number): T {
+  panel.title(title).datasource(datasource).span(size.w).height(size.h ?? height);
+  if (size.unit) panel.unit(size.unit);
+  if (size.description) panel.description(size.description);
+  return panel;
+}
+
+const lastValue = () => new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false);
+
 export function timeseries(title: string, queries: readonly PanelQuery[], size: Size): TimeseriesBuilder {
-  const panel = new TimeseriesBuilder()
-    .title(title)
-    .datasource(QUERY_PROXY)
-    .span(size.w)
-    .height(size.h ?? 8)
+  const panel = placed(new TimeseriesBuilder(), title, QUERY_PROXY, size, 8)
     .fillOpacity(10)
     .lineWidth(1)
     .legend(new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.Table).placement(LegendPlacement.Bottom).showLegend(true).calcs(['mean', 'max', 'lastNotNull']));
-  if (size.unit) panel.unit(size.unit);
-  if (size.description) panel.description(size.description);
   for (const q of queries) panel.withTarget(promQuery(q));
   return panel;
 }
 
 export function stat(title: string, query: PanelQuery, size: Size): StatBuilder {
-  const panel = new StatBuilder()
-    .title(title)
-    .datasource(QUERY_PROXY)
-    .span(size.w)
-    .height(size.h ?? 4)
+  return placed(new StatBuilder(), title, QUERY_PROXY, size, 4)
     .graphMode(BigValueGraphMode.Area)
     .colorMode(BigValueColorMode.Value)
-    .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
+    .reduceOptions(lastValue())
     .withTarget(promQuery(query));
-  if (size.unit) panel.unit(size.unit);
-  if (size.description) panel.description(size.description);
-  return panel;
 }
 
 export function barGauge(title: string, query: PanelQuery, size: Size): BarGaugeBuilder {
-  const panel = new BarGaugeBuilder()
-    .title(title)
-    .datasource(QUERY_PROXY)
-    .span(size.w)
-    .height(size.h ?? 8)
-    .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
+  return placed(new BarGaugeBuilder(), title, QUERY_PROXY, size, 8)
+    .reduceOptions(lastValue())
     .withTarget(promQuery({ ...query, instant: true }));
-  if (size.unit) panel.unit(size.unit);
-  if (size.description) panel.description(size.description);
-  return panel;
 }
 
 /** A table of an instant PromQL query. */
 export function promTable(title: string, query: PanelQuery, size: Size): TableBuilder {
-  const panel = new TableBuilder()
-    .title(title)
-    .datasource(QUERY_PROXY)
-    .span(size.w)
-    .height(size.h ?? 8)
+  return placed(new TableBuilder(), title, QUERY_PROXY, size, 8)
     .withTarget(promQuery({ ...query, instant: true, table: true }))
     .withTransformation({ id: 'organize', options: { excludeByName: { Time: true, __name__: true, scrape: true } } });
-  if (size.description) panel.description(size.description);
-  return panel;
 }
 
 /** A table answered by the topology provider (e.g. `overview ensemble=$ensemble`). */
 export function topologyTable(title: string, target: string, size: Size): TableBuilder {
-  const panel = new TableBuilder().title(title).datasource(TOPOLOGY).span(size.w).height(size.h ?? 8).withTarget(new TopologyTarget('A', target));
-  if (size.description) panel.description(size.description);
-  return panel;
+  return placed(new TableBuilder(), title, TOPOLOGY, size, 8).withTarget(new TopologyTarget('A', target));
 }
 
 export const row = (title: string) => new RowBuilder(title);
