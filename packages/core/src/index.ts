@@ -57,13 +57,15 @@ export {
   escapeLabelValue,
   EXPOSITION_CONTENT_TYPE,
   ExpositionBuffer,
+  expositionBody,
   ExpositionWriter,
   formatValue,
   gzipBody,
+  GzipStream,
   renderLabels,
   sendExposition,
 } from './exposition.js';
-export type { MetricType } from './exposition.js';
+export type { ExpositionBody, MetricType } from './exposition.js';
 
 export { createReloadMetrics, createScrapeMetrics, createSelfRegistry, loadForReload, registerBuildInfo, ReloadMetrics } from './self-metrics.js';
 export { answeredHelpOrVersion, CHECK_CONFIG_FLAG, DAEMON_FLAGS, packageVersion, runCli } from './cli.js';

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { gunzipSync } from 'node:zlib';
 import {
   acceptsGzip,
   Errors,
   escapeHelp,
   escapeLabelValue,
+  ExpositionBuffer,
   ExpositionWriter,
   formatValue,
   gzipBody,
+  GzipStream,
   isCachemonError,
   renderLabels,
 } from '../../src/index.js';
@@ -174,5 +177,115 @@ describe('gzipBody', () => {
   it('shrinks exposition text at its fast level (this text: ~6x; real bodies: ~25x)', () => {
     const input = body(2_000_000);
     assert.ok(gzipBody(input).length * 5 < input.length);
+  });
+});
+
+/** Exposition-like text of about `bytes` bytes, different on every line. */
+function exposition(bytes: number): Buffer {
+  let text = '';
+  for (let i = 0; text.length < bytes; i++) text += `arcus_commands_total{command="c${i % 60}",node="10.0.${i % 250}.${i % 7}:11211"} ${i * 7919}\n`;
+  return Buffer.from(text.slice(0, bytes));
+}
+
+/** `input` written to a GzipStream in pieces of the given sizes (cycled). */
+function gzipInPieces(input: Buffer, sizes: readonly number[], whole = false): Buffer {
+  const stream = new GzipStream({ whole });
+  for (let at = 0, i = 0; at < input.length; i++) {
+    const size = sizes[i % sizes.length]!;
+    stream.write(input.subarray(at, at + size));
+    at += size;
+  }
+  return stream.end();
+}
+
+describe('GzipStream', () => {
+  it('makes one gzip member of pieces of any size, the same bytes as gzipping the whole', () => {
+    for (const [size, pieces] of [
+      [0, [1]],
+      [1, [1]],
+      [5000, [1, 7, 4096]],
+      [300_001, [65_536]],
+      [2_500_003, [262_144, 1, 524_288]],
+    ] as const) {
+      const input = exposition(size);
+      for (const whole of [false, true]) {
+        const gzipped = gzipInPieces(input, pieces, whole);
+        assert.deepEqual(gunzipSync(gzipped), input, `size ${size}${whole ? ', gzipped whole' : ''}`);
+        assert.deepEqual([...gzipped.subarray(0, 3)], [0x1f, 0x8b, 8], 'a gzip header with deflate');
+        assert.equal(gzipped.readUInt32LE(gzipped.length - 4), size, 'ISIZE');
+      }
+    }
+  });
+
+  it('is read by the gzip program, which checks the CRC and the length', () => {
+    const input = exposition(700_000);
+    assert.deepEqual(execFileSync('gzip', ['-dc'], { input: gzipInPieces(input, [262_144]) }), input);
+    const corrupt = gzipInPieces(input, [262_144]);
+    corrupt.writeUInt32LE((corrupt.readUInt32LE(corrupt.length - 8) ^ 1) >>> 0, corrupt.length - 8);
+    assert.throws(() => execFileSync('gzip', ['-dc'], { input: corrupt, stdio: ['pipe', 'pipe', 'ignore'] }), 'a wrong CRC is noticed');
+  });
+
+  it('compresses within 1 % of gzipping the whole body at once, with pieces of 256 KB', () => {
+    const input = exposition(4_000_000);
+    const whole = gzipBody(input).length;
+    const pieces = gzipInPieces(input, [262_144]).length;
+    assert.ok(pieces <= whole * 1.01, `pieces ${pieces} bytes, whole ${whole}`);
+  });
+
+  it('counts the bytes written, and refuses a write or an end after end()', () => {
+    const stream = new GzipStream();
+    stream.write(Buffer.from('abc'));
+    stream.write(Buffer.alloc(0));
+    assert.equal(stream.bytesWritten, 3);
+    assert.equal(gunzipSync(stream.end()).toString(), 'abc');
+    assert.throws(() => stream.write(Buffer.from('x')), (err) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(() => stream.end(), (err) => isCachemonError(err, Errors.INTERNAL));
+  });
+});
+
+describe('ExpositionBuffer with a sink', () => {
+  /** The same writes to a growing buffer and to one that hands pieces of `pieceBytes` to a sink. */
+  const both = (pieceBytes: number, write: (out: ExpositionBuffer) => void) => {
+    const grown = new ExpositionBuffer(64);
+    write(grown);
+    const pieces: Buffer[] = [];
+    const streamed = new ExpositionBuffer(pieceBytes, undefined, (piece) => {
+      pieces.push(Buffer.from(piece)); // the piece is only valid during the call
+    });
+    write(streamed);
+    streamed.end();
+    return { grown, streamed, pieces };
+  };
+
+  it('hands the same bytes to the sink, in pieces no larger than the buffer unless one write is', () => {
+    const big = exposition(5000);
+    const prefix = Buffer.from('arcus_up{node="a"} ');
+    const { grown, streamed, pieces } = both(1024, (out) => {
+      out.family('arcus_up', 'gauge', 'Whether the node answered.');
+      for (let i = 0; i < 200; i++) out.sample(prefix, 0, prefix.length, String(i));
+      out.bytes(big, 0, big.length, 10); // larger than a piece: passed through
+      out.text('é'.repeat(400)); // 800 bytes of UTF-8
+      out.text('x'.repeat(2000)); // larger than a piece as text
+      out.bytes(big, 10, 30, 1);
+    });
+    const body = Buffer.concat(pieces);
+    assert.deepEqual(body, grown.toBuffer());
+    assert.equal(streamed.byteLength, body.length);
+    assert.equal(streamed.sampleCount, grown.sampleCount);
+    assert.equal(streamed.sampleCount, 211);
+    assert.ok(pieces.some((piece) => piece.length === big.length), 'the large write went through whole');
+    assert.ok(pieces.filter((piece) => piece.length !== big.length && piece.length !== 2000).every((piece) => piece.length <= 1024));
+  });
+
+  it('writes into the backing buffer it was given, and has no toBuffer()', () => {
+    const backing = Buffer.alloc(4096);
+    const pieces: Buffer[] = [];
+    const out = new ExpositionBuffer(4096, backing, (piece) => pieces.push(Buffer.from(piece)));
+    assert.equal(out.backing, backing);
+    out.text('# TYPE a gauge\na 1\n');
+    assert.throws(() => out.toBuffer(), (err) => isCachemonError(err, Errors.INTERNAL));
+    out.end();
+    assert.equal(Buffer.concat(pieces).toString(), '# TYPE a gauge\na 1\n');
+    assert.equal(backing.toString('utf8', 0, 19), '# TYPE a gauge\na 1\n');
   });
 });
