@@ -12,6 +12,7 @@ import {
   parseFlags,
   scrapeDeadline,
   sendExposition,
+  acceptsGzip,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
@@ -66,14 +67,11 @@ async function main(argv: string[]): Promise<number> {
 
   type Request = Parameters<typeof sendExposition>[0];
   type Reply = Parameters<typeof sendExposition>[1];
-  const serve = (collect: (deadline: number) => Promise<MetricsBody>) => async (request: Request, reply: Reply) => {
+  const serve = (collect: (deadline: number, gzip: boolean) => Promise<MetricsBody>) => async (request: Request, reply: Reply) => {
     const deadline = scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values['scrape-timeout']);
-    const body = await collect(deadline);
-    // A pooled buffer goes back to the pool once the response is out (or the scraper went away).
-    reply.raw.once('close', body.release);
-    await sendExposition(request, reply, body.bytes, body.gzipped);
+    await sendExposition(request, reply, await collect(deadline, acceptsGzip(request.headers['accept-encoding'])));
   };
-  app.get('/metrics', serve((deadline) => exporter.metrics(deadline)));
+  app.get('/metrics', serve((deadline, gzip) => exporter.metrics(deadline, gzip)));
   app.get('/metrics/prefixes', serve((deadline) => exporter.prefixMetrics(deadline)));
 
   const reload = async (): Promise<{ restartNeeded: string[] }> => {
