@@ -94,7 +94,6 @@ interface StatsPlan {
   readonly order: Uint32Array;
   readonly familyStarts: Uint32Array;
   readonly scales: ReadonlyArray<number | undefined>;
-  readonly scaled: number;
   /** Positions of the text fields that make arcus_version_info, or -1. */
   readonly versionAt: number;
   readonly libeventAt: number;
@@ -288,6 +287,8 @@ export class NodeMetricsRenderer {
 
 const EMPTY = Buffer.alloc(0);
 const STAT_HEAD = 5; // `STAT `
+/** Longest text formatValue gives a finite float (`-1.2345678901234567e-308`: 24). */
+const MAX_SCALED_TEXT = 32;
 
 /** A plan from the `STAT <name>` heads of a reply's lines, as bytes. */
 function makePlan(heads: readonly Buffer[]): StatsPlan {
@@ -298,11 +299,9 @@ function makePlan(heads: readonly Buffer[]): StatsPlan {
   const scales: Array<number | undefined> = [];
   const rules = names.map((name) => ruleForStat(name));
   const seen = new Set<string>();
-  let scaled = 0;
   rules.forEach((rule, position) => {
     const name = names[position]!;
     scales.push(rule.kind === 'field' ? rule.scale : undefined);
-    if (rule.kind === 'field' && rule.scale !== undefined) scaled++;
     // Text fields go to arcus_version_info; a field the server repeats is rendered once.
     if (STATS_TEXT_FIELDS.has(name) || seen.has(name)) return;
     seen.add(name);
@@ -330,7 +329,6 @@ function makePlan(heads: readonly Buffer[]): StatsPlan {
     order,
     familyStarts,
     scales,
-    scaled,
     versionAt: names.indexOf('version'),
     libeventAt: names.indexOf('libevent'),
     prefixText: (position, base, braced) => {
@@ -397,12 +395,22 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   let length = series.areaLength;
   let valueLengths = series.valueLengths;
   // While rewriting, the area holds new lines before `at` and old ones after it: at most the old
-  // length plus every new value (a scaled one at most a float's shortest text).
-  const scaledBound = plan.scaled * 32;
-  const fresh = series.areaPlan !== plan || area.length < length + reply.length + scaledBound;
+  // length plus every new value (a scaled one at most a float's shortest text) plus the prefix
+  // and newline of every line that appears.
+  const samePlan = series.areaPlan === plan;
+  let valueBytes = 0;
+  let appearing = 0;
+  for (let k = 0; k < order.length; k++) {
+    const position = order[k]!;
+    valueBytes += plan.scales[position] === undefined ? values[position * 2 + 1]! - values[position * 2]! : MAX_SCALED_TEXT;
+    if (samePlan && valueLengths[k]! < 0) appearing += prefixLengths[position]! + 1;
+  }
+  const fresh = !samePlan || area.length < length + valueBytes + appearing;
   if (fresh) {
-    const bound = series.prefixesLength + order.length + reply.length + scaledBound;
-    if (area.length < bound) area = Buffer.allocUnsafeSlow(bound + (bound >> 2));
+    // Every line, plus room for the next rewrites in place (a reply's values once more, and a
+    // sixteenth): ~23 KB for an ARCUS node, 500 nodes ~11 MB.
+    const lines = series.prefixesLength + order.length + valueBytes;
+    if (area.length < lines + valueBytes) area = Buffer.allocUnsafeSlow(lines + valueBytes + (lines >> 4));
     length = 0;
     valueLengths = valueLengths.length === order.length ? valueLengths.fill(-1) : new Int32Array(order.length).fill(-1);
     series.segments = new Uint32Array(plan.families.length * 3);

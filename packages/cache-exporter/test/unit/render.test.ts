@@ -160,6 +160,25 @@ test('the next reply of a node is rendered into the same area: values change, no
   assert.equal(text.match(/^arcus_items\{/gm)?.length, 1);
 });
 
+test("a node's area holds its lines and room for one more reply's values, and little else", () => {
+  const n = node('127.0.0.1:21215');
+  const rendered = accept(n);
+  let lines = 0;
+  let values = 0;
+  for (let f = 0; f < rendered.views.length; f++) {
+    const view = rendered.views[f];
+    if (view === undefined) continue;
+    lines += view.length;
+    for (const line of view.toString('latin1').split('\n')) if (line !== '') values += line.length - line.lastIndexOf(' ') - 1;
+  }
+  assert.ok(lines > 10_000, `the sample's ${lines} bytes of lines`);
+  // Scaled values are reserved at their longest text (32 bytes), the others at their length.
+  assert.ok(rendered.bytes.length <= lines + 2 * (values + 32 * 20) + (lines >> 4), `area ${rendered.bytes.length} bytes for ${lines} bytes of lines`);
+  assert.ok(rendered.bytes.length < lines * 1.25, `area ${rendered.bytes.length} bytes for ${lines} bytes of lines`);
+  // The same reply again is written in place.
+  assert.equal(accept(n).bytes, rendered.bytes);
+});
+
 test('a node whose field list changes (server upgraded) gets a plan of its own, then back', () => {
   const n = node('127.0.0.1:21211');
   render([{ node: n, up: true, stats: accept(n) }]);
