@@ -211,6 +211,15 @@ export class CacheCollector {
 
   private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
     const state = this.state(node.node);
+    try {
+      await this.readNodePrefixes(node, state, selection, deadline, sums);
+    } finally {
+      // The replies are summed: their buffer (tens of KB) serves the next node's at once.
+      state.client.release();
+    }
+  }
+
+  private async readNodePrefixes(node: CacheNode, state: NodeState, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
     const names = selection.kind === 'named' ? selection.names : undefined;
     const [items, operations] = await Promise.allSettled([
       state.client.prefixItemsBytes(deadline, names),

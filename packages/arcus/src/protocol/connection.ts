@@ -166,6 +166,15 @@ export class AsciiConnection {
     });
   }
 
+  /**
+   * Says the caller is done with every reply it was handed: their bytes may be written over now
+   * instead of at the next request, and a buffer grown for a large reply goes back to the shared
+   * pool at once. Does nothing while requests are pending.
+   */
+  release(): void {
+    if (this.pendingCount === 0) this.framer.rewind();
+  }
+
   /** Closes the socket and rejects pending requests with NODE_CLOSED; later requests are refused. */
   close(): void {
     if (this.closedByCaller) return;

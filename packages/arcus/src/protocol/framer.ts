@@ -54,12 +54,56 @@ const EMPTY = Buffer.alloc(0);
  * with settings and zookeeper) grows it once. An exporter holds one per node and connection.
  */
 const MIN_BUFFER_BYTES = 1024;
-/** Larger buffers are dropped once read out. */
-const KEEP_BUFFER_BYTES = 32 * 1024;
+/**
+ * Buffers up to this size stay with their connection. Above a `stats` flight's ~7 KB, below the
+ * replies of prefix statistics (tens of KB with a few dozen prefixes, once a minute): a buffer
+ * grown for those goes back to LARGE_POOL at the connection's next rewind() and the connection
+ * returns to its small one, so an exporter of 500 nodes neither keeps 500 large buffers nor
+ * allocates 500 new ones every prefix scrape (it asks 32 nodes at a time; the pool serves them).
+ */
+const KEEP_BUFFER_BYTES = 16 * 1024;
+
+/** Large buffers given back by framers, for the next large reply of any connection. */
+const LARGE_POOL: Buffer[] = [];
+/** The pool holds at most this many bytes; a buffer that does not fit is left to the collector. */
+const LARGE_POOL_BYTES = 4 * 1024 * 1024;
+let largePoolBytes = 0;
+
+/** A buffer of at least `size` bytes: from the pool when `size` is large and one fits. */
+function bufferOf(size: number): Buffer {
+  if (size > KEEP_BUFFER_BYTES) {
+    let best = -1;
+    for (let i = 0; i < LARGE_POOL.length; i++) {
+      const length = LARGE_POOL[i]!.length;
+      if (length >= size && (best === -1 || length < LARGE_POOL[best]!.length)) best = i;
+    }
+    if (best !== -1) {
+      const buffer = LARGE_POOL[best]!;
+      LARGE_POOL[best] = LARGE_POOL[LARGE_POOL.length - 1]!;
+      LARGE_POOL.pop();
+      largePoolBytes -= buffer.length;
+      return buffer;
+    }
+  }
+  return Buffer.allocUnsafeSlow(size);
+}
+
+function giveBack(buffer: Buffer): void {
+  if (largePoolBytes + buffer.length > LARGE_POOL_BYTES) return;
+  LARGE_POOL.push(buffer);
+  largePoolBytes += buffer.length;
+}
+
+/** Bytes in the pool of large buffers (for tests). */
+export function pooledFramerBytes(): number {
+  return largePoolBytes;
+}
 
 export class ReplyFramer {
   /** Unconsumed bytes are buf[start, end); `view` is buf cut at `end` so indexOf never reads stale bytes. */
   private buf: Buffer = EMPTY;
+  /** The connection's own small buffer while `buf` is a large one; back in use at rewind(). */
+  private small: Buffer | undefined;
   private view: Buffer = EMPTY;
   private start = 0;
   private end = 0;
@@ -99,8 +143,11 @@ export class ReplyFramer {
       // Half again what is needed now: a reply arriving in several reads is copied a few times at
       // most, and a large one (prefix statistics) does not leave a buffer twice its size behind.
       const needed = pending + length;
-      const grown = Buffer.allocUnsafeSlow(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)));
+      const grown = bufferOf(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)));
       this.buf.copy(grown, 0, this.start, this.end);
+      // A small buffer is kept for after the large reply; a large one (growing again) is dropped:
+      // replies handed out may still view either, so neither is written to before rewind().
+      if (grown.length > KEEP_BUFFER_BYTES && this.buf.length <= KEEP_BUFFER_BYTES && this.buf !== EMPTY) this.small = this.buf;
       this.buf = grown;
       this.start = 0;
       this.end = pending;
@@ -117,6 +164,11 @@ export class ReplyFramer {
    */
   rewind(): void {
     if (this.start !== this.end) return;
+    if (this.buf.length > KEEP_BUFFER_BYTES) {
+      giveBack(this.buf);
+      this.buf = this.small ?? EMPTY;
+      this.small = undefined;
+    }
     this.start = 0;
     this.end = 0;
     this.view = EMPTY;
@@ -168,6 +220,7 @@ export class ReplyFramer {
   /** Drops every buffered byte and the partial reply: the connection is gone. */
   reset(): void {
     this.buf = EMPTY;
+    this.small = undefined;
     this.view = EMPTY;
     this.start = 0;
     this.end = 0;
@@ -252,10 +305,7 @@ export class ReplyFramer {
     // A view: append() only writes past `end` until rewind(); a reset drops the buffer.
     const reply = this.buf.subarray(this.start, this.start + length);
     this.start += this.cursor;
-    // A buffer grown for a large reply (prefix statistics) is let go as soon as it is read out,
-    // not kept for the small ones that follow: the replies still viewing it keep it alive.
-    if (this.start === this.end && this.buf.length > KEEP_BUFFER_BYTES) this.reset();
-    else this.resetReply();
+    this.resetReply();
     return reply;
   }
 

@@ -102,6 +102,11 @@ export class ArcusNodeClient {
     return this.multiBytes(names === undefined ? ['stats detail dump'] : prefixListCommands('operation', names), deadline);
   }
 
+  /** The caller is done with every reply's bytes (see AsciiConnection.release). */
+  release(): void {
+    this.connection.release();
+  }
+
   close(): void {
     this.connection.close();
   }

@@ -113,6 +113,50 @@ describe('AsciiConnection framing over a socket', () => {
     }
   });
 
+  it('large replies of many connections, released once read, pass pooled buffers around and stay intact', async () => {
+    const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${String(conn % 10).repeat(n * 97)}\r\nEND\r\n`;
+    const servers = await Promise.all(
+      Array.from({ length: 12 }, (_, conn) =>
+        serve((socket) => {
+          // Replies in several writes, one reply after the other (pipelined requests queue up).
+          let queue = Promise.resolve();
+          onLines(socket, (line) => {
+            queue = queue.then(async () => {
+              const text = reply(conn, Number(line.split(' ')[1]));
+              for (let at = 0; at < text.length; at += 8000) {
+                socket.write(text.slice(at, at + 8000));
+                await tick(1);
+              }
+            });
+          });
+        }),
+      ),
+    );
+    const conns = servers.map((server) => connection(server.address));
+    for (let round = 0; round < 6; round++) {
+      // Four at a time, like the exporter's prefix workers: each reply is checked, then released.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < conns.length) {
+            const conn = next++;
+            const n = 200 + round * 50 + conn; // 20-40 KB: above what a connection keeps
+            const [first, second] = await Promise.all([
+              conns[conn]!.requestBytes(`stats ${n}`, { deadline: soon(), reply: 'multi' }),
+              conns[conn]!.requestBytes(`stats ${n + 1}`, { deadline: soon(), reply: 'multi' }),
+            ]);
+            assert.equal(first.toString('latin1'), reply(conn, n));
+            assert.equal(second.toString('latin1'), reply(conn, n + 1));
+            conns[conn]!.release();
+          }
+        }),
+      );
+      // Small replies afterwards, on the connections' own buffers again.
+      const small = await Promise.all(conns.map((conn) => conn.requestBytes('stats 1', { deadline: soon(), reply: 'multi' })));
+      small.forEach((bytes, conn) => assert.equal(bytes.toString('latin1'), reply(conn, 1)));
+    }
+  });
+
   it('keeps one connection across many sequential and concurrent requests', async () => {
     const server = await serve((socket) => onLines(socket, (line) => socket.write(`${line.toUpperCase()}\r\n`)));
     const conn = connection(server.address);

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CachemonError, Errors } from '@cachemon/core';
-import { MAX_LINE_BYTES, ReplyFramer, type ReplyKind } from '../../src/protocol/framer.js';
+import { MAX_LINE_BYTES, ReplyFramer, pooledFramerBytes, type ReplyKind } from '../../src/protocol/framer.js';
 import { sample, sampleNames, seededRandom } from '../protocol/fixtures.js';
 
 /** How each captured reply is framed. */
@@ -272,16 +272,38 @@ describe('ReplyFramer buffer reuse', () => {
     assert.deepEqual(got, sent);
   });
 
-  it('a buffer grown for a large reply is let go once read out: its view survives rewinds and small replies', () => {
+  it('a buffer grown for a large reply goes to the shared pool at rewind(); the small one serves again; the next large reply takes it', () => {
     const framer = new ReplyFramer(1 << 24);
+    framer.push(stats(5));
+    const first = framer.next('multi')!;
+    const before = pooledFramerBytes();
+    framer.rewind();
     const large = stats(3000); // ~60 KB, more than a connection keeps
     framer.push(large);
-    const view = framer.next('multi')!;
-    for (let i = 0; i < 20; i++) {
-      framer.rewind();
-      framer.push(stats(10));
-      assert.ok(framer.next('multi'));
+    assert.deepEqual(framer.next('multi'), large);
+    assert.equal(pooledFramerBytes(), before, 'nothing is pooled while the large reply may be in use');
+    framer.rewind();
+    assert.ok(pooledFramerBytes() > before + large.length, 'the large buffer is pooled at rewind()');
+    framer.push(stats(5));
+    assert.equal(framer.next('multi')!.buffer, first.buffer, 'the small buffer is back in use');
+
+    const other = new ReplyFramer(1 << 24);
+    other.push(large);
+    assert.deepEqual(other.next('multi'), large);
+    assert.equal(pooledFramerBytes(), before, 'the next large reply took the pooled buffer');
+    other.rewind();
+    assert.ok(pooledFramerBytes() > before);
+  });
+
+  it('the pool keeps at most 4 MB; large replies beyond it are left to the garbage collector', () => {
+    const framers = Array.from({ length: 100 }, () => new ReplyFramer(1 << 24));
+    const large = stats(3000);
+    for (const framer of framers) {
+      framer.push(large);
+      assert.deepEqual(framer.next('multi'), large);
     }
-    assert.deepEqual(view, large);
+    for (const framer of framers) framer.rewind();
+    assert.ok(pooledFramerBytes() <= 4 * 1024 * 1024, `${pooledFramerBytes()} bytes pooled`);
+    assert.ok(pooledFramerBytes() > 3 * 1024 * 1024, `${pooledFramerBytes()} bytes pooled`);
   });
 });
