@@ -53,10 +53,14 @@ const OPTS = {
   prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 30_000)),
   gzip: args['no-gzip'] !== 'true',
   profile: args.profile === 'true',
+  /** Write a V8 heap snapshot of the exporter at the end of each configuration (results/heap/). */
+  heapSnapshot: args['heap-snapshot'] === 'true',
   perCode: Number(args['per-code'] ?? 100),
   exporterFlags: args['exporter-flags'] ? String(args['exporter-flags']).split(/\s+/).filter(Boolean) : [],
   /** Keep the exporter's config and log under results/logs/N<n>-P<p>/ (with --trace-gc, say). */
   keepLogs: args['keep-logs'] === 'true',
+  /** The exporter's log level (debug logs each scrape's collect and render times). */
+  exporterLogLevel: args['exporter-log-level'] ? String(args['exporter-log-level']) : undefined,
   /** Extra node flags for the exporter process (e.g. --max-semi-space-size=8, --trace-gc). */
   exporterNodeFlags: args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [],
   out: args.out ?? join(HERE, 'results', 'latest.json'),
@@ -225,7 +229,15 @@ async function startExporter(label) {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const configFile = join(dir, 'exporter.json');
-  writeFileSync(configFile, JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { bench: [zk.address] } }, null, 2));
+  writeFileSync(configFile, JSON.stringify(
+      {
+        listen: `127.0.0.1:${port}`,
+        ensembleByName: { bench: [zk.address] },
+        ...(OPTS.exporterLogLevel ? { log: { level: OPTS.exporterLogLevel } } : {}),
+      },
+      null,
+      2,
+    ),);
   const logFile = join(dir, 'exporter.log');
   const fd = openSync(logFile, 'a');
   const nodeFlags = [...OPTS.exporterNodeFlags];
@@ -234,6 +246,12 @@ async function startExporter(label) {
     profileDir = join(HERE, 'results', 'profiles', label);
     mkdirSync(profileDir, { recursive: true });
     nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
+  }
+  let heapDir;
+  if (OPTS.heapSnapshot) {
+    heapDir = join(HERE, 'results', 'heap', label);
+    mkdirSync(heapDir, { recursive: true });
+    nodeFlags.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
   }
   const child = track(
     spawn(process.execPath, [...nodeFlags, EXPORTER_BIN, `-config-file=${configFile}`, ...OPTS.exporterFlags], { stdio: ['ignore', fd, fd], cwd: dir }),
@@ -255,6 +273,7 @@ async function startExporter(label) {
     url,
     logFile,
     profileDir,
+    heapDir,
     startedAt,
     stop: () => stopChild(child, { graceMs: 10_000 }),
   };
@@ -333,7 +352,38 @@ function selfMemory(text) {
     heapUsed: value('nodejs_heap_size_used_bytes'),
     external: value('nodejs_external_memory_bytes'),
     resident: value('process_resident_memory_bytes'),
+    spaces: Object.fromEntries(
+      [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"[^}]*\} (\S+)$/gm)].map((m) => [m[1], Math.round((Number(m[2]) / 1048576) * 10) / 10]),
+    ),
   };
+}
+
+/**
+ * Where the exporter's resident memory is, from /proc/<pid>/smaps, in MB: `[heap]` (malloc's
+ * brk heap), anonymous mappings (V8's heap pages, buffers, malloc's mmap arenas), the node binary
+ * and shared libraries, stacks.
+ */
+function residentByMapping(pid) {
+  const out = { brkHeap: 0, anonymous: 0, nodeBinary: 0, libraries: 0, other: 0 };
+  let kind = 'other';
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const path = head[1];
+      kind = path === '' ? 'anonymous' : path === '[heap]' ? 'brkHeap' : path.startsWith('[') ? 'other' : /\.so(\.|$)/.test(path) ? 'libraries' : path === process.execPath || path.endsWith('/node') ? 'nodeBinary' : 'other';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) out[kind] += Number(rss[1]);
+  }
+  for (const k of Object.keys(out)) out[k] = Math.round((out[k] / 1024) * 10) / 10;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -536,6 +586,8 @@ async function runConfig(n, p) {
       rss: { maxMB: rssMax / 1024, idleMinMB: rssIdleMin / 1024, hwmMB: hwm / 1024 },
       // The exporter's own view of its memory at the last /metrics scrape (prom-client default metrics).
       selfMemoryMB: selfMemory(lastMetricsText),
+      // Where the resident memory was at the end of the measurement.
+      residentMB: residentByMapping(exporter.pid),
     };
     log(
       `${label}: /metrics p50 ${round1(result.metrics.exporter.p50)} p99 ${round1(result.metrics.exporter.p99)} ms ` +
@@ -543,6 +595,19 @@ async function runConfig(n, p) {
         `/metrics/prefixes p50 ${round1(result.prefixMetrics.exporter.p50)} p99 ${round1(result.prefixMetrics.exporter.p99)} ms ` +
         `(floor ${round1(result.prefixMetrics.floor.p50)}/${round1(result.prefixMetrics.floor.p99)}), RSS max ${round1(result.rss.maxMB)} MB`,
     );
+    if (exporter.heapDir) {
+      process.kill(exporter.pid, 'SIGUSR2');
+      // The snapshot is complete when its file stops growing.
+      let last = -1;
+      for (let i = 0; i < 300; i++) {
+        await sleep(200);
+        const files = readdirSync(exporter.heapDir).filter((f) => f.endsWith('.heapsnapshot'));
+        const size = files.reduce((a, f) => a + statSync(join(exporter.heapDir, f)).size, 0);
+        if (size > 0 && size === last) break;
+        last = size;
+      }
+      log(`${label}: heap snapshot in ${relative(ROOT, exporter.heapDir)}`);
+    }
     return result;
   } finally {
     await exporter.stop();
