@@ -143,16 +143,25 @@ describe('cache exporter discovery and collection', () => {
     });
   });
 
-  test('concurrent scrapes share one collection', async () => {
+  test('concurrent scrapes share one collection, gzipped or not, whichever form the first one asked for', async () => {
     doubleB.setBehavior('hang');
     try {
-      const results = await Promise.all(
-        [1, 2, 3].map(() => exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' })),
-      );
-      for (const r of results) assert.equal(valueOf(r.samples, 'arcus_up', { node: doubleA.address }), 1);
-      const last = results.at(-1)!.samples;
-      const shared = select(last, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
-      assert.ok(shared >= 2, `shared scrapes: ${shared}`);
+      for (const first of ['gzip', 'identity']) {
+        const encodings = first === 'gzip' ? ['gzip', 'identity', 'gzip'] : ['identity', 'gzip', 'identity'];
+        const results = await Promise.all(
+          encodings.map((encoding) => exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1', 'Accept-Encoding': encoding })),
+        );
+        assert.deepEqual(
+          results.map((r) => r.encoding ?? 'identity'),
+          encodings,
+        );
+        for (const r of results) {
+          assert.equal(valueOf(r.samples, 'arcus_up', { node: doubleA.address }), 1);
+          assert.equal(r.text, results[0]!.text, 'one collection, one body');
+        }
+        const shared = select(results[0]!.samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+        assert.ok(shared >= 2, `shared scrapes: ${shared}`);
+      }
     } finally {
       doubleB.setBehavior('normal');
     }

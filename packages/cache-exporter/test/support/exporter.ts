@@ -16,6 +16,8 @@ export interface ScrapeResult {
   readonly text: string;
   readonly samples: Sample[];
   readonly ms: number;
+  /** Content-Encoding of the response (fetch asks for gzip unless told otherwise, and inflates). */
+  readonly encoding: string | null;
 }
 
 export interface RunningExporter {
@@ -62,7 +64,7 @@ export async function startExporter(
       const response = await fetch(url + path, { headers });
       const text = await response.text();
       const ms = performance.now() - started;
-      return { status: response.status, text, ms, samples: response.ok ? parseExposition(text) : [] };
+      return { status: response.status, text, ms, samples: response.ok ? parseExposition(text) : [], encoding: response.headers.get('content-encoding') };
     },
     writeConfig: write,
     output: () => readFileSync(outputFile, 'utf8'),
