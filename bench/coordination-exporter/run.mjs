@@ -5,6 +5,7 @@
 //
 //   node bench/coordination-exporter/run.mjs [--sizes=3,7] [--scrapes=100] [--pace-ms=50]
 //                                            [--timeout-s=1] [--out=PATH]
+//                                            [--exporter-node-flags="--cpu-prof --cpu-prof-dir=DIR"]
 //
 // Scrapes go like a store's: gzip asked for, timed to the last byte of the compressed body over a
 // keep-alive connection (as bench/cache-exporter does). Prints, per configuration: exporter /metrics p50/p99 (ms), floor p50/p99, p99/floor, exporter CPU
@@ -26,8 +27,8 @@ const { cpuMs, percentile: pct, statusKb } = await import(join(HERE, '..', 'lib'
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, '').split('=');
-    return [k, v ?? 'true'];
+    const [k, ...v] = a.replace(/^--/, '').split('=');
+    return [k, v.length > 0 ? v.join('=') : 'true'];
   }),
 );
 const SIZES = (args.sizes ?? '3,7').split(',').map(Number);
@@ -35,6 +36,10 @@ const SCRAPES = Number(args.scrapes ?? 100);
 const PACE_MS = Number(args['pace-ms'] ?? 50);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
+/** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+/** The exporter's --log.level (debug logs each scrape's read and render times to the bench's stderr). */
+const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
+const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 /** One floor round: mntr to every answering server at once, until each has closed. */
@@ -82,8 +87,8 @@ async function measure(size, ensemble, hung) {
   const servers = ensemble.servers.map((s) => s.address);
   const zkHosts = hung ? [...servers, hung] : servers;
   const port = await freePort();
-  const exporter = spawn(process.execPath, [join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, '--log.level=warn'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const exporter = spawn(process.execPath, [...EXPORTER_NODE_FLAGS, join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, `--log.level=${EXPORTER_LOG_LEVEL}`], {
+    stdio: ['ignore', EXPORTER_LOG_LEVEL === 'warn' ? 'ignore' : 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}/metrics`;
   try {

@@ -146,11 +146,18 @@ export class CoordinationExporter {
 
   private async collect(deadline: number): Promise<string> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
+    const started = performance.now();
     const readings = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
+    const read = performance.now();
     const writer = new ExpositionWriter();
     renderServers(readings, writer);
     end();
-    return writer.toString() + (await this.options.registry.metrics());
+    const body = writer.toString() + (await this.options.registry.metrics());
+    if (this.options.logger.isLevelEnabled('debug')) {
+      const ms = (t: number) => Math.round(t * 100) / 100;
+      this.options.logger.debug({ servers: readings.length, readMs: ms(read - started), renderMs: ms(performance.now() - read), bytes: body.length }, 'scrape collected');
+    }
+    return body;
   }
 
   private async read(endpoint: ServerEndpoint, deadline: number): Promise<ServerReading> {
