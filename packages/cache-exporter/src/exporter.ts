@@ -22,7 +22,7 @@ export type MetricsBody = ExpositionBody;
 
 /**
  * Size of the pieces /metrics is gzipped in. Written in one reused buffer of this size, which stays
- * in the CPU's cache while it is compressed; 256 KB pieces cost ~0.2 % of compression ratio.
+ * in the CPU's cache while it is compressed; 256 KB pieces make the body ~0.5 % larger.
  */
 const GZIP_PIECE_BYTES = 256 * 1024;
 
