@@ -33,6 +33,30 @@ async function rejection(promise: Promise<unknown>): Promise<CachemonError> {
 }
 
 const soon = (ms = 2000): number => Date.now() + ms;
+/**
+ * `count` servers, each answering `stats <n>` with reply(its index, n) in writes of `pieceBytes`
+ * a millisecond apart, one reply after the other; and a connection to each.
+ */
+async function statsServers(count: number, reply: (conn: number, n: number) => string, pieceBytes: number): Promise<AsciiConnection[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, (_, conn) =>
+      serve((socket) => {
+        let queue = Promise.resolve();
+        onLines(socket, (line) => {
+          queue = queue.then(async () => {
+            const text = reply(conn, Number(line.split(' ')[1]));
+            for (let at = 0; at < text.length; at += pieceBytes) {
+              socket.write(text.slice(at, at + pieceBytes));
+              await tick(1);
+            }
+          });
+        });
+      }),
+    ),
+  );
+  return servers.map((server) => connection(server.address));
+}
+
 const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** Resolves once the client has closed its end of `socket` (read on: EOF is only seen after the data). */
 const closed = (socket: Socket): Promise<void> =>
@@ -88,20 +112,7 @@ describe('AsciiConnection framing over a socket', () => {
     // Every connection reads into one shared buffer and copies out: interleave 20 connections'
     // replies in small writes and check each against what its server sent.
     const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${'x'.repeat(n * 97)}\r\nEND\r\n`;
-    const servers = await Promise.all(
-      Array.from({ length: 20 }, (_, conn) =>
-        serve((socket) =>
-          onLines(socket, async (line) => {
-            const text = reply(conn, Number(line.split(' ')[1]));
-            for (let at = 0; at < text.length; at += 1000) {
-              socket.write(text.slice(at, at + 1000));
-              await tick(1);
-            }
-          }),
-        ),
-      ),
-    );
-    const conns = servers.map((server) => connection(server.address));
+    const conns = await statsServers(20, reply, 1000);
     for (let round = 0; round < 3; round++) {
       const replies = await Promise.all(
         conns.map((conn) => Promise.all([conn.requestBytes(`stats ${round}`, { deadline: soon(), reply: 'multi' }), conn.requestBytes(`stats ${round + 40}`, { deadline: soon(), reply: 'multi' })])),
@@ -115,24 +126,7 @@ describe('AsciiConnection framing over a socket', () => {
 
   it('large replies of many connections, released once read, pass pooled buffers around and stay intact', async () => {
     const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${String(conn % 10).repeat(n * 97)}\r\nEND\r\n`;
-    const servers = await Promise.all(
-      Array.from({ length: 12 }, (_, conn) =>
-        serve((socket) => {
-          // Replies in several writes, one reply after the other (pipelined requests queue up).
-          let queue = Promise.resolve();
-          onLines(socket, (line) => {
-            queue = queue.then(async () => {
-              const text = reply(conn, Number(line.split(' ')[1]));
-              for (let at = 0; at < text.length; at += 8000) {
-                socket.write(text.slice(at, at + 8000));
-                await tick(1);
-              }
-            });
-          });
-        }),
-      ),
-    );
-    const conns = servers.map((server) => connection(server.address));
+    const conns = await statsServers(12, reply, 8000);
     for (let round = 0; round < 6; round++) {
       // Four at a time, like the exporter's prefix workers: each reply is checked, then released.
       let next = 0;
