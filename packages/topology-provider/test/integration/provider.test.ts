@@ -299,7 +299,17 @@ describe('topology provider against real ZooKeeper', () => {
     await zkTwo.start();
     await eventually(async () => {
       const samples = parseExposition(await (await fetch(provider.url + '/metrics')).text());
-      assert.equal(valueOf(samples, 'cachemon_topology_stale', { ensemble: 'two' }), 0);
+      assert.equal(
+        valueOf(samples, 'cachemon_topology_stale', { ensemble: 'two' }),
+        0,
+        // When it does not come back, say what the provider saw of ensemble two.
+        `ensemble two still stale; the provider's last log lines about it:\n${provider
+          .logs()
+          .filter((line) => line['ensemble'] === 'two' || JSON.stringify(line).includes(String(zkTwo.port)))
+          .slice(-12)
+          .map((line) => JSON.stringify(line))
+          .join('\n')}`,
+      );
     }, { timeoutMs: 30_000 });
   });
 
