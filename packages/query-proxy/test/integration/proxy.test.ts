@@ -300,6 +300,36 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     }
   });
 
+  test('a store that breaks off mid-answer: the client sees a cut connection, not a complete answer; the proxy keeps serving', async () => {
+    // Headers and the first part of a 100 KB answer, then the connection is closed.
+    const cutting = createServer((socket) => {
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"status":"success","data":{"resultType":"vector","result":[');
+        setTimeout(() => socket.destroy(), 20);
+      });
+    });
+    const cutPort = await freePort();
+    await new Promise<void>((resolve) => cutting.listen(cutPort, '127.0.0.1', resolve));
+    try {
+      await useGroups([group(host(short), 'short'), group(`127.0.0.1:${cutPort}`, 'long')]);
+      const logged = logLines.length;
+      const started = performance.now();
+      const response = await fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, { signal: AbortSignal.timeout(5000) });
+      assert.equal(response.status, 200, 'the store\'s status was already passed on');
+      await assert.rejects(response.text(), 'reading the cut answer fails');
+      const took = performance.now() - started;
+      assert.ok(took < 3000, `the client's connection was closed at once, not left waiting (${Math.round(took)} ms)`);
+      await eventually(async () => {
+        const warned = logLines.slice(logged).map((line) => JSON.parse(line) as Record<string, unknown>);
+        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)'), JSON.stringify(warned));
+      });
+      assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
+    } finally {
+      await useGroups(normalGroups());
+      await new Promise<void>((resolve) => cutting.close(() => resolve()));
+    }
+  });
+
   test('garbage, huge and wrong requests get clear 400s in the Prometheus shape, and the proxy keeps serving', async () => {
     const bad = await query('sum(rate(arcus_up[5m])');
     assert.equal(bad.status, 400);
