@@ -7,7 +7,7 @@
  * answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '@cachemon/core';
@@ -49,37 +49,52 @@ export interface UpstreamRequest {
 }
 
 /**
- * One request to one group: a single abort signal for both ways it can end early, the group's
- * timeout and the client going away (one timer, no composed signals: this is on every request).
+ * One request to one group, and the two ways it can end early: the group's timeout and the client
+ * going away. Either destroys the request under way (and with it the answer being read). One timer
+ * and no abort signal: this is on every request, and an AbortController costs a DOMException,
+ * stack trace included, every time it aborts, and listeners on every request it is given to.
  */
 export class GroupCall {
-  private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
+  private request: ClientRequest | undefined;
+  private stopped = false;
   timedOut = false;
   canceled = false;
 
   constructor(readonly timeoutMs: number) {
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.controller.abort();
+      this.stop();
     }, timeoutMs);
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  /** The request now under way: the one a timeout or a cancel destroys. */
+  attach(request: ClientRequest): void {
+    this.request = request;
+    if (this.stopped) request.destroy(this.reason());
   }
 
   /** The client went away. */
   cancel(): void {
-    if (this.controller.signal.aborted) return;
+    if (this.stopped) return;
     this.canceled = true;
     clearTimeout(this.timer);
-    this.controller.abort();
+    this.stop();
   }
 
   /** The answer arrived (or is being streamed, and may take as long as it takes). */
   done(): void {
     clearTimeout(this.timer);
+  }
+
+  private stop(): void {
+    this.stopped = true;
+    // A request whose answer was read to the end (its socket back with the agent) ignores this.
+    this.request?.destroy(this.reason());
+  }
+
+  private reason(): Error {
+    return new Error(this.canceled ? 'the client went away' : `no answer within ${this.timeoutMs} ms`);
   }
 }
 
@@ -166,7 +181,7 @@ export class Upstreams {
   constructor(private readonly now: () => number = Date.now) {}
 
   /** One HTTP request to a replica; resolves with the answer's head, its body unread. */
-  private requestOnce(base: string, pathAndQuery: string, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+  private requestOnce(base: string, pathAndQuery: string, method: string, headers: Record<string, string>, body: string | undefined, call: GroupCall): Promise<IncomingMessage> {
     let target = this.targets.get(base);
     if (target === undefined) {
       target = parseTarget(base);
@@ -175,8 +190,9 @@ export class Upstreams {
     const { https, hostname, port, prefix } = target;
     return new Promise((resolve, reject) => {
       const send = https ? httpsRequest : httpRequest;
-      const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http, signal }, resolve);
+      const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, resolve);
       req.once('error', reject);
+      call.attach(req);
       req.end(body);
     });
   }
@@ -211,7 +227,7 @@ export class Upstreams {
     for (const target of this.order(group)) {
       let answer: IncomingMessage;
       try {
-        answer = await this.requestOnce(target, pathAndQuery, req.method, headers, req.method === 'POST' ? (req.body ?? '') : undefined, call.signal);
+        answer = await this.requestOnce(target, pathAndQuery, req.method, headers, req.method === 'POST' ? (req.body ?? '') : undefined, call);
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
         if (call.timedOut) throw new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${problems.length ? ` (${problems.join('; ')})` : ''}`);
