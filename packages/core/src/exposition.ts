@@ -142,7 +142,7 @@ export class GzipStream {
       return;
     }
     this.#crc = crc32!(piece, this.#crc);
-    // Output space of a tenth of the piece: exposition text shrinks ~10x, so one buffer mostly.
+    // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
     this.#parts.push(deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) }));
   }
 
