@@ -12,14 +12,11 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")   (starts the alert router with alert_router.yml and alert_router.env)" >&2
-  exit 2
-fi
+no_arguments "starts the alert router with alert_router.yml and alert_router.env" "$@"
 conf="$DIR/alert_router.yml"
 env_file="$DIR/alert_router.env"
-[ -f "$conf" ] || { echo "alert_router: no config file $conf" >&2; exit 1; }
-[ -f "$env_file" ] || { echo "alert_router: no env file $env_file" >&2; exit 1; }
+need_file alert_router "config file" "$conf"
+need_file alert_router "env file" "$env_file"
 unset ALERTROUTER_LISTEN_ADDRESS
 # shellcheck disable=SC1090
 . "$env_file"

@@ -11,10 +11,7 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 
 name=$(instance_name "starts the exporter with conf/<name>.json" "$@") || exit 2
 conf="$DIR/conf/$name.json"
-if [ ! -f "$conf" ]; then
-  echo "cache_exporter: no config file $conf (copy conf/example.json and edit it)" >&2
-  exit 1
-fi
+need_file cache_exporter "config file" "$conf" "copy conf/example.json and edit it"
 bin=$(cachemon_bin "$DIR" cache-exporter)
 cd "$DIR"
 "$bin" -config-file="$conf" -check-config >/dev/null

@@ -14,10 +14,7 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 
 name=$(instance_name "starts the exporter with conf/<name>.env" "$@") || exit 2
 env_file="$DIR/conf/$name.env"
-if [ ! -f "$env_file" ]; then
-  echo "coordination_exporter: no env file $env_file (copy conf/example.env and edit it)" >&2
-  exit 1
-fi
+need_file coordination_exporter "env file" "$env_file" "copy conf/example.env and edit it"
 
 LISTEN_PORT='' ZK_DOMAIN=''
 unset ZK_SERVERS

@@ -31,7 +31,7 @@ if ! [[ "$name" =~ ^[A-Za-z0-9._-]+$ ]]; then
 fi
 conf="$DIR/conf/$name.ini"
 pidfile="$DIR/run/$name.pid"
-[ -f "$conf" ] || { echo "dashboard_server $name: no config file $conf" >&2; exit 1; }
+need_file "dashboard_server $name" "config file" "$conf"
 
 grafana="$DASHBOARD_INSTALL_DIR/bin/grafana"
 if [ ! -x "$grafana" ]; then

@@ -13,12 +13,9 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")   (starts the host exporter with host_exporter.env)" >&2
-  exit 2
-fi
+no_arguments "starts the host exporter with host_exporter.env" "$@"
 env_file="$DIR/host_exporter.env"
-[ -f "$env_file" ] || { echo "host_exporter: no env file $env_file" >&2; exit 1; }
+need_file host_exporter "env file" "$env_file"
 unset HOST_EXPORTER_LISTEN_ADDRESS HOST_EXPORTER_LOG_LEVEL
 # shellcheck disable=SC1090
 . "$env_file"

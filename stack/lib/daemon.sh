@@ -154,14 +154,29 @@ can_start() { # <name> <pidfile> <listen address> <the rest of the sentence when
   fi
 }
 
+# A script that takes no arguments: usage (with what it does, when given) and exit 2 otherwise.
+no_arguments() { # <what the script does, for the usage line> <args...>
+  local does=$1
+  shift
+  if [ "$#" -ne 0 ]; then
+    echo "usage: $(basename "$0")${does:+   ($does)}" >&2
+    exit 2
+  fi
+}
+
+# A file a component cannot start without: its absence is said, naming the file, and exit 1.
+need_file() { # <component> <what it is: config file, env file> <path> [what to do about it]
+  if [ ! -f "$3" ]; then
+    echo "$1: no $2 $3${4:+ ($4)}" >&2
+    exit 1
+  fi
+}
+
 # stop.sh of a component with one instance: no arguments; SIGTERM to run/<name>.pid, SIGKILL after 15 s.
 stop_single() { # <name> <args...>
   local name=$1
   shift
-  if [ "$#" -ne 0 ]; then
-    echo "usage: $(basename "$0")" >&2
-    exit 2
-  fi
+  no_arguments "" "$@"
   daemon_stop "$name" "$DIR/run/$name.pid"
 }
 

@@ -10,16 +10,10 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")   (starts the query proxy with conf/promxy.yml and conf/query_proxy.env)" >&2
-  exit 2
-fi
+no_arguments "starts the query proxy with conf/promxy.yml and conf/query_proxy.env" "$@"
 conf="$DIR/conf/promxy.yml"
 env_file="$DIR/conf/query_proxy.env"
-if [ ! -f "$conf" ]; then
-  echo "query_proxy: no config file $conf" >&2
-  exit 1
-fi
+need_file query_proxy "config file" "$conf"
 if [ -f "$env_file" ]; then load_env "$env_file" PROXY_LISTEN_ADDRESS; fi
 if [ -z "${PROXY_LISTEN_ADDRESS:-}" ]; then
   echo "query_proxy: PROXY_LISTEN_ADDRESS is not set (in $env_file or the environment)" >&2

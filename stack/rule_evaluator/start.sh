@@ -11,12 +11,9 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")   (starts the rule evaluator with rule_evaluator.env)" >&2
-  exit 2
-fi
+no_arguments "starts the rule evaluator with rule_evaluator.env" "$@"
 env_file="$DIR/rule_evaluator.env"
-[ -f "$env_file" ] || { echo "rule_evaluator: no env file $env_file" >&2; exit 1; }
+need_file rule_evaluator "env file" "$env_file"
 # Only the file sets these; RULER_EXTERNAL_URL may also come from the environment, which wins.
 unset RULER_RULE RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL RULER_LISTEN_ADDRESS
 load_env "$env_file" RULER_EXTERNAL_URL

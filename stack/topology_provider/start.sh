@@ -11,15 +11,9 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 # shellcheck source=../lib/daemon.sh
 . "$LIB"
 
-if [ "$#" -ne 0 ]; then
-  echo "usage: $(basename "$0")   (starts the topology provider with conf/config.json)" >&2
-  exit 2
-fi
+no_arguments "starts the topology provider with conf/config.json" "$@"
 conf="$DIR/conf/config.json"
-if [ ! -f "$conf" ]; then
-  echo "topology_provider: no config file $conf" >&2
-  exit 1
-fi
+need_file topology_provider "config file" "$conf"
 env_file="$DIR/conf/topology_provider.env"
 if [ -f "$env_file" ]; then load_env "$env_file" TOPOLOGY_PROVIDER_FLAGS; fi
 bin=$(cachemon_bin "$DIR" topology-provider)
