@@ -4,12 +4,12 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CachemonError, Errors, ExpositionWriter, createScrapeMetrics, errorMessage, isCachemonError } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, isCachemonError } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { Counter, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
 import { parseMntr } from './mntr.js';
-import { renderServers, type ServerReading, type ServerStatus } from './render.js';
+import { ServerRenderer, type PreparedServer, type ServerReading, type ServerStatus } from './render.js';
 
 /** One `--zk-hosts` entry: an IP address or a name, and a port. */
 export interface ServerEndpoint {
@@ -56,11 +56,14 @@ export class CoordinationExporter {
   /** Names resolved to their addresses; a name lists every address it resolves to. */
   private resolved: ServerEndpoint[] = [];
   private readonly lastStatus = new Map<string, ServerStatus>();
+  private readonly renderer = new ServerRenderer();
   private readonly scrapes: Counter<'status'>;
   private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
   private readonly sharedScrapes: Counter<'path'>;
-  private running: Promise<string> | undefined;
+  private running: Promise<Buffer> | undefined;
+  /** Bytes of the last body: the next one's first buffer. */
+  private lastBytes = 64 * 1024;
 
   constructor(
     servers: readonly ServerEndpoint[],
@@ -131,41 +134,55 @@ export class CoordinationExporter {
   /**
    * One scrape: every server at once, each bounded by `deadline`. Scrapes that arrive while one
    * runs share it (two stores scraping one exporter do not double the servers' load).
+   *
+   * `onWaiting` is called once, before the result settles, when every server has been sent its
+   * word: what the caller adds to the scrape without depending on the servers (its process
+   * metrics) fits in the wait for their answers, without holding up the words themselves.
    */
-  metrics(deadline: number): Promise<string> {
+  metrics(deadline: number, onWaiting?: () => void): Promise<Buffer> {
     if (this.running !== undefined) {
       this.sharedScrapes.inc({ path: '/metrics' });
+      if (onWaiting) setImmediate(onWaiting);
       return this.running;
     }
-    const running = this.collect(deadline).finally(() => {
+    const running = this.collect(deadline, onWaiting).finally(() => {
       if (this.running === running) this.running = undefined;
     });
     this.running = running;
     return running;
   }
 
-  private async collect(deadline: number): Promise<string> {
+  private async collect(deadline: number, onWaiting: (() => void) | undefined): Promise<Buffer> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const started = performance.now();
-    const readings = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
+    let unsent = this.resolved.length;
+    const sent = (): void => {
+      if (--unsent === 0) onWaiting?.();
+    };
+    if (unsent === 0) onWaiting?.();
+    const servers = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline, sent)));
     const read = performance.now();
-    const writer = new ExpositionWriter();
-    renderServers(readings, writer);
+    const out = new ExpositionBuffer(this.lastBytes + 4096);
+    this.renderer.write(servers, out);
+    const rendered = performance.now();
     end();
-    const body = writer.toString() + (await this.options.registry.metrics());
+    out.text(await this.options.registry.metrics());
+    const body = out.toBuffer();
+    this.lastBytes = body.length;
     if (this.options.logger.isLevelEnabled('debug')) {
       const ms = (t: number) => Math.round(t * 100) / 100;
-      this.options.logger.debug({ servers: readings.length, readMs: ms(read - started), renderMs: ms(performance.now() - read), bytes: body.length }, 'scrape collected');
+      this.options.logger.debug({ servers: servers.length, readMs: ms(read - started), renderMs: ms(rendered - read), selfMs: ms(performance.now() - rendered), bytes: body.length }, 'scrape collected');
     }
     return body;
   }
 
-  private async read(endpoint: ServerEndpoint, deadline: number): Promise<ServerReading> {
+  /** One server's reading, prepared for rendering as soon as it is in. */
+  private async read(endpoint: ServerEndpoint, deadline: number, sent: () => void): Promise<PreparedServer> {
     const host = formatEndpoint(endpoint);
     let reading: ServerReading;
     let error: string | undefined;
     try {
-      const parsed = parseMntr(await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline));
+      const parsed = parseMntr(await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent));
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
         if (parsed.skipped.length > 0) this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
@@ -178,7 +195,7 @@ export class CoordinationExporter {
     }
     this.scrapes.inc({ status: reading.status });
     this.noteStatus(host, reading.status, error);
-    return reading;
+    return this.renderer.prepare(reading);
   }
 
   /** One log line when a server's status changes (and for the first failure). */

@@ -63,11 +63,12 @@ async function main(argv: string[]): Promise<number> {
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });
   const { app } = server;
   app.get('/metrics', async (request, reply) => {
-    const collecting = exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout));
-    // The process metrics do not depend on the servers: read them while the servers answer (after
-    // this turn of the event loop, once the connections are under way).
-    const processText = new Promise<string>((resolve, reject) => setImmediate(() => processRegistry.metrics().then(resolve, reject)));
-    const body = (await collecting) + (await processText);
+    // The process metrics do not depend on the servers: read them while the servers answer, once
+    // every server has been sent its word (reading them takes a while, and would hold up the words).
+    let waiting!: () => void;
+    const processText = new Promise<void>((resolve) => (waiting = resolve)).then(() => processRegistry.metrics());
+    const collecting = exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout), waiting);
+    const body = Buffer.concat([await collecting, Buffer.from(await processText, 'utf8')]);
     await sendExposition(request, reply, body);
   });
   app.get('/', async (_request, reply) => {

@@ -6,7 +6,7 @@
  * (a server configured with ZooKeeper's Prometheus metrics provider prints `zk_readlatency{quantile="0.5"}`),
  * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
  */
-import { ExpositionWriter, renderLabels, type MetricType } from '@cachemon/core';
+import { CachemonError, Errors, escapeHelp, formatValue, renderLabels, type ExpositionBuffer, type MetricType } from '@cachemon/core';
 import type { MntrEntry } from './mntr.js';
 import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
 
@@ -55,88 +55,145 @@ function endsWithMember(key: string, names: ReadonlySet<string>): boolean {
   return false;
 }
 
-interface Sample {
-  /** Rendered label set, `{zk_host="...",...}`. */
-  readonly labels: string;
-  readonly value: number;
+/** A family: its name, type, and `# HELP` and `# TYPE` lines, encoded once. */
+interface Family {
+  readonly name: string;
+  readonly header: Buffer;
+  /** Place in the body being written (valid while `stamp` is that body's). */
+  slot: number;
+  stamp: number;
 }
 
-/**
- * Label texts of numeric series, per `zk_host` by key as printed: the same ~500 per server every
- * scrape. Bounded: a host's map is cleared when it grows past LABEL_CACHE_LIMIT (keys that come and go).
- */
-const labelCache = new Map<string, Map<string, string>>();
-const LABEL_CACHE_LIMIT = 100_000;
+/** One server's series of this scrape, worked out as its answer arrives: families, encoded prefixes, values. */
+export interface PreparedServer {
+  readonly families: readonly Family[];
+  readonly prefixes: readonly Buffer[];
+  readonly values: readonly string[];
+}
 
-function labelsOf(host: string): Map<string, string> {
-  let labels = labelCache.get(host);
-  if (labels === undefined) labelCache.set(host, (labels = new Map()));
-  else if (labels.size >= LABEL_CACHE_LIMIT) labels.clear();
-  return labels;
+/** Past this many kept prefixes or families, a renderer starts over (keys that come and go). */
+const CACHE_LIMIT = 100_000;
+
+const HELP_UP = '1 when the server answered mntr with metrics, else 0.';
+const HELP_STATUS =
+  'Why the server was or was not read: 1 for its status of this scrape (ok, unreachable, timeout, not_whitelisted, not_serving, protocol).';
+const HELP_LEADER = '1 when the server is the ensemble leader, else 0.';
+
+/**
+ * Renders servers' readings. Every series prefix (`name{zk_host="...",...} `) and family header is
+ * encoded once and kept, so a scrape copies bytes and writes values. Each server is prepared as its
+ * answer arrives (prepare), while the others are still awaited; write() then only interleaves the
+ * prepared servers family by family. One renderer serves one collection at a time.
+ */
+export class ServerRenderer {
+  /** Prefixes per `zk_host`, by mntr key as printed (and `\0`-keys for zk_up and friends). */
+  readonly #prefixes = new Map<string, Map<string, Buffer>>();
+  /** Families by name; the first type seen for a name stays. */
+  readonly #families = new Map<string, Family>();
+  #stamp = 0;
+
+  prepare(reading: ServerReading): PreparedServer {
+    const host = reading.host;
+    const families: Family[] = [];
+    const prefixes: Buffer[] = [];
+    const values: string[] = [];
+    const add = (family: Family, prefix: Buffer, value: string): void => {
+      families.push(family);
+      prefixes.push(prefix);
+      values.push(value);
+    };
+    let cached = this.#prefixes.get(host);
+    if (cached === undefined) this.#prefixes.set(host, (cached = new Map()));
+    const own = (key: string, name: string, labels: Record<string, string>): Buffer => {
+      let prefix = cached.get(key);
+      if (prefix === undefined) cached.set(key, (prefix = encodePrefix(name, labels)));
+      return prefix;
+    };
+
+    add(this.#family('zk_up', 'gauge', HELP_UP), own('\0up', 'zk_up', { zk_host: host }), reading.status === 'ok' ? '1' : '0');
+    const statusFamily = this.#family('zk_mntr_status', 'gauge', HELP_STATUS);
+    for (const status of SERVER_STATUSES) {
+      add(statusFamily, own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }), reading.status === status ? '1' : '0');
+    }
+    if (reading.status !== 'ok') return { families, prefixes, values };
+    for (const entry of reading.entries) {
+      // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
+      if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
+        const family = this.#families.get(entry.name) ?? this.#family(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`);
+        let prefix = cached.get(entry.key);
+        if (prefix === undefined) cached.set(entry.key, (prefix = encodePrefix(entry.name, withEntryLabels(host, entry))));
+        add(family, prefix, formatValue(entry.value));
+        continue;
+      }
+      const label = TEXT_LABEL.get(entry.name) ?? 'value';
+      const family = this.#family(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`);
+      add(family, encodePrefix(entry.name, { ...withEntryLabels(host, entry), [label]: entry.text }), '1');
+      if (entry.name === 'zk_server_state') {
+        add(this.#family('zk_server_leader', 'gauge', HELP_LEADER), own('\0leader', 'zk_server_leader', { zk_host: host }), entry.text === 'leader' ? '1' : '0');
+      }
+    }
+    return { families, prefixes, values };
+  }
+
+  /** Writes prepared servers' series family by family, families in the order they first appear. */
+  write(servers: readonly PreparedServer[], out: ExpositionBuffer): void {
+    const stamp = ++this.#stamp;
+    const order: Family[] = [];
+    /** Per family in `order`: pairs of (server index, sample index). */
+    const slots: number[][] = [];
+    for (let s = 0; s < servers.length; s++) {
+      const families = servers[s]!.families;
+      for (let i = 0; i < families.length; i++) {
+        const family = families[i]!;
+        if (family.stamp !== stamp) {
+          family.stamp = stamp;
+          family.slot = order.length;
+          order.push(family);
+          slots.push([]);
+        }
+        slots[family.slot]!.push(s, i);
+      }
+    }
+    for (let f = 0; f < order.length; f++) {
+      out.bytes(order[f]!.header);
+      const slot = slots[f]!;
+      for (let j = 0; j < slot.length; j += 2) {
+        const server = servers[slot[j]!]!;
+        const prefix = server.prefixes[slot[j + 1]!]!;
+        out.sample(prefix, 0, prefix.length, server.values[slot[j + 1]!]!);
+      }
+    }
+    // Between collections (never within one, whose prepared servers refer to these families).
+    if (this.#families.size >= CACHE_LIMIT) this.#families.clear();
+    for (const [host, prefixes] of this.#prefixes) if (prefixes.size >= CACHE_LIMIT) this.#prefixes.delete(host);
+  }
+
+  #family(name: string, type: MetricType, help: string): Family {
+    let family = this.#families.get(name);
+    if (family === undefined) {
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
+      family = { name, header: Buffer.from(`# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, 'utf8'), slot: 0, stamp: 0 };
+      this.#families.set(name, family);
+    }
+    return family;
+  }
+}
+
+/** Writes every server's series, family by family (a renderer of its own: nothing kept). */
+export function renderServers(readings: readonly ServerReading[], out: ExpositionBuffer): void {
+  const renderer = new ServerRenderer();
+  renderer.write(
+    readings.map((reading) => renderer.prepare(reading)),
+    out,
+  );
+}
+
+function encodePrefix(name: string, labels: Readonly<Record<string, string>>): Buffer {
+  return Buffer.from(`${name}${renderLabels(labels)} `, 'utf8');
 }
 
 function withEntryLabels(host: string, entry: MntrEntry): Record<string, string> {
   const labels: Record<string, string> = { zk_host: host };
   for (const [name, value] of entry.labels) if (name !== 'zk_host') labels[name] = value;
   return labels;
-}
-
-/** Type and help of numeric families by name, worked out once. */
-const familyCache = new Map<string, { type: MetricType; help: string }>();
-
-function numericFamily(name: string): { type: MetricType; help: string } {
-  let meta = familyCache.get(name);
-  if (meta === undefined) {
-    if (familyCache.size >= LABEL_CACHE_LIMIT) familyCache.clear();
-    meta = { type: metricType(name), help: `ZooKeeper mntr ${name}.` };
-    familyCache.set(name, meta);
-  }
-  return meta;
-}
-
-/** Writes every server's series, family by family. */
-export function renderServers(readings: readonly ServerReading[], out: ExpositionWriter): void {
-  const families = new Map<string, { type: MetricType; help: string; samples: Sample[] }>();
-  const add = (name: string, type: MetricType, help: string, labels: string, value: number): void => {
-    let family = families.get(name);
-    if (family === undefined) families.set(name, (family = { type, help, samples: [] }));
-    family.samples.push({ labels, value });
-  };
-
-  for (const reading of readings) {
-    const hostLabels = renderLabels({ zk_host: reading.host });
-    add('zk_up', 'gauge', '1 when the server answered mntr with metrics, else 0.', hostLabels, reading.status === 'ok' ? 1 : 0);
-    for (const status of SERVER_STATUSES) {
-      add(
-        'zk_mntr_status',
-        'gauge',
-        'Why the server was or was not read: 1 for its status of this scrape (ok, unreachable, timeout, not_whitelisted, not_serving, protocol).',
-        renderLabels({ zk_host: reading.host, status }),
-        reading.status === status ? 1 : 0,
-      );
-    }
-    if (reading.status !== 'ok') continue;
-    const cached = labelsOf(reading.host);
-    for (const entry of reading.entries) {
-      // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
-      if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
-        const meta = numericFamily(entry.name);
-        let labels = cached.get(entry.key);
-        if (labels === undefined) cached.set(entry.key, (labels = renderLabels(withEntryLabels(reading.host, entry))));
-        add(entry.name, meta.type, meta.help, labels, entry.value);
-        continue;
-      }
-      const label = TEXT_LABEL.get(entry.name) ?? 'value';
-      const labels = renderLabels({ ...withEntryLabels(reading.host, entry), [label]: entry.text });
-      add(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`, labels, 1);
-      if (entry.name === 'zk_server_state') {
-        add('zk_server_leader', 'gauge', '1 when the server is the ensemble leader, else 0.', hostLabels, entry.text === 'leader' ? 1 : 0);
-      }
-    }
-  }
-
-  for (const [name, family] of families) {
-    out.family(name, family.type, family.help);
-    for (const sample of family.samples) out.sample(sample.labels, sample.value);
-  }
 }

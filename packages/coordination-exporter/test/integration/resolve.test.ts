@@ -20,6 +20,8 @@ describe('a domain name in --zk-hosts', () => {
   let answers: string[] = [];
   let failing = false;
   let connections = 0;
+  /** How long the servers take to answer. */
+  let answerDelayMs = 0;
   const logged: string[] = [];
   let exporter: CoordinationExporter;
 
@@ -27,9 +29,10 @@ describe('a domain name in --zk-hosts', () => {
     port = await freePort();
     const replies = ['mntr-3.8-leader.txt', 'mntr-3.8-follower.txt', 'mntr-3.8-follower.txt'].map(fixture);
     for (const [i, reply] of replies.entries()) {
-      const server = createServer((socket) => {
+      // Half-open: the exporter ends its side after the word, and a delayed answer must still go out.
+      const server = createServer({ allowHalfOpen: true }, (socket) => {
         connections++;
-        socket.once('data', () => socket.end(reply));
+        socket.once('data', () => setTimeout(() => socket.end(reply), answerDelayMs));
       });
       await new Promise<void>((resolve) => server.listen(port, `127.0.0.${i + 1}`, resolve));
       servers.push(server);
@@ -49,12 +52,13 @@ describe('a domain name in --zk-hosts', () => {
     for (const server of servers) server.close();
   });
 
+  const scrape = async (): Promise<string> => (await exporter.metrics(Date.now() + 2000)).toString('utf8');
   const hosts = (text: string): string[] => [...text.matchAll(/^zk_up\{zk_host="([^"]+)"\} 1$/gm)].map((m) => m[1]!);
 
   it('every address is reported as a server of its own, with its own role', async () => {
     answers = ['127.0.0.2', '127.0.0.1', '127.0.0.3'];
     await exporter.resolve();
-    const text = await exporter.metrics(Date.now() + 2000);
+    const text = await scrape();
     assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
     assert.match(text, new RegExp(`^zk_server_state\\{zk_host="127\\.0\\.0\\.1:${port}",state="leader"\\} 1$`, 'm'));
     assert.match(text, new RegExp(`^zk_server_state\\{zk_host="127\\.0\\.0\\.3:${port}",state="follower"\\} 1$`, 'm'));
@@ -64,14 +68,14 @@ describe('a domain name in --zk-hosts', () => {
   it('a DNS change is picked up by the next resolution, without a restart', async () => {
     answers = ['127.0.0.1', '127.0.0.3'];
     await exporter.resolve();
-    assert.deepEqual(hosts(await exporter.metrics(Date.now() + 2000)), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
+    assert.deepEqual(hosts(await scrape()), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
   });
 
   it('a failed resolution keeps the last addresses and says so', async () => {
     failing = true;
     await exporter.resolve();
     failing = false;
-    const text = await exporter.metrics(Date.now() + 2000);
+    const text = await scrape();
     assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
     assert.match(logged.join(''), /"domain":"zk.ensemble.test","error":"queryA ETIMEOUT zk.ensemble.test".*cannot resolve coordination server name/);
     assert.match(text, /^cachemon_zk_resolutions_total\{result="failed"\} 1$/m);
@@ -82,10 +86,49 @@ describe('a domain name in --zk-hosts', () => {
     answers = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
     await exporter.resolve();
     const before = connections;
-    const texts = await Promise.all([1, 2, 3, 4].map(() => exporter.metrics(Date.now() + 2000)));
+    const texts = await Promise.all([1, 2, 3, 4].map(() => scrape()));
     assert.equal(connections - before, 3);
     for (const text of texts) assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
-    assert.match(await exporter.metrics(Date.now() + 2000), /^cachemon_scrapes_shared_total{path="\/metrics"} 3$/m);
+    assert.match(await scrape(), /^cachemon_scrapes_shared_total{path="\/metrics"} 3$/m);
     assert.equal(connections - before, 6, 'the next scrape reads again');
+  });
+
+  it('tells the caller once every server has been sent mntr, before the answers are in', async () => {
+    answers = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
+    await exporter.resolve();
+    answerDelayMs = 300;
+    try {
+      const events: string[] = [];
+      const started = performance.now();
+      let waitingAfterMs = Number.NaN;
+      const scrapes = [1, 2].map((n) =>
+        exporter
+          .metrics(Date.now() + 2000, () => {
+            events.push(`waiting ${n}`);
+            waitingAfterMs = performance.now() - started;
+          })
+          .then(() => events.push(`done ${n}`)),
+      );
+      await Promise.all(scrapes);
+      assert.deepEqual(events.slice(0, 2).sort(), ['waiting 1', 'waiting 2'], 'each caller hears, once, before any result');
+      assert.deepEqual(events.slice(2).sort(), ['done 1', 'done 2']);
+      assert.ok(waitingAfterMs < 250, `heard after ${waitingAfterMs.toFixed(0)} ms, before the 300 ms answers`);
+    } finally {
+      answerDelayMs = 0;
+    }
+  });
+
+  it('tells the caller at once when there is no server to read', async () => {
+    const lonely = new CoordinationExporter([{ host: 'gone.test', port }], {
+      logger: createLoggerOn({ write: () => undefined }, 'error'),
+      registry: new Registry(),
+      resolve: async () => [],
+    });
+    await lonely.resolve();
+    assert.equal(lonely.endpoints.length, 0);
+    let waiting = 0;
+    const text = (await lonely.metrics(Date.now() + 2000, () => waiting++)).toString('utf8');
+    assert.equal(waiting, 1);
+    assert.doesNotMatch(text, /^zk_up/m);
   });
 });

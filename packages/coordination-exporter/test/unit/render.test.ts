@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { CachemonError, ExpositionWriter } from '@cachemon/core';
-import { metricType, renderServers } from '../../src/render.js';
+import { CachemonError, ExpositionBuffer } from '@cachemon/core';
+import { metricType, renderServers, ServerRenderer } from '../../src/render.js';
 import { formatEndpoint, parseServerList } from '../../src/exporter.js';
 import { parseMntr } from '../../src/mntr.js';
 
@@ -30,20 +30,22 @@ describe('metricType', () => {
   for (const [name, type] of table) it(`${name} is a ${type}`, () => assert.equal(metricType(name), type));
 });
 
+/** renderServers' body as text. */
+function render(readings: Parameters<typeof renderServers>[0]): string {
+  const out = new ExpositionBuffer(1024);
+  renderServers(readings, out);
+  return out.toBuffer().toString('utf8');
+}
+
 describe('renderServers', () => {
   it('every key of a real leader reply once, grouped in families, text keys as info gauges', () => {
     const parsed = parseMntr(fixture('mntr-3.8-leader.txt'));
     assert.equal(parsed.kind, 'metrics');
     if (parsed.kind !== 'metrics') return;
-    const writer = new ExpositionWriter();
-    renderServers(
-      [
-        { host: '10.0.0.1:2181', status: 'ok', entries: parsed.entries },
-        { host: '10.0.0.2:2181', status: 'not_whitelisted', entries: [] },
-      ],
-      writer,
-    );
-    const text = writer.toString();
+    const text = render([
+      { host: '10.0.0.1:2181', status: 'ok', entries: parsed.entries },
+      { host: '10.0.0.2:2181', status: 'not_whitelisted', entries: [] },
+    ]);
     const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
     assert.equal(new Set(types).size, types.length, 'no family twice');
     assert.equal(types.length, parsed.entries.length + 3, 'one family per key, plus zk_up, zk_mntr_status, zk_server_leader');
@@ -58,18 +60,16 @@ describe('renderServers', () => {
   it('a text key stays a label when its text looks like a number', () => {
     const parsed = parseMntr('zk_observer_master_id\t2\nzk_znode_count\t5\n');
     if (parsed.kind !== 'metrics') throw new Error('expected metrics');
-    const writer = new ExpositionWriter();
-    renderServers([{ host: 'h:1', status: 'ok', entries: parsed.entries }], writer);
-    assert.match(writer.toString(), /^zk_observer_master_id\{zk_host="h:1",value="2"\} 1$/m);
-    assert.match(writer.toString(), /^zk_znode_count\{zk_host="h:1"\} 5$/m);
+    const text = render([{ host: 'h:1', status: 'ok', entries: parsed.entries }]);
+    assert.match(text, /^zk_observer_master_id\{zk_host="h:1",value="2"\} 1$/m);
+    assert.match(text, /^zk_znode_count\{zk_host="h:1"\} 5$/m);
   });
 
   it('labels of labelled keys are kept beside zk_host', () => {
     const parsed = parseMntr('zk_readlatency{quantile="0.5"}\t3\nzk_readlatency_count\t10\n');
     if (parsed.kind !== 'metrics') throw new Error('expected metrics');
-    const writer = new ExpositionWriter();
-    renderServers([{ host: 'h:1', status: 'ok', entries: parsed.entries }], writer);
-    assert.match(writer.toString(), /^zk_readlatency\{zk_host="h:1",quantile="0\.5"\} 3$/m);
+    const text = render([{ host: 'h:1', status: 'ok', entries: parsed.entries }]);
+    assert.match(text, /^zk_readlatency\{zk_host="h:1",quantile="0\.5"\} 3$/m);
   });
 });
 
@@ -94,5 +94,62 @@ describe('parseServerList', () => {
     ] as const) {
       assert.throws(() => parseServerList(list), (err: unknown) => err instanceof CachemonError && message.test(err.message), list);
     }
+  });
+});
+
+describe('ServerRenderer', () => {
+  const entries = (reply: string) => {
+    const parsed = parseMntr(reply);
+    if (parsed.kind !== 'metrics') throw new Error('expected metrics');
+    return parsed.entries;
+  };
+  const write = (renderer: ServerRenderer, readings: Parameters<ServerRenderer['prepare']>[0][]): string => {
+    const out = new ExpositionBuffer(64);
+    renderer.write(
+      readings.map((reading) => renderer.prepare(reading)),
+      out,
+    );
+    return out.toBuffer().toString('utf8');
+  };
+
+  it('interleaves servers prepared one by one, family by family, in the order families first appear', () => {
+    const renderer = new ServerRenderer();
+    const text = write(renderer, [
+      { host: 'a:1', status: 'ok', entries: entries('zk_znode_count\t5\nzk_watch_count\t1\n') },
+      { host: 'b:1', status: 'ok', entries: entries('zk_watch_count\t2\nzk_ephemerals_count\t3\nzk_znode_count\t6\n') },
+    ]);
+    const samples = text.split('\n').filter((line) => line.startsWith('zk_') && !line.startsWith('zk_mntr_status') && !line.startsWith('zk_up'));
+    assert.deepEqual(samples, [
+      'zk_znode_count{zk_host="a:1"} 5',
+      'zk_znode_count{zk_host="b:1"} 6',
+      'zk_watch_count{zk_host="a:1"} 1',
+      'zk_watch_count{zk_host="b:1"} 2',
+      'zk_ephemerals_count{zk_host="b:1"} 3',
+    ]);
+    const types = text.split('\n').filter((line) => line.startsWith('# TYPE '));
+    assert.equal(new Set(types).size, types.length, 'no family twice');
+  });
+
+  it('a name that is a number on one server and text on another is one family', () => {
+    const text = write(new ServerRenderer(), [
+      { host: 'a:1', status: 'ok', entries: entries('zk_odd\t5\n') },
+      { host: 'b:1', status: 'ok', entries: entries('zk_odd\tfive\n') },
+    ]);
+    assert.equal(text.match(/^# TYPE zk_odd /gm)?.length, 1);
+    assert.match(text, /^zk_odd\{zk_host="a:1"\} 5\nzk_odd\{zk_host="b:1",value="five"\} 1$/m);
+  });
+
+  it('renders the same body again from its kept prefixes, and follows a server whose state changes', () => {
+    const renderer = new ServerRenderer();
+    const leader = entries(fixture('mntr-3.8-leader.txt'));
+    const first = write(renderer, [{ host: 'a:1', status: 'ok', entries: leader }]);
+    assert.equal(write(renderer, [{ host: 'a:1', status: 'ok', entries: leader }]), first);
+    const down = write(renderer, [{ host: 'a:1', status: 'timeout', entries: [] }]);
+    assert.match(down, /^zk_up\{zk_host="a:1"\} 0$/m);
+    assert.match(down, /^zk_mntr_status\{zk_host="a:1",status="timeout"\} 1$/m);
+    assert.doesNotMatch(down, /zk_server_leader|zk_znode_count/);
+    const follower = write(renderer, [{ host: 'a:1', status: 'ok', entries: entries(fixture('mntr-3.8-follower.txt')) }]);
+    assert.match(follower, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
+    assert.match(follower, /^zk_server_state\{zk_host="a:1",state="follower"\} 1$/m);
   });
 });
