@@ -186,6 +186,9 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     loggerInstance: logger,
     // A line per request at 5 s scrape intervals would drown what matters; errors are logged below.
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log is the daemon's logger itself: a child logger (with a request id) per request
+    // costs every request an allocation-heavy pino child, for the rare error line that uses it.
+    childLoggerFactory: (parent) => parent,
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     // Requests arriving on a kept-alive connection while closing are still served (with
     // Connection: close) so every answer keeps our JSON error format; fastify's 503 would not.
