@@ -68,7 +68,8 @@ async function main(argv: string[]): Promise<number> {
     let waiting!: () => void;
     const processText = new Promise<void>((resolve) => (waiting = resolve)).then(() => processRegistry.metrics());
     const collecting = exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout), waiting);
-    const body = Buffer.concat([await collecting, Buffer.from(await processText, 'utf8')]);
+    const [servers, processBody] = await Promise.all([collecting, processText]);
+    const body = Buffer.concat([servers, Buffer.from(processBody, 'utf8')]);
     await sendExposition(request, reply, body);
   });
   app.get('/', async (_request, reply) => {

@@ -66,6 +66,7 @@ interface Family {
 
 /** One server's series of this scrape, worked out as its answer arrives: families, encoded prefixes, values. */
 export interface PreparedServer {
+  readonly host: string;
   readonly families: readonly Family[];
   readonly prefixes: readonly Buffer[];
   readonly values: readonly string[];
@@ -92,6 +93,11 @@ export class ServerRenderer {
   readonly #families = new Map<string, Family>();
   #stamp = 0;
 
+  /** The servers whose series prefixes are kept (those of the last body written, and any prepared since). */
+  get keptHosts(): readonly string[] {
+    return [...this.#prefixes.keys()];
+  }
+
   prepare(reading: ServerReading): PreparedServer {
     const host = reading.host;
     const families: Family[] = [];
@@ -115,7 +121,7 @@ export class ServerRenderer {
     for (const status of SERVER_STATUSES) {
       add(statusFamily, own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }), reading.status === status ? '1' : '0');
     }
-    if (reading.status !== 'ok') return { families, prefixes, values };
+    if (reading.status !== 'ok') return { host, families, prefixes, values };
     for (const entry of reading.entries) {
       // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
       if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
@@ -132,7 +138,7 @@ export class ServerRenderer {
         add(this.#family('zk_server_leader', 'gauge', HELP_LEADER), own('\0leader', 'zk_server_leader', { zk_host: host }), entry.text === 'leader' ? '1' : '0');
       }
     }
-    return { families, prefixes, values };
+    return { host, families, prefixes, values };
   }
 
   /** Writes prepared servers' series family by family, families in the order they first appear. */
@@ -163,9 +169,11 @@ export class ServerRenderer {
         out.sample(prefix, 0, prefix.length, server.values[slot[j + 1]!]!);
       }
     }
-    // Between collections (never within one, whose prepared servers refer to these families).
+    // Between collections (never within one, whose prepared servers refer to these families): a
+    // server no longer read (a name that now resolves elsewhere) takes its prefixes along.
     if (this.#families.size >= CACHE_LIMIT) this.#families.clear();
-    for (const [host, prefixes] of this.#prefixes) if (prefixes.size >= CACHE_LIMIT) this.#prefixes.delete(host);
+    const hosts = new Set(servers.map((server) => server.host));
+    for (const [host, prefixes] of this.#prefixes) if (!hosts.has(host) || prefixes.size >= CACHE_LIMIT) this.#prefixes.delete(host);
   }
 
   #family(name: string, type: MetricType, help: string): Family {

@@ -152,4 +152,17 @@ describe('ServerRenderer', () => {
     assert.match(follower, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
     assert.match(follower, /^zk_server_state\{zk_host="a:1",state="follower"\} 1$/m);
   });
+
+  it('lets go of the prefixes of a server it no longer reads', () => {
+    const renderer = new ServerRenderer();
+    const reply = entries('zk_znode_count\t5\n');
+    write(renderer, [
+      { host: 'a:1', status: 'ok', entries: reply },
+      { host: 'b:1', status: 'ok', entries: reply },
+    ]);
+    assert.deepEqual([...renderer.keptHosts].sort(), ['a:1', 'b:1']);
+    const text = write(renderer, [{ host: 'a:1', status: 'ok', entries: reply }]);
+    assert.deepEqual(renderer.keptHosts, ['a:1']);
+    assert.doesNotMatch(text, /b:1/);
+  });
 });
