@@ -72,6 +72,8 @@ let arcus;
 let stopping;
 
 async function stop(code = 0) {
+  // However it ends (a dead ZooKeeper session retries every unmap), it ends within 15 s.
+  forceExit();
   stopping ??= (async () => {
     const started = Date.now();
     await Promise.allSettled(doubles.map((d) => d.stop()));
@@ -148,7 +150,12 @@ async function main() {
   for (const p of prefixes) {
     keys.push({ key: `${p}:k1` }, { key: `${p}:k2`, bytes: 100 }, { key: `${p}:l1`, type: 'list' }, { key: `${p}:b1`, type: 'btree' });
   }
-  for (const d of doubles) d.populate(keys);
+  // One double at a time, yielding between them: 500 doubles x 500 prefixes is ~15 s of work, and
+  // the ZooKeeper session (at most 10 s with the test kit's tickTime of 500 ms) must keep its pings.
+  for (const d of doubles) {
+    d.populate(keys);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   const populatedAt = Date.now();
   await pool(doubles, 16, (d) => exercise(d, prefixes));
   const exercisedAt = Date.now();
