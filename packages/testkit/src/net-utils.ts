@@ -1,16 +1,56 @@
+import { readFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { TestkitError, TestkitErrors } from './errors.js';
 
-/** A TCP port that was free a moment ago on `host` (the OS picks it; the listener is closed again). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
+/**
+ * A TCP port that was free a moment ago on `host` (the listener is closed again), chosen below the
+ * kernel's ephemeral range: a port the OS picked from that range could be taken, before the daemon
+ * under test binds it, as the local port of any outgoing connection the tests make (seen as a
+ * daemon's EADDRINUSE). Ports handed out once are not handed out again by this process.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const [low, high] = belowEphemeralRange();
+  for (let attempt = 0; attempt < 50 && high > low; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port, host)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return listenOnce(0, host);
+}
+
+const handedOut = new Set<number>();
+
+/** [first, last] port to choose from: 10000 up to just below the ephemeral range (Linux's: 32768). */
+function belowEphemeralRange(): [number, number] {
+  let ephemeralLow = 32768;
+  try {
+    const [first] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (first !== undefined && Number.isInteger(first) && first > 0) ephemeralLow = first;
+  } catch {
+    // not Linux: keep the usual value
+  }
+  return [10000, ephemeralLow - 1];
+}
+
+function canListen(port: number, host: string): Promise<boolean> {
+  return listenOnce(port, host).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenOnce(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.once('error', reject);
-    server.listen(0, host, () => {
+    server.listen(port, host, () => {
       const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
+      const bound = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(bound));
     });
   });
 }
