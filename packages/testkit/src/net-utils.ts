@@ -9,7 +9,7 @@ import { TestkitError, TestkitErrors } from './errors.js';
  * daemon's EADDRINUSE). Ports handed out once are not handed out again by this process.
  */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const [low, high] = belowEphemeralRange();
+  const [low, high] = (range ??= belowEphemeralRange());
   for (let attempt = 0; attempt < 50 && high > low; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
     if (handedOut.has(port)) continue;
@@ -22,6 +22,7 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
 }
 
 const handedOut = new Set<number>();
+let range: [number, number] | undefined;
 
 /** [first, last] port to choose from: 10000 up to just below the ephemeral range (Linux's: 32768). */
 function belowEphemeralRange(): [number, number] {
