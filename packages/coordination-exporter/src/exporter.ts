@@ -22,6 +22,8 @@ export interface CoordinationExporterOptions {
   readonly registry: Registry;
   /** Resolves a name to all its addresses (default: the system resolver, IPv4 and IPv6). */
   readonly resolve?: (name: string) => Promise<string[]>;
+  /** The process_* and nodejs_* metrics (createSelfRegistry), appended to every body. */
+  readonly processMetrics?: () => Promise<string>;
 }
 
 /** Parses `--zk-hosts`: comma separated `host:port` (IPv6 as `[addr]:port`). Throws CONFIG_INVALID naming the bad entry. */
@@ -134,38 +136,44 @@ export class CoordinationExporter {
   /**
    * One scrape: every server at once, each bounded by `deadline`. Scrapes that arrive while one
    * runs share it (two stores scraping one exporter do not double the servers' load).
-   *
-   * `onWaiting` is called once, before the result settles, when every server has been sent its
-   * word: what the caller adds to the scrape without depending on the servers (its process
-   * metrics) fits in the wait for their answers, without holding up the words themselves.
    */
-  metrics(deadline: number, onWaiting?: () => void): Promise<Buffer> {
+  metrics(deadline: number): Promise<Buffer> {
     if (this.running !== undefined) {
       this.sharedScrapes.inc({ path: '/metrics' });
-      if (onWaiting) setImmediate(onWaiting);
       return this.running;
     }
-    const running = this.collect(deadline, onWaiting).finally(() => {
+    const running = this.collect(deadline).finally(() => {
       if (this.running === running) this.running = undefined;
     });
     this.running = running;
     return running;
   }
 
-  private async collect(deadline: number, onWaiting: (() => void) | undefined): Promise<Buffer> {
+  private async collect(deadline: number): Promise<Buffer> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const started = performance.now();
+    // The process metrics do not depend on the servers: read them while the servers answer, once
+    // every server has been sent its word (reading them takes a while, and would hold up the words).
+    let processText: Promise<string> | undefined;
+    const readProcessMetrics = (): void => {
+      const read = this.options.processMetrics;
+      if (read === undefined) return;
+      processText = read();
+      processText.catch(() => undefined); // awaited below, once the servers are in
+    };
     let unsent = this.resolved.length;
     const sent = (): void => {
-      if (--unsent === 0) onWaiting?.();
+      if (--unsent === 0) readProcessMetrics();
     };
-    if (unsent === 0) onWaiting?.();
+    if (unsent === 0) readProcessMetrics();
     const servers = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline, sent)));
     const read = performance.now();
     const out = new ExpositionBuffer(this.lastBytes + 4096);
     this.renderer.write(servers, out);
     const rendered = performance.now();
     end();
+    if (processText) out.text(await processText);
+    // Read last, so that the scrapes that joined this collection are counted in its body.
     out.text(await this.options.registry.metrics());
     const body = out.toBuffer();
     this.lastBytes = body.length;

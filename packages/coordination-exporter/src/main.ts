@@ -57,19 +57,13 @@ async function main(argv: string[]): Promise<number> {
   const registry = new Registry();
   registerBuildInfo(registry, () => ({ version: VERSION, component: 'coordination-exporter' }));
   const processRegistry = createSelfRegistry();
-  const exporter = new CoordinationExporter(servers, { logger, registry });
+  const exporter = new CoordinationExporter(servers, { logger, registry, processMetrics: () => processRegistry.metrics() });
   await exporter.resolve();
 
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });
   const { app } = server;
   app.get('/metrics', async (request, reply) => {
-    // The process metrics do not depend on the servers: read them while the servers answer, once
-    // every server has been sent its word (reading them takes a while, and would hold up the words).
-    let waiting!: () => void;
-    const processText = new Promise<void>((resolve) => (waiting = resolve)).then(() => processRegistry.metrics());
-    const collecting = exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout), waiting);
-    const [servers, processBody] = await Promise.all([collecting, processText]);
-    const body = Buffer.concat([servers, Buffer.from(processBody, 'utf8')]);
+    const body = await exporter.metrics(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout));
     await sendExposition(request, reply, body);
   });
   app.get('/', async (_request, reply) => {

@@ -93,42 +93,58 @@ describe('a domain name in --zk-hosts', () => {
     assert.equal(connections - before, 6, 'the next scrape reads again');
   });
 
-  it('tells the caller once every server has been sent mntr, before the answers are in', async () => {
-    answers = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
-    await exporter.resolve();
+  it('reads the process metrics once every server has been sent mntr, before the answers are in, once per collection', async () => {
+    const events: string[] = [];
+    const started = performance.now();
+    let readAfterMs = Number.NaN;
+    const withProcess = new CoordinationExporter([{ host: 'zk.ensemble.test', port }], {
+      logger: createLoggerOn({ write: () => undefined }, 'error'),
+      registry: new Registry(),
+      resolve: async () => ['127.0.0.1', '127.0.0.2', '127.0.0.3'],
+      processMetrics: async () => {
+        events.push('process metrics read');
+        readAfterMs = performance.now() - started;
+        return 'process_marker 1\n';
+      },
+    });
+    await withProcess.resolve();
     answerDelayMs = 300;
     try {
-      const events: string[] = [];
-      const started = performance.now();
-      let waitingAfterMs = Number.NaN;
       const scrapes = [1, 2].map((n) =>
-        exporter
-          .metrics(Date.now() + 2000, () => {
-            events.push(`waiting ${n}`);
-            waitingAfterMs = performance.now() - started;
-          })
-          .then(() => events.push(`done ${n}`)),
+        withProcess.metrics(Date.now() + 2000).then((body) => {
+          events.push(`done ${n}`);
+          return body.toString('utf8');
+        }),
       );
-      await Promise.all(scrapes);
-      assert.deepEqual(events.slice(0, 2).sort(), ['waiting 1', 'waiting 2'], 'each caller hears, once, before any result');
-      assert.deepEqual(events.slice(2).sort(), ['done 1', 'done 2']);
-      assert.ok(waitingAfterMs < 250, `heard after ${waitingAfterMs.toFixed(0)} ms, before the 300 ms answers`);
+      const bodies = await Promise.all(scrapes);
+      assert.deepEqual(events.slice(0, 1), ['process metrics read'], 'read once, before any result');
+      assert.deepEqual(events.slice(1).sort(), ['done 1', 'done 2']);
+      assert.ok(readAfterMs < 250, `read after ${readAfterMs.toFixed(0)} ms, before the 300 ms answers`);
+      for (const body of bodies) {
+        assert.match(body, /^process_marker 1$/m);
+        assert.equal(hosts(body).length, 3);
+      }
     } finally {
       answerDelayMs = 0;
     }
   });
 
-  it('tells the caller at once when there is no server to read', async () => {
+  it('reads the process metrics at once when there is no server to read', async () => {
+    let reads = 0;
     const lonely = new CoordinationExporter([{ host: 'gone.test', port }], {
       logger: createLoggerOn({ write: () => undefined }, 'error'),
       registry: new Registry(),
       resolve: async () => [],
+      processMetrics: async () => {
+        reads++;
+        return 'process_marker 1\n';
+      },
     });
     await lonely.resolve();
     assert.equal(lonely.endpoints.length, 0);
-    let waiting = 0;
-    const text = (await lonely.metrics(Date.now() + 2000, () => waiting++)).toString('utf8');
-    assert.equal(waiting, 1);
+    const text = (await lonely.metrics(Date.now() + 2000)).toString('utf8');
+    assert.equal(reads, 1);
+    assert.match(text, /^process_marker 1$/m);
     assert.doesNotMatch(text, /^zk_up/m);
   });
 });
