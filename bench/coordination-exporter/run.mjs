@@ -36,9 +36,9 @@ const SCRAPES = Number(args.scrapes ?? 100);
 const PACE_MS = Number(args['pace-ms'] ?? 50);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
-/** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
-/** The exporter's --log.level (debug logs each scrape's read and render times to the bench's stderr). */
+/** The exporter's --log.level (debug logs each scrape's read and render times, on stdout). */
 const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
+/** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
