@@ -33,7 +33,7 @@ export interface CacheExporterOptions {
   readonly qosIntervalMs: number;
   readonly zkSessionTimeoutMs?: number;
   readonly resolver?: Resolver;
-  /** The process_* and nodejs_* metrics (createSelfRegistry), appended to every /metrics body. */
+  /** The process_* and nodejs_* metrics (createProcessMetrics), appended to every /metrics body. */
   readonly processMetrics?: () => Promise<string>;
 }
 

@@ -5,7 +5,7 @@ import {
   createHttpServer,
   runCli,
   createLogger,
-  createSelfRegistry,
+  createProcessMetrics,
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
@@ -53,13 +53,13 @@ async function main(argv: string[]): Promise<number> {
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
   const registry = new Registry();
-  const processRegistry = createSelfRegistry();
+  const processMetrics = createProcessMetrics();
   const exporter = new CacheExporter(config, {
     logger,
     registry,
     qosIntervalMs: values['qos-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
-    processMetrics: () => processRegistry.metrics(),
+    processMetrics: () => processMetrics.metrics(),
   });
 
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });

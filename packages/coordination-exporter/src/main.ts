@@ -7,7 +7,7 @@ import {
   createHttpServer,
   runCli,
   createLogger,
-  createSelfRegistry,
+  createProcessMetrics,
   registerBuildInfo,
   defaultLogBlock,
   formatUsage,
@@ -56,8 +56,8 @@ async function main(argv: string[]): Promise<number> {
 
   const registry = new Registry();
   registerBuildInfo(registry, () => ({ version: VERSION, component: 'coordination-exporter' }));
-  const processRegistry = createSelfRegistry();
-  const exporter = new CoordinationExporter(servers, { logger, registry, processMetrics: () => processRegistry.metrics() });
+  const processMetrics = createProcessMetrics();
+  const exporter = new CoordinationExporter(servers, { logger, registry, processMetrics: () => processMetrics.metrics() });
   await exporter.resolve();
 
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });

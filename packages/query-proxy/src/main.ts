@@ -3,7 +3,7 @@ import {
   CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createLogger,
-  createSelfRegistry,
+  createProcessMetrics,
   defaultLogBlock,
   formatUsage,
   installSignalHandlers,
@@ -67,14 +67,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' }, { name: PROGRAM });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
-  const processRegistry = createSelfRegistry();
+  const processMetrics = createProcessMetrics();
   const proxy = await startQueryProxy(config, {
     logger,
     version: VERSION,
     listen,
     loadConfig: () => loadQueryProxyConfig(configFile),
     maxQueryLength,
-    processMetrics: () => processRegistry.metrics(),
+    processMetrics: () => processMetrics.metrics(),
     ...(webConfig ? { webConfig } : {}),
   });
   installSignalHandlers({

@@ -3,7 +3,7 @@ import {
   CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createLogger,
-  createSelfRegistry,
+  createProcessMetrics,
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger(config.log, { name: PROGRAM });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
-  const processRegistry = createSelfRegistry();
+  const processMetrics = createProcessMetrics();
   const server = await startProviderServer(config, {
     logger,
     version: VERSION,
@@ -59,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
     hostExporterPort,
     resolveIntervalMs: values['resolve-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
-    processMetrics: () => processRegistry.metrics(),
+    processMetrics: () => processMetrics.metrics(),
     ...(webConfig ? { webConfig } : {}),
   });
 
