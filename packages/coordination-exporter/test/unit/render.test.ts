@@ -153,6 +153,84 @@ describe('ServerRenderer', () => {
     assert.match(follower, /^zk_server_state\{zk_host="a:1",state="follower"\} 1$/m);
   });
 
+  describe('prepareKnown: an answer with the shape of the last one', () => {
+    /** The body of one server's reply, prepared the whole way (parseMntr, prepare) by a renderer of its own. */
+    const slow = (host: string, reply: string): string => write(new ServerRenderer(), [{ host, status: 'ok', entries: entries(reply) }]);
+    /** The body from prepareKnown after `first` was prepared with its reply, or undefined when it declined. */
+    const known = (first: string, next: string, host = '127.0.0.1:2181'): string | undefined => {
+      const renderer = new ServerRenderer();
+      renderer.prepare({ host, status: 'ok', entries: entries(first) }, first);
+      const prepared = renderer.prepareKnown(host, next);
+      if (prepared === undefined) return undefined;
+      const out = new ExpositionBuffer(64);
+      renderer.write([prepared], out);
+      return out.toBuffer().toString('utf8');
+    };
+    /** `reply` with every plain integer value changed, so that the values must come from the new answer. */
+    const bumped = (reply: string): string => reply.replace(/\t(\d+)\n/g, (_m, n: string) => `\t${Number(n) + 7}\n`);
+
+    for (const name of ['mntr-3.8-leader.txt', 'mntr-3.8-follower.txt', 'mntr-3.8-standalone.txt']) {
+      it(`reads only the values, into the body prepare() makes: ${name}`, () => {
+        const reply = fixture(name);
+        const next = bumped(reply);
+        assert.notEqual(next, reply);
+        assert.equal(known(reply, next), slow('127.0.0.1:2181', next));
+      });
+    }
+
+    it('writes values as prepare() does: Java doubles, -0, leading zeros, long integers, infinities, CRLF', () => {
+      const first = 'zk_a\t1\nzk_b\t2\nzk_c\t3\nzk_d\t4\nzk_e\t5\nzk_f\t6\nzk_g\t7\n';
+      const next = 'zk_a\t0.0\nzk_b\t-0\nzk_c\t007\nzk_d\t12345678901234567890\nzk_e\tInfinity\nzk_f\t1.5E-4\r\nzk_g\t-42\n';
+      const body = known(first, next);
+      assert.equal(body, slow('127.0.0.1:2181', next));
+      assert.match(body!, /^zk_e\{zk_host="127.0.0.1:2181"\} \+Inf$/m);
+      assert.match(body!, /^zk_b\{zk_host="127.0.0.1:2181"\} 0$/m);
+    });
+
+    it('declines every answer that is not the same keys in the same order with the same texts', () => {
+      const reply = fixture('mntr-3.8-leader.txt');
+      const lines = reply.split('\n').slice(0, -1);
+      const declined: Array<[string, string]> = [
+        ['a key more', `${reply}zk_new_key\t1\n`],
+        ['a key less', `${lines.slice(1).join('\n')}\n`],
+        ['two keys swapped', `${[lines[1], lines[0], ...lines.slice(2)].join('\n')}\n`],
+        ['a new state', reply.replace('zk_server_state\tleader', 'zk_server_state\tfollower')],
+        ['a number now text', reply.replace(/zk_znode_count\t\d+/, 'zk_znode_count\tmany')],
+        ['cut short', reply.slice(0, -1)],
+        ['a line repeated', `${reply}${lines.at(-1)}\n`],
+        ['a blank line', `${lines[0]}\n\n${lines.slice(1).join('\n')}\n`],
+        ['not whitelisted', 'mntr is not executed because it is not in the whitelist.\n'],
+        ['nothing', ''],
+      ];
+      for (const [what, next] of declined) assert.equal(known(reply, next), undefined, what);
+      assert.notEqual(known(reply, reply), undefined, 'the same answer');
+    });
+
+    it('knows no shape of a server before a whole answer, after a failed read, or after an answer with skipped lines', () => {
+      const reply = fixture('mntr-3.8-follower.txt');
+      const renderer = new ServerRenderer();
+      assert.equal(renderer.prepareKnown('a:1', reply), undefined, 'nothing read yet');
+      renderer.prepare({ host: 'a:1', status: 'ok', entries: entries(reply) });
+      assert.equal(renderer.prepareKnown('a:1', reply), undefined, 'prepared without its reply (lines were skipped)');
+      renderer.prepare({ host: 'a:1', status: 'ok', entries: entries(reply) }, reply);
+      assert.notEqual(renderer.prepareKnown('a:1', reply), undefined);
+      assert.equal(renderer.prepareKnown('b:1', reply), undefined, 'another server');
+      renderer.prepare({ host: 'a:1', status: 'timeout', entries: [] });
+      assert.equal(renderer.prepareKnown('a:1', reply), undefined, 'after a timeout');
+    });
+
+    it('forgets the shape of a server it no longer reads', () => {
+      const renderer = new ServerRenderer();
+      const reply = 'zk_znode_count\t5\n';
+      const a = renderer.prepare({ host: 'a:1', status: 'ok', entries: entries(reply) }, reply);
+      const b = renderer.prepare({ host: 'b:1', status: 'ok', entries: entries(reply) }, reply);
+      renderer.write([a, b], new ExpositionBuffer(64));
+      renderer.write([renderer.prepareKnown('a:1', reply)!], new ExpositionBuffer(64));
+      assert.equal(renderer.prepareKnown('b:1', reply), undefined);
+      assert.notEqual(renderer.prepareKnown('a:1', reply), undefined);
+    });
+  });
+
   it('lets go of the prefixes of a server it no longer reads', () => {
     const renderer = new ServerRenderer();
     const reply = entries('zk_znode_count\t5\n');
