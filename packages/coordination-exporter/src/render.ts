@@ -90,6 +90,13 @@ interface Layout {
   readonly values: readonly string[];
 }
 
+/** The order write() puts prepared servers' samples in (see ServerRenderer.#plan). */
+interface Plan {
+  readonly families: ReadonlyArray<readonly Family[]>;
+  readonly order: readonly Family[];
+  readonly slots: ReadonlyArray<readonly number[]>;
+}
+
 /** Past this many kept prefixes or families, a renderer starts over (keys that come and go). */
 const CACHE_LIMIT = 100_000;
 
@@ -111,6 +118,7 @@ export class ServerRenderer {
   readonly #families = new Map<string, Family>();
   /** Per `zk_host`: the shape of its last answer that was read line for line. */
   readonly #layouts = new Map<string, Layout>();
+  #lastPlan: Plan | undefined;
   #stamp = 0;
 
   /** The servers whose series prefixes are kept (those of the last body written, and any prepared since). */
@@ -213,23 +221,7 @@ export class ServerRenderer {
 
   /** Writes prepared servers' series family by family, families in the order they first appear. */
   write(servers: readonly PreparedServer[], out: ExpositionBuffer): void {
-    const stamp = ++this.#stamp;
-    const order: Family[] = [];
-    /** Per family in `order`: pairs of (server index, sample index). */
-    const slots: number[][] = [];
-    for (let s = 0; s < servers.length; s++) {
-      const families = servers[s]!.families;
-      for (let i = 0; i < families.length; i++) {
-        const family = families[i]!;
-        if (family.stamp !== stamp) {
-          family.stamp = stamp;
-          family.slot = order.length;
-          order.push(family);
-          slots.push([]);
-        }
-        slots[family.slot]!.push(s, i);
-      }
-    }
+    const { order, slots } = this.#plan(servers);
     for (let f = 0; f < order.length; f++) {
       out.bytes(order[f]!.header);
       const slot = slots[f]!;
@@ -253,6 +245,34 @@ export class ServerRenderer {
         this.#layouts.delete(host);
       }
     }
+  }
+
+  /**
+   * The families in the order they first appear, and per family its samples as pairs of (server
+   * index, sample index). Servers all prepared from their layouts (prepareKnown) have the same
+   * families arrays as the last time: the same plan.
+   */
+  #plan(servers: readonly PreparedServer[]): Plan {
+    const last = this.#lastPlan;
+    if (last !== undefined && last.families.length === servers.length && servers.every((server, s) => server.families === last.families[s])) return last;
+    const stamp = ++this.#stamp;
+    const order: Family[] = [];
+    const slots: number[][] = [];
+    for (let s = 0; s < servers.length; s++) {
+      const families = servers[s]!.families;
+      for (let i = 0; i < families.length; i++) {
+        const family = families[i]!;
+        if (family.stamp !== stamp) {
+          family.stamp = stamp;
+          family.slot = order.length;
+          order.push(family);
+          slots.push([]);
+        }
+        slots[family.slot]!.push(s, i);
+      }
+    }
+    this.#lastPlan = { families: servers.map((server) => server.families), order, slots };
+    return this.#lastPlan;
   }
 
   #family(name: string, type: MetricType, help: string): Family {

@@ -219,6 +219,27 @@ describe('ServerRenderer', () => {
       assert.equal(renderer.prepareKnown('a:1', reply), undefined, 'after a timeout');
     });
 
+    it('interleaves servers read from their shapes in the order given, also when that order changes', () => {
+      const renderer = new ServerRenderer();
+      const a = 'zk_znode_count\t5\nzk_watch_count\t1\n';
+      const b = 'zk_watch_count\t2\nzk_znode_count\t6\n';
+      const body = (servers: Parameters<ServerRenderer['write']>[0]): string[] => {
+        const out = new ExpositionBuffer(64);
+        renderer.write(servers, out);
+        return out.toBuffer().toString('utf8').split('\n').filter((line) => /^zk_(znode|watch)_count\{/.test(line));
+      };
+      body([renderer.prepare({ host: 'a:1', status: 'ok', entries: entries(a) }, a), renderer.prepare({ host: 'b:1', status: 'ok', entries: entries(b) }, b)]);
+      const ab = ['zk_znode_count{zk_host="a:1"} 5', 'zk_znode_count{zk_host="b:1"} 6', 'zk_watch_count{zk_host="a:1"} 1', 'zk_watch_count{zk_host="b:1"} 2'];
+      assert.deepEqual(body([renderer.prepareKnown('a:1', a)!, renderer.prepareKnown('b:1', b)!]), ab);
+      assert.deepEqual(body([renderer.prepareKnown('b:1', b)!, renderer.prepareKnown('a:1', a)!]), [
+        'zk_watch_count{zk_host="b:1"} 2',
+        'zk_watch_count{zk_host="a:1"} 1',
+        'zk_znode_count{zk_host="b:1"} 6',
+        'zk_znode_count{zk_host="a:1"} 5',
+      ]);
+      assert.deepEqual(body([renderer.prepareKnown('a:1', a.replace('5', '9'))!, renderer.prepareKnown('b:1', b)!]), [ab[0]!.replace('5', '9'), ...ab.slice(1)]);
+    });
+
     it('forgets the shape of a server it no longer reads', () => {
       const renderer = new ServerRenderer();
       const reply = 'zk_znode_count\t5\n';
