@@ -22,7 +22,7 @@ export interface CoordinationExporterOptions {
   readonly registry: Registry;
   /** Resolves a name to all its addresses (default: the system resolver, IPv4 and IPv6). */
   readonly resolve?: (name: string) => Promise<string[]>;
-  /** The process_* and nodejs_* metrics (createProcessMetrics), appended to every body. */
+  /** The process_* and nodejs_* metrics (createSelfRegistry), appended to every body. */
   readonly processMetrics?: () => Promise<string>;
 }
 
@@ -189,22 +189,11 @@ export class CoordinationExporter {
     const host = formatEndpoint(endpoint);
     let reading: ServerReading;
     let error: string | undefined;
-    /** The answer, when every line of it was read: the shape the next one is read by. */
-    let whole: string | undefined;
     try {
-      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent);
-      // Most answers have the keys of the last one: only their values need reading.
-      const known = this.renderer.prepareKnown(host, reply);
-      if (known !== undefined) {
-        this.scrapes.inc({ status: 'ok' });
-        this.noteStatus(host, 'ok', undefined);
-        return known;
-      }
-      const parsed = parseMntr(reply);
+      const parsed = parseMntr(await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent));
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
         if (parsed.skipped.length > 0) this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
-        else whole = reply;
       } else {
         reading = { host, status: parsed.kind, entries: [] };
       }
@@ -214,7 +203,7 @@ export class CoordinationExporter {
     }
     this.scrapes.inc({ status: reading.status });
     this.noteStatus(host, reading.status, error);
-    return this.renderer.prepare(reading, whole);
+    return this.renderer.prepare(reading);
   }
 
   /** One log line when a server's status changes (and for the first failure). */

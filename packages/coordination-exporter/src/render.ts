@@ -7,7 +7,7 @@
  * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
  */
 import { CachemonError, Errors, escapeHelp, formatValue, renderLabels, type ExpositionBuffer, type MetricType } from '@cachemon/core';
-import { parseValue, type MntrEntry } from './mntr.js';
+import type { MntrEntry } from './mntr.js';
 import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
 
 /** What one server said this scrape. */
@@ -72,31 +72,6 @@ export interface PreparedServer {
   readonly values: readonly string[];
 }
 
-/**
- * The shape of a server's last answer: its lines' keys in order, and what they were prepared to.
- * A server prints the same keys in the same order every time, so the next answer only needs its
- * values read (preparePlain).
- */
-interface Layout {
-  /** Per line: the key as printed. */
-  readonly keys: readonly string[];
-  /** Per line: where its value goes in `values`, or -1 for a text line (whose text is in its prefix). */
-  readonly slots: Int32Array;
-  /** Per line: the text a text line must have again (undefined for numeric lines). */
-  readonly texts: ReadonlyArray<string | undefined>;
-  readonly families: readonly Family[];
-  readonly prefixes: readonly Buffer[];
-  /** The values, with those that do not depend on the numbers (zk_up, status, text lines) filled in. */
-  readonly values: readonly string[];
-}
-
-/** The order write() puts prepared servers' samples in (see ServerRenderer.#plan). */
-interface Plan {
-  readonly families: ReadonlyArray<readonly Family[]>;
-  readonly order: readonly Family[];
-  readonly slots: ReadonlyArray<readonly number[]>;
-}
-
 /** Past this many kept prefixes or families, a renderer starts over (keys that come and go). */
 const CACHE_LIMIT = 100_000;
 
@@ -116,9 +91,6 @@ export class ServerRenderer {
   readonly #prefixes = new Map<string, Map<string, Buffer>>();
   /** Families by name; the first type seen for a name stays. */
   readonly #families = new Map<string, Family>();
-  /** Per `zk_host`: the shape of its last answer that was read line for line. */
-  readonly #layouts = new Map<string, Layout>();
-  #lastPlan: Plan | undefined;
   #stamp = 0;
 
   /** The servers whose series prefixes are kept (those of the last body written, and any prepared since). */
@@ -126,45 +98,7 @@ export class ServerRenderer {
     return [...this.#prefixes.keys()];
   }
 
-  /**
-   * A server's answer prepared from the shape of its last one (prepare with `reply`): the same keys
-   * in the same order, the same texts, every line `key<TAB>value`. Only the values are read; the
-   * body is the same as prepare() would make. Undefined when the answer differs in any other way
-   * (a key more or less, a server that changed state, a line that is not as before): then it is
-   * parsed whole (parseMntr) and prepared.
-   */
-  prepareKnown(host: string, reply: string): PreparedServer | undefined {
-    const layout = this.#layouts.get(host);
-    if (layout === undefined) return undefined;
-    const { keys, slots, texts } = layout;
-    const values = layout.values.slice();
-    let at = 0;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      if (!reply.startsWith(key, at) || reply.charCodeAt(at + key.length) !== 9) return undefined;
-      const start = at + key.length + 1;
-      const newline = reply.indexOf('\n', start);
-      if (newline === -1) return undefined;
-      const text = reply.slice(start, reply.charCodeAt(newline - 1) === 13 ? newline - 1 : newline);
-      const slot = slots[i]!;
-      if (slot < 0) {
-        if (text !== texts[i]) return undefined;
-      } else {
-        const value = valueText(text);
-        if (value === undefined) return undefined;
-        values[slot] = value;
-      }
-      at = newline + 1;
-    }
-    if (at !== reply.length) return undefined;
-    return { host, families: layout.families, prefixes: layout.prefixes, values };
-  }
-
-  /**
-   * Prepares a server's reading. `reply`, the answer the entries were parsed from when every line
-   * of it was read (nothing skipped), is remembered as the server's shape for prepareKnown.
-   */
-  prepare(reading: ServerReading, reply?: string): PreparedServer {
+  prepare(reading: ServerReading): PreparedServer {
     const host = reading.host;
     const families: Family[] = [];
     const prefixes: Buffer[] = [];
@@ -187,26 +121,16 @@ export class ServerRenderer {
     for (const status of SERVER_STATUSES) {
       add(statusFamily, own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }), reading.status === status ? '1' : '0');
     }
-    if (reading.status !== 'ok') {
-      this.#layouts.delete(host);
-      return { host, families, prefixes, values };
-    }
-    const slots = new Int32Array(reading.entries.length);
-    const texts: Array<string | undefined> = [];
-    for (let i = 0; i < reading.entries.length; i++) {
-      const entry = reading.entries[i]!;
+    if (reading.status !== 'ok') return { host, families, prefixes, values };
+    for (const entry of reading.entries) {
       // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
       if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
         const family = this.#families.get(entry.name) ?? this.#family(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`);
         let prefix = cached.get(entry.key);
         if (prefix === undefined) cached.set(entry.key, (prefix = encodePrefix(entry.name, withEntryLabels(host, entry))));
-        slots[i] = values.length;
-        texts.push(undefined);
         add(family, prefix, formatValue(entry.value));
         continue;
       }
-      slots[i] = -1;
-      texts.push(entry.text);
       const label = TEXT_LABEL.get(entry.name) ?? 'value';
       const family = this.#family(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`);
       add(family, encodePrefix(entry.name, { ...withEntryLabels(host, entry), [label]: entry.text }), '1');
@@ -214,49 +138,14 @@ export class ServerRenderer {
         add(this.#family('zk_server_leader', 'gauge', HELP_LEADER), own('\0leader', 'zk_server_leader', { zk_host: host }), entry.text === 'leader' ? '1' : '0');
       }
     }
-    if (reply === undefined) this.#layouts.delete(host);
-    else this.#layouts.set(host, { keys: reading.entries.map((entry) => entry.key), slots, texts, families, prefixes, values: [...values] });
     return { host, families, prefixes, values };
   }
 
   /** Writes prepared servers' series family by family, families in the order they first appear. */
   write(servers: readonly PreparedServer[], out: ExpositionBuffer): void {
-    const { order, slots } = this.#plan(servers);
-    for (let f = 0; f < order.length; f++) {
-      out.bytes(order[f]!.header);
-      const slot = slots[f]!;
-      for (let j = 0; j < slot.length; j += 2) {
-        const server = servers[slot[j]!]!;
-        const prefix = server.prefixes[slot[j + 1]!]!;
-        out.sample(prefix, 0, prefix.length, server.values[slot[j + 1]!]!);
-      }
-    }
-    // Between collections (never within one, whose prepared servers refer to these families): a
-    // server no longer read (a name that now resolves elsewhere) takes its prefixes along.
-    // A layout refers to its families and prefixes: it goes with them.
-    if (this.#families.size >= CACHE_LIMIT) {
-      this.#families.clear();
-      this.#layouts.clear();
-    }
-    const hosts = new Set(servers.map((server) => server.host));
-    for (const [host, prefixes] of this.#prefixes) {
-      if (!hosts.has(host) || prefixes.size >= CACHE_LIMIT) {
-        this.#prefixes.delete(host);
-        this.#layouts.delete(host);
-      }
-    }
-  }
-
-  /**
-   * The families in the order they first appear, and per family its samples as pairs of (server
-   * index, sample index). Servers all prepared from their layouts (prepareKnown) have the same
-   * families arrays as the last time: the same plan.
-   */
-  #plan(servers: readonly PreparedServer[]): Plan {
-    const last = this.#lastPlan;
-    if (last !== undefined && last.families.length === servers.length && servers.every((server, s) => server.families === last.families[s])) return last;
     const stamp = ++this.#stamp;
     const order: Family[] = [];
+    /** Per family in `order`: pairs of (server index, sample index). */
     const slots: number[][] = [];
     for (let s = 0; s < servers.length; s++) {
       const families = servers[s]!.families;
@@ -271,8 +160,20 @@ export class ServerRenderer {
         slots[family.slot]!.push(s, i);
       }
     }
-    this.#lastPlan = { families: servers.map((server) => server.families), order, slots };
-    return this.#lastPlan;
+    for (let f = 0; f < order.length; f++) {
+      out.bytes(order[f]!.header);
+      const slot = slots[f]!;
+      for (let j = 0; j < slot.length; j += 2) {
+        const server = servers[slot[j]!]!;
+        const prefix = server.prefixes[slot[j + 1]!]!;
+        out.sample(prefix, 0, prefix.length, server.values[slot[j + 1]!]!);
+      }
+    }
+    // Between collections (never within one, whose prepared servers refer to these families): a
+    // server no longer read (a name that now resolves elsewhere) takes its prefixes along.
+    if (this.#families.size >= CACHE_LIMIT) this.#families.clear();
+    const hosts = new Set(servers.map((server) => server.host));
+    for (const [host, prefixes] of this.#prefixes) if (!hosts.has(host) || prefixes.size >= CACHE_LIMIT) this.#prefixes.delete(host);
   }
 
   #family(name: string, type: MetricType, help: string): Family {
@@ -293,28 +194,6 @@ export function renderServers(readings: readonly ServerReading[], out: Expositio
     readings.map((reading) => renderer.prepare(reading)),
     out,
   );
-}
-
-/**
- * A value's exposition text, as prepare() writes it: a plain integer (no sign but minus, no leading
- * zero, at most 15 digits, so exact as a double) as it is, anything else through parseValue and
- * formatValue. Undefined for text.
- */
-function valueText(text: string): string | undefined {
-  const length = text.length;
-  let i = text.charCodeAt(0) === 45 ? 1 : 0;
-  const first = text.charCodeAt(i);
-  if (length - i <= 15 && first >= 49 && first <= 57) {
-    for (i++; i < length; i++) {
-      const c = text.charCodeAt(i);
-      if (c < 48 || c > 57) break;
-    }
-    if (i === length) return text;
-  } else if (text === '0') {
-    return text;
-  }
-  const value = parseValue(text.trim());
-  return value === undefined ? undefined : formatValue(value);
 }
 
 function encodePrefix(name: string, labels: Readonly<Record<string, string>>): Buffer {
