@@ -24,8 +24,13 @@ function walk(dir, out) {
 
 const files = [];
 for (const pkg of readdirSync(join(root, 'packages'))) walk(join(root, 'packages', pkg, 'dist', 'test'), files);
-const selected = files
-  .map((f) => relative(root, f))
+// tsc -b never deletes an output whose source is gone: a test renamed or removed since the last
+// build would still run, against code that may no longer have what it tests.
+const compiled = files.map((f) => relative(root, f));
+const stale = compiled.filter((f) => !existsSync(join(root, f.replace('/dist/test/', '/test/').replace(/\.js$/, '.ts'))));
+for (const f of stale) console.error(`run-tests: skipping ${f}: its source is gone (a renamed or removed test; \`npm run clean && npm run build\` clears it)`);
+const selected = compiled
+  .filter((f) => !stale.includes(f))
   .filter((f) => !unitOnly || f.includes('/test/unit/'))
   .filter((f) => !filter || f.includes(filter))
   .sort();
