@@ -8,7 +8,8 @@
  * per-metric and per-label machinery rather than the readings, which take ~0.1 ms (one
  * /proc/self/status, one /proc/self/fd listing, V8's heap statistics). An exporter reads them while
  * its targets answer, so that time delayed the answers' handling. The set is fixed, so it is
- * written as text directly (bench/coordination-exporter README: "What a scrape is made of").
+ * written with the exposition writer directly (bench/coordination-exporter README: "What a scrape
+ * is made of").
  *
  * `nodejs_eventloop_lag_stddev_seconds` is left out: Node works out a standard deviation by
  * walking every bucket of its event-loop histogram, ~0.6 ms per scrape. min, max, mean and
@@ -16,8 +17,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
-import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
-import { escapeLabelValue, formatValue } from './exposition.js';
+import { getHeapSpaceStatistics, getHeapStatistics, type HeapSpaceInfo } from 'node:v8';
+import { ExpositionWriter, renderLabels } from './exposition.js';
 
 /** prom-client's buckets for nodejs_gc_duration_seconds. */
 const GC_BUCKETS = [0.001, 0.01, 0.1, 1, 2, 5];
@@ -28,6 +29,13 @@ const GC_KINDS: Readonly<Record<number, string>> = {
   [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
 };
 
+/** The nodejs_heap_space_* families: name, help, and the value from V8's statistics of one space. */
+const HEAP_SPACE_FAMILIES: ReadonlyArray<readonly [string, string, (space: HeapSpaceInfo) => number]> = [
+  ['nodejs_heap_space_size_total_bytes', 'Process heap space size total from Node.js in bytes.', (s) => s.space_size],
+  ['nodejs_heap_space_size_used_bytes', 'Process heap space size used from Node.js in bytes.', (s) => s.space_used_size],
+  ['nodejs_heap_space_size_available_bytes', 'Process heap space size available from Node.js in bytes.', (s) => s.space_available_size],
+];
+
 interface GcKind {
   /** Cumulative counts per bucket of GC_BUCKETS (+Inf is `count`). */
   readonly buckets: number[];
@@ -35,30 +43,28 @@ interface GcKind {
   count: number;
 }
 
-const header = (name: string, type: 'gauge' | 'counter' | 'histogram', help: string): string => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n`;
-const single = (name: string, type: 'gauge' | 'counter', help: string, value: number): string => `${header(name, type, help)}${name} ${formatValue(value)}\n\n`;
-
-/** Counts of `items` by their constructor's name (prom-client's grouping of handles and requests). */
-function countByConstructor(items: readonly unknown[]): Map<string, number> {
+/** Counts of `items` by `key` (prom-client's grouping of resources, handles and requests); items without one are left out. */
+function countBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, number> {
   const counts = new Map<string, number>();
   for (const item of items) {
-    const name = (item as { constructor?: { name?: string } } | null)?.constructor?.name;
+    const name = key(item);
     if (name !== undefined) counts.set(name, (counts.get(name) ?? 0) + 1);
   }
   return counts;
 }
 
-function countStrings(items: readonly string[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const item of items) counts.set(item, (counts.get(item) ?? 0) + 1);
-  return counts;
+const constructorName = (item: unknown): string | undefined => (item as { constructor?: { name?: string } } | null)?.constructor?.name;
+
+/** One family of one unlabelled sample. */
+function single(out: ExpositionWriter, name: string, type: 'gauge' | 'counter', help: string, value: number): void {
+  out.family(name, type, help).sample('', value);
 }
 
 /** A family of `type` label values, then its total. */
-function grouped(name: string, help: string, totalHelp: string, counts: ReadonlyMap<string, number>, total: number): string {
-  let text = header(name, 'gauge', help);
-  for (const [type, count] of counts) text += `${name}{type="${escapeLabelValue(type)}"} ${count}\n`;
-  return `${text}\n${single(`${name}_total`, 'gauge', totalHelp, total)}`;
+function grouped(out: ExpositionWriter, name: string, help: string, totalHelp: string, counts: ReadonlyMap<string, number>, total: number): void {
+  out.family(name, 'gauge', help);
+  for (const [type, count] of counts) out.sample(renderLabels({ type }), count);
+  single(out, `${name}_total`, 'gauge', totalHelp, total);
 }
 
 /** VmRSS, VmSize and VmData of /proc/self/status, in bytes (undefined where there is no procfs). */
@@ -92,7 +98,8 @@ function readMaxFds(): number | undefined {
 export class ProcessMetrics {
   readonly #startTime = Math.round(Date.now() / 1000 - process.uptime());
   readonly #maxFds = readMaxFds();
-  readonly #version: string;
+  /** nodejs_version_info's labels, prom-client's. */
+  readonly #versionLabels: string;
   readonly #gc = new Map<string, GcKind>();
   readonly #observer: PerformanceObserver;
   readonly #delay: IntervalHistogram;
@@ -101,7 +108,7 @@ export class ProcessMetrics {
 
   constructor() {
     const [major, minor, patch] = process.versions.node.split('.');
-    this.#version = `nodejs_version_info{version="${process.version}",major="${major}",minor="${minor}",patch="${patch}"} 1\n`;
+    this.#versionLabels = renderLabels({ version: process.version, major: major!, minor: minor!, patch: patch! });
     this.#observer = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) this.#observeGc((entry as { detail?: { kind?: number } }).detail, entry.duration / 1000);
     });
@@ -112,82 +119,82 @@ export class ProcessMetrics {
 
   /** The process metrics as exposition text; resets the event-loop statistics (each read covers the time since the last). */
   text(): string {
+    const out = new ExpositionWriter();
     const cpu = process.cpuUsage();
     const user = cpu.user / 1e6;
     const system = cpu.system / 1e6;
+    single(out, 'process_cpu_user_seconds_total', 'counter', 'Total user CPU time spent in seconds.', user);
+    single(out, 'process_cpu_system_seconds_total', 'counter', 'Total system CPU time spent in seconds.', system);
+    single(out, 'process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds.', user + system);
+    single(out, 'process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds.', this.#startTime);
     const status = readStatus();
-    const heap = getHeapStatistics();
-    let text =
-      single('process_cpu_user_seconds_total', 'counter', 'Total user CPU time spent in seconds.', user) +
-      single('process_cpu_system_seconds_total', 'counter', 'Total system CPU time spent in seconds.', system) +
-      single('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds.', user + system) +
-      single('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds.', this.#startTime) +
-      single('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', status?.rss ?? process.memoryUsage.rss());
+    single(out, 'process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', status?.rss ?? process.memoryUsage.rss());
     if (status !== undefined) {
-      text +=
-        single('process_virtual_memory_bytes', 'gauge', 'Virtual memory size in bytes.', status.virtual) +
-        single('process_heap_bytes', 'gauge', 'Process heap size in bytes.', status.data);
+      single(out, 'process_virtual_memory_bytes', 'gauge', 'Virtual memory size in bytes.', status.virtual);
+      single(out, 'process_heap_bytes', 'gauge', 'Process heap size in bytes.', status.data);
     }
     if (process.platform === 'linux') {
+      let fds: number | undefined;
       try {
         // Less the descriptor the listing itself used, as prom-client counts.
-        text += single('process_open_fds', 'gauge', 'Number of open file descriptors.', readdirSync('/proc/self/fd').length - 1);
+        fds = readdirSync('/proc/self/fd').length - 1;
       } catch {
         // no procfs: left out, as prom-client does
       }
+      if (fds !== undefined) single(out, 'process_open_fds', 'gauge', 'Number of open file descriptors.', fds);
     }
-    if (this.#maxFds !== undefined) text += single('process_max_fds', 'gauge', 'Maximum number of open file descriptors.', this.#maxFds);
+    if (this.#maxFds !== undefined) single(out, 'process_max_fds', 'gauge', 'Maximum number of open file descriptors.', this.#maxFds);
 
     const resources = process.getActiveResourcesInfo();
-    text += grouped(
+    grouped(
+      out,
       'nodejs_active_resources',
       'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
       'Total number of active resources.',
-      countStrings(resources),
+      countBy(resources, (type) => type),
       resources.length,
     );
     const internals = process as unknown as { _getActiveHandles?: () => unknown[]; _getActiveRequests?: () => unknown[] };
     const handles = internals._getActiveHandles?.() ?? [];
-    text += grouped(
+    grouped(
+      out,
       'nodejs_active_handles',
       'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.',
       'Total number of active handles.',
-      countByConstructor(handles),
+      countBy(handles, constructorName),
       handles.length,
     );
     const requests = internals._getActiveRequests?.() ?? [];
-    text += grouped(
+    grouped(
+      out,
       'nodejs_active_requests',
       'Number of active libuv requests grouped by request type. Every request type is C++ class name.',
       'Total number of active requests.',
-      countByConstructor(requests),
+      countBy(requests, constructorName),
       requests.length,
     );
 
-    text +=
-      single('nodejs_heap_size_total_bytes', 'gauge', 'Process heap size from Node.js in bytes.', heap.total_heap_size) +
-      single('nodejs_heap_size_used_bytes', 'gauge', 'Process heap size used from Node.js in bytes.', heap.used_heap_size) +
-      single('nodejs_external_memory_bytes', 'gauge', 'Node.js external memory size in bytes.', (heap as { external_memory?: number }).external_memory ?? process.memoryUsage().external);
-    const spaces = getHeapSpaceStatistics();
-    const space = (name: string, help: string, value: (s: (typeof spaces)[number]) => number): string => {
-      let family = header(name, 'gauge', help);
-      for (const s of spaces) family += `${name}{space="${escapeLabelValue(s.space_name.replace(/_space$/, ''))}"} ${value(s)}\n`;
-      return `${family}\n`;
-    };
-    text +=
-      space('nodejs_heap_space_size_total_bytes', 'Process heap space size total from Node.js in bytes.', (s) => s.space_size) +
-      space('nodejs_heap_space_size_used_bytes', 'Process heap space size used from Node.js in bytes.', (s) => s.space_used_size) +
-      space('nodejs_heap_space_size_available_bytes', 'Process heap space size available from Node.js in bytes.', (s) => s.space_available_size);
-    text += `${header('nodejs_version_info', 'gauge', 'Node.js version info.')}${this.#version}\n`;
-
-    text += header('nodejs_gc_duration_seconds', 'histogram', 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.');
-    for (const [kind, gc] of this.#gc) {
-      for (let b = 0; b < GC_BUCKETS.length; b++) text += `nodejs_gc_duration_seconds_bucket{le="${GC_BUCKETS[b]}",kind="${kind}"} ${gc.buckets[b]}\n`;
-      text += `nodejs_gc_duration_seconds_bucket{le="+Inf",kind="${kind}"} ${gc.count}\n`;
-      text += `nodejs_gc_duration_seconds_sum{kind="${kind}"} ${formatValue(gc.sum)}\n`;
-      text += `nodejs_gc_duration_seconds_count{kind="${kind}"} ${gc.count}\n`;
+    const heap = getHeapStatistics();
+    single(out, 'nodejs_heap_size_total_bytes', 'gauge', 'Process heap size from Node.js in bytes.', heap.total_heap_size);
+    single(out, 'nodejs_heap_size_used_bytes', 'gauge', 'Process heap size used from Node.js in bytes.', heap.used_heap_size);
+    single(out, 'nodejs_external_memory_bytes', 'gauge', 'Node.js external memory size in bytes.', (heap as { external_memory?: number }).external_memory ?? process.memoryUsage().external);
+    const spaces = getHeapSpaceStatistics().map((s) => ({ labels: renderLabels({ space: s.space_name.replace(/_space$/, '') }), s }));
+    for (const [name, help, value] of HEAP_SPACE_FAMILIES) {
+      out.family(name, 'gauge', help);
+      for (const { labels, s } of spaces) out.sample(labels, value(s));
     }
-    return `${text}\n${this.#eventLoopLag()}`;
+    out.family('nodejs_version_info', 'gauge', 'Node.js version info.').sample(this.#versionLabels, 1);
+
+    out.family('nodejs_gc_duration_seconds', 'histogram', 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.');
+    for (const [kind, gc] of this.#gc) {
+      for (let b = 0; b < GC_BUCKETS.length; b++) out.sample(renderLabels({ le: String(GC_BUCKETS[b]), kind }), gc.buckets[b]!, '_bucket');
+      out.sample(renderLabels({ le: '+Inf', kind }), gc.count, '_bucket');
+      const labels = renderLabels({ kind });
+      out.sample(labels, gc.sum, '_sum');
+      out.sample(labels, gc.count, '_count');
+    }
+    this.#eventLoopLag(out);
+    return out.toString();
   }
 
   /** As prom-client's registry: a promise of the text. */
@@ -212,7 +219,7 @@ export class ProcessMetrics {
   }
 
   /** nodejs_eventloop_lag_*: the statistics of the 10 ms sampler since the last read, then reset. */
-  #eventLoopLag(): string {
+  #eventLoopLag(out: ExpositionWriter): void {
     const start = performance.now();
     setImmediate(() => {
       this.#lag = (performance.now() - start) / 1000;
@@ -221,16 +228,14 @@ export class ProcessMetrics {
     // Before its first sample the histogram's min is a huge placeholder and its mean NaN: 0 instead.
     const recorded = h.count > 0;
     const seconds = (ns: number): number => (recorded ? ns / 1e9 : 0);
-    const text =
-      single('nodejs_eventloop_lag_seconds', 'gauge', 'Lag of event loop in seconds.', this.#lag) +
-      single('nodejs_eventloop_lag_min_seconds', 'gauge', 'The minimum recorded event loop delay.', seconds(h.min)) +
-      single('nodejs_eventloop_lag_max_seconds', 'gauge', 'The maximum recorded event loop delay.', seconds(h.max)) +
-      single('nodejs_eventloop_lag_mean_seconds', 'gauge', 'The mean of the recorded event loop delays.', seconds(h.mean)) +
-      single('nodejs_eventloop_lag_p50_seconds', 'gauge', 'The 50th percentile of the recorded event loop delays.', seconds(h.percentile(50))) +
-      single('nodejs_eventloop_lag_p90_seconds', 'gauge', 'The 90th percentile of the recorded event loop delays.', seconds(h.percentile(90))) +
-      single('nodejs_eventloop_lag_p99_seconds', 'gauge', 'The 99th percentile of the recorded event loop delays.', seconds(h.percentile(99)));
+    single(out, 'nodejs_eventloop_lag_seconds', 'gauge', 'Lag of event loop in seconds.', this.#lag);
+    single(out, 'nodejs_eventloop_lag_min_seconds', 'gauge', 'The minimum recorded event loop delay.', seconds(h.min));
+    single(out, 'nodejs_eventloop_lag_max_seconds', 'gauge', 'The maximum recorded event loop delay.', seconds(h.max));
+    single(out, 'nodejs_eventloop_lag_mean_seconds', 'gauge', 'The mean of the recorded event loop delays.', seconds(h.mean));
+    single(out, 'nodejs_eventloop_lag_p50_seconds', 'gauge', 'The 50th percentile of the recorded event loop delays.', seconds(h.percentile(50)));
+    single(out, 'nodejs_eventloop_lag_p90_seconds', 'gauge', 'The 90th percentile of the recorded event loop delays.', seconds(h.percentile(90)));
+    single(out, 'nodejs_eventloop_lag_p99_seconds', 'gauge', 'The 99th percentile of the recorded event loop delays.', seconds(h.percentile(99)));
     h.reset();
-    return text;
   }
 }
 
