@@ -22,7 +22,7 @@ export interface CoordinationExporterOptions {
   readonly registry: Registry;
   /** Resolves a name to all its addresses (default: the system resolver, IPv4 and IPv6). */
   readonly resolve?: (name: string) => Promise<string[]>;
-  /** The process_* and nodejs_* metrics (createSelfRegistry), appended to every body. */
+  /** The process_* and nodejs_* metrics (createProcessMetrics), appended to every body. */
   readonly processMetrics?: () => Promise<string>;
 }
 
