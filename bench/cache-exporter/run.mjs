@@ -398,6 +398,8 @@ const summary = (values) => ({
   p99: percentile(values, 99),
   mean: values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN,
   max: values.length ? Math.max(...values) : NaN,
+  /** Every sample, in the order taken (rounded to 0.01 ms). */
+  samples: values.map((v) => Math.round(v * 100) / 100),
 });
 const round1 = (v) => (Number.isFinite(v) ? Math.round(v * 10) / 10 : null);
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Query proxy benchmark: the same dashboard queries sent straight to a real VictoriaMetrics store
 // and through the real proxy (bin/query-proxy, single-group path: parsed, forwarded untouched with
-// nocache=1, streamed back), alternated in one run, at 1 and 32 concurrent clients. Beside them the
+// nocache=1, relayed back), alternated in one run, at 1 and 32 concurrent clients. Beside them the
 // floor (floor.mjs): a bare node:http pass-through, the least any Node hop costs. See README.md.
 //
 //   node bench/query-proxy/run.mjs [--ensembles=2] [--service-codes=10] [--nodes=20] [--seed=1]
 //        [--requests=1000] [--round=200] [--warmup=200] [--concurrency=32] [--window=2]
-//        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-buffered] [--profile]
+//        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-piped] [--profile]
 //        [--out=PATH]
 //
 // Two stores (short: the fleet's cache metrics with scrape="short", every 5 s over the last hour;
@@ -69,8 +69,8 @@ const OPTS = {
   windows: int('windows', 10),
   layout: args.layout ?? 'shared',
   floor: args['no-floor'] === undefined,
-  /** The floor collects each answer and writes it once (floor.mjs --buffer) instead of piping it. */
-  floorBuffered: args['floor-buffered'] !== undefined,
+  /** The floor pipes each answer chunk by chunk (floor.mjs --pipe) instead of relaying it as the proxy does. */
+  floorPiped: args['floor-piped'] !== undefined,
   profile: args.profile !== undefined,
   out: args.out,
 };
@@ -572,7 +572,7 @@ try {
   if (OPTS.floor) {
     const floorLog = join(dir, 'floor.log');
     const fd = openSync(floorLog, 'a');
-    const [cmd, cmdArgs] = onCore0([process.execPath, ...profileFlags('floor'), join(HERE, 'floor.mjs'), `127.0.0.1:${short.port}`, 'nocache=1', ...(OPTS.floorBuffered ? ['--buffer'] : [])]);
+    const [cmd, cmdArgs] = onCore0([process.execPath, ...profileFlags('floor'), join(HERE, 'floor.mjs'), `127.0.0.1:${short.port}`, 'nocache=1', ...(OPTS.floorPiped ? ['--pipe'] : [])]);
     floor = track(spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', fd] }), 'floor');
     closeSync(fd);
     floorPort = await new Promise((resolve, reject) => {
@@ -715,7 +715,7 @@ out(
 out(`Layout: ${layoutNote}.`);
 out(
   `Paths: direct = POST /api/v1/<endpoint>?nocache=1 to the store; proxy = bin/query-proxy (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; its own counter: ${result.routedSingle} requests, all single)` +
-    `${paths.includes('floor') ? `; floor = bare node:http pass-through (floor.mjs${OPTS.floorBuffered ? ' --buffer: each answer collected and written once' : ', answers piped'}), placed like the proxy` : ''}.`,
+    `${paths.includes('floor') ? `; floor = bare node:http pass-through (floor.mjs${OPTS.floorPiped ? ' --pipe: answers piped chunk by chunk' : ', answers relayed as the proxy does: held up to 64 KB, written once'}), placed like the proxy` : ''}.`,
 );
 out(`c=1: ${OPTS.requests} requests per path in rounds of ${OPTS.round} after ${OPTS.warmup} warm-up; c=${OPTS.concurrency}: ${OPTS.windows} windows of ${OPTS.window} s per path; paths alternating, order rotated every round.`);
 out();

@@ -127,15 +127,20 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.deepEqual(seriesOf(fromLong), ['{node=10.0.0.9:11211,scrape=long,service_code=svc-b} 0']);
 
     // The store's gzip passes through as is when the client accepts it.
-    const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
+    const raw = await new Promise<{ encoding: string | undefined; length: string | undefined; chunked: string | undefined; body: Buffer }>((resolve, reject) => {
       get(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="short"}')}&time=${now}`, { headers: { 'Accept-Encoding': 'gzip' } }, (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (c: Buffer) => chunks.push(c));
-        response.on('end', () => resolve({ encoding: response.headers['content-encoding'], body: Buffer.concat(chunks) }));
+        response.on('end', () =>
+          resolve({ encoding: response.headers['content-encoding'], length: response.headers['content-length'], chunked: response.headers['transfer-encoding'], body: Buffer.concat(chunks) }),
+        );
       }).on('error', reject);
     });
     assert.equal(raw.encoding, 'gzip');
     assert.equal((JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).data.result.length, 2);
+    // The store sends it chunked; the proxy, having held the short answer whole, says its length.
+    assert.equal(raw.length, String(raw.body.length));
+    assert.equal(raw.chunked, undefined);
   });
 
   test('GET and POST forms answer alike, instant and range, as the dashboard server sends them', async () => {
@@ -300,33 +305,117 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     }
   });
 
-  test('a store that breaks off mid-answer: the client sees a cut connection, not a complete answer; the proxy keeps serving', async () => {
-    // Headers and the first part of a 100 KB answer, then the connection is closed.
-    const cutting = createServer((socket) => {
-      socket.once('data', () => {
-        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"status":"success","data":{"resultType":"vector","result":[');
-        setTimeout(() => socket.destroy(), 20);
-      });
+  /** A store played by hand: answers every request with `answer(socket)`; closed by the returned function. */
+  const handStore = async (answer: (socket: Socket) => void): Promise<{ target: string; close: () => Promise<void> }> => {
+    const server = createServer((socket) => socket.once('data', () => answer(socket)));
+    const port = await freePort();
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    return {
+      target: `127.0.0.1:${port}`,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  };
+  const headOf = (length: number) => `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  const longQuery = `/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`;
+
+  test('a store that breaks off early: nothing of it has been passed on, so the client gets a clear error (or, with ignore_error, a warning)', async () => {
+    // Headers and the first bytes of a 100 KB answer, then the connection is closed.
+    const store = await handStore((socket) => {
+      socket.write(`${headOf(100_000)}{"status":"success","data":{"resultType":"vector","result":[`);
+      setTimeout(() => socket.destroy(), 20);
     });
-    const cutPort = await freePort();
-    await new Promise<void>((resolve) => cutting.listen(cutPort, '127.0.0.1', resolve));
     try {
-      await useGroups([group(host(short), 'short'), group(`127.0.0.1:${cutPort}`, 'long')]);
+      await useGroups([group(host(short), 'short'), group(store.target, 'long')]);
+      const logged = logLines.length;
+      const failed = await query('arcus_up{scrape="long"}');
+      assert.equal(failed.status, 503);
+      assert.equal(failed.headers.get('x-cachemon-route'), 'single');
+      assert.equal(failed.body.errorType, 'unavailable');
+      assert.match(failed.body.error ?? '', /^group 1 \(scrape=long\): the store broke off its answer: the store closed the connection before the end of its answer$/);
+      await eventually(async () => {
+        const warned = logLines.slice(logged).map((line) => JSON.parse(line) as Record<string, unknown>);
+        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)' && line['passedOn'] === false), JSON.stringify(warned));
+      });
+      const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+      assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'unavailable' })! >= 1);
+
+      await useGroups([group(host(short), 'short'), group(store.target, 'long', { ignore_error: true })]);
+      const partial = await query('arcus_up{scrape="long"}');
+      assert.equal(partial.status, 200);
+      assert.deepEqual(partial.body.data, { resultType: 'vector', result: [] });
+      assert.match(partial.body.warnings?.[0] ?? '', /^group 1 \(scrape=long\): the store broke off its answer: .*its part of the result is missing \(ignore_error\)$/);
+      assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
+    } finally {
+      await useGroups(normalGroups());
+      await store.close();
+    }
+  });
+
+  test('a store that breaks off after part of a long answer was passed on: the client sees a cut connection, not a complete answer; the proxy keeps serving', async () => {
+    // 100 KB of a 200 KB answer (more than the proxy holds back), then the connection is closed.
+    const store = await handStore((socket) => {
+      socket.write(`${headOf(200_000)}${' '.repeat(100_000)}`);
+      setTimeout(() => socket.destroy(), 50);
+    });
+    try {
+      await useGroups([group(host(short), 'short'), group(store.target, 'long')]);
       const logged = logLines.length;
       const started = performance.now();
-      const response = await fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, { signal: AbortSignal.timeout(5000) });
+      const response = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
       assert.equal(response.status, 200, 'the store\'s status was already passed on');
+      assert.equal(response.headers.get('content-length'), '200000', 'and the length it announced');
       await assert.rejects(response.text(), 'reading the cut answer fails');
       const took = performance.now() - started;
       assert.ok(took < 3000, `the client's connection was closed at once, not left waiting (${Math.round(took)} ms)`);
       await eventually(async () => {
         const warned = logLines.slice(logged).map((line) => JSON.parse(line) as Record<string, unknown>);
-        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)'), JSON.stringify(warned));
+        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)' && line['passedOn'] === true), JSON.stringify(warned));
       });
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
     } finally {
       await useGroups(normalGroups());
-      await new Promise<void>((resolve) => cutting.close(() => resolve()));
+      await store.close();
+    }
+  });
+
+  test('a long answer is streamed: the client reads its first part while the store is still writing the rest', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const store = await handStore((socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      const part = (text: string) => socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
+      part(`{"status":"success","data":{"resultType":"vector","result":[]},"pad":"${'a'.repeat(100_000)}`);
+      void released.then(() => {
+        part(`${'b'.repeat(100_000)}"}`);
+        socket.end('0\r\n\r\n');
+      });
+    });
+    try {
+      await useGroups([group(host(short), 'short'), group(store.target, 'long')]);
+      const response = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
+      assert.equal(response.status, 200);
+      const reader = response.body!.getReader();
+      let first = '';
+      while (first.length < 100_000) {
+        const { value, done } = await reader.read();
+        assert.ok(!done, 'the answer ended early');
+        first += Buffer.from(value).toString('utf8');
+      }
+      assert.ok(first.startsWith('{"status":"success"'), 'the first part came while the store held the rest back');
+      release();
+      let rest = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        rest += Buffer.from(value).toString('utf8');
+      }
+      const whole = JSON.parse(first + rest) as { status: string; pad: string };
+      assert.equal(whole.status, 'success');
+      assert.equal(whole.pad.length, 200_000);
+    } finally {
+      release();
+      await useGroups(normalGroups());
+      await store.close();
     }
   });
 
