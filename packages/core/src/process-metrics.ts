@@ -15,7 +15,7 @@
  * walking every bucket of its event-loop histogram, ~0.6 ms per scrape. min, max, mean and
  * p50/p90/p99 describe the spread.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics, type HeapSpaceInfo } from 'node:v8';
 import { ExpositionWriter, renderLabels } from './exposition.js';
@@ -67,14 +67,37 @@ function grouped(out: ExpositionWriter, name: string, help: string, totalHelp: s
   single(out, `${name}_total`, 'gauge', totalHelp, total);
 }
 
-/** VmRSS, VmSize and VmData of /proc/self/status, in bytes (undefined where there is no procfs). */
-function readStatus(): { rss: number; virtual: number; data: number } | undefined {
-  let status: string;
+/**
+ * One buffer for /proc/self/status (~1.5 KB; the fields read are in its first kilobyte). Read with
+ * one read(2) into it: readFileSync takes ~0.3 ms for a procfs file (its size reads as 0, so it
+ * reads in 64 KB chunks until a read returns nothing, and the kernel writes the text out again for
+ * that second read) against ~0.04 ms.
+ */
+const statusBuffer = Buffer.allocUnsafeSlow(8192);
+
+/** /proc/self/status as text; undefined where there is no procfs. */
+function readStatusText(): string | undefined {
+  let fd: number;
   try {
-    status = readFileSync('/proc/self/status', 'latin1');
+    fd = openSync('/proc/self/status', 'r');
   } catch {
     return undefined;
   }
+  try {
+    const n = readSync(fd, statusBuffer, 0, statusBuffer.length, 0);
+    // Filled up: a status larger than expected, read whole the slow way.
+    return n < statusBuffer.length ? statusBuffer.toString('latin1', 0, n) : readFileSync('/proc/self/status', 'latin1');
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** VmRSS, VmSize and VmData of /proc/self/status, in bytes (undefined where there is no procfs). */
+function readStatus(): { rss: number; virtual: number; data: number } | undefined {
+  const status = readStatusText();
+  if (status === undefined) return undefined;
   const kb = (field: string): number => {
     const at = status.indexOf(`\n${field}:`);
     return at < 0 ? Number.NaN : Number.parseInt(status.slice(at + field.length + 2, status.indexOf('\n', at + 1)).trim(), 10) * 1024;

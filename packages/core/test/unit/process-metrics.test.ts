@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -106,6 +106,14 @@ describe('process metrics', () => {
     assert.ok(Math.abs(value(text, 'process_resident_memory_bytes') - rss) < rss * 0.2, 'resident memory');
     assert.ok(value(text, 'process_virtual_memory_bytes') > rss);
     assert.ok(value(text, 'process_heap_bytes') > 0);
+    // The fields as /proc/self/status has them (read here the plain way), within what a few
+    // allocations between the two reads can move.
+    const status = readFileSync('/proc/self/status', 'latin1');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)![1]) * 1024;
+    for (const [name, field] of [['process_virtual_memory_bytes', 'VmSize'], ['process_heap_bytes', 'VmData'], ['process_resident_memory_bytes', 'VmRSS']] as const) {
+      const expected = kb(field);
+      assert.ok(Math.abs(value(text, name) - expected) <= expected * 0.05, `${name} ${value(text, name)} vs ${field} ${expected}`);
+    }
     const fds = readdirSync('/proc/self/fd').length - 1;
     assert.ok(Math.abs(value(text, 'process_open_fds') - fds) <= 2, `open fds ${value(text, 'process_open_fds')} vs ${fds}`);
     const spaces = getHeapSpaceStatistics().map((s) => s.space_name.replace(/_space$/, ''));
