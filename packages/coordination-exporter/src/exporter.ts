@@ -4,7 +4,8 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, isCachemonError } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, expositionBody, gzipBody, isCachemonError } from '@cachemon/core';
+import type { ExpositionBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { Counter, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
@@ -63,9 +64,15 @@ export class CoordinationExporter {
   private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
   private readonly sharedScrapes: Counter<'path'>;
-  private running: Promise<Buffer> | undefined;
-  /** Bytes of the last body: the next one's first buffer. */
-  private lastBytes = 64 * 1024;
+  private running: Promise<ExpositionBody> | undefined;
+  /**
+   * The buffer every body is written into, kept from scrape to scrape (grown when a body outgrows
+   * it). A body is gzipped out of it at once, so it is free again when collect() returns. A new
+   * buffer per scrape would be memory outside V8's heap that only a garbage collection gives back;
+   * with little else allocated per scrape, V8 then ran full collections every ~2 s to get it back,
+   * with marking steps of up to 15 ms in scrapes (bench/coordination-exporter README).
+   */
+  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   constructor(
     servers: readonly ServerEndpoint[],
@@ -137,7 +144,7 @@ export class CoordinationExporter {
    * One scrape: every server at once, each bounded by `deadline`. Scrapes that arrive while one
    * runs share it (two stores scraping one exporter do not double the servers' load).
    */
-  metrics(deadline: number): Promise<Buffer> {
+  metrics(deadline: number): Promise<ExpositionBody> {
     if (this.running !== undefined) {
       this.sharedScrapes.inc({ path: '/metrics' });
       return this.running;
@@ -149,7 +156,7 @@ export class CoordinationExporter {
     return running;
   }
 
-  private async collect(deadline: number): Promise<Buffer> {
+  private async collect(deadline: number): Promise<ExpositionBody> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const started = performance.now();
     // The process metrics do not depend on the servers: read them while the servers answer, once
@@ -168,7 +175,7 @@ export class CoordinationExporter {
     if (unsent === 0) readProcessMetrics();
     const servers = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline, sent)));
     const read = performance.now();
-    const out = new ExpositionBuffer(this.lastBytes + 4096);
+    const out = new ExpositionBuffer(this.scratch.length, this.scratch);
     this.renderer.write(servers, out);
     const rendered = performance.now();
     end();
@@ -176,12 +183,14 @@ export class CoordinationExporter {
     // Read last, so that the scrapes that joined this collection are counted in its body.
     out.text(await this.options.registry.metrics());
     const body = out.toBuffer();
-    this.lastBytes = body.length;
+    this.scratch = out.backing;
+    // Gzipped now, while the scratch holds it: stores ask for gzip; anyone else gets it unzipped.
+    const gzipped = gzipBody(body);
     if (this.options.logger.isLevelEnabled('debug')) {
       const ms = (t: number) => Math.round(t * 100) / 100;
       this.options.logger.debug({ servers: servers.length, readMs: ms(read - started), renderMs: ms(rendered - read), selfMs: ms(performance.now() - rendered), bytes: body.length }, 'scrape collected');
     }
-    return body;
+    return expositionBody({ gzipped });
   }
 
   /** One server's reading, prepared for rendering as soon as it is in. */
@@ -189,11 +198,21 @@ export class CoordinationExporter {
     const host = formatEndpoint(endpoint);
     let reading: ServerReading;
     let error: string | undefined;
+    let clean: string | undefined;
     try {
-      const parsed = parseMntr(await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent));
+      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent);
+      // The same keys as last time (the usual case): its values are all there is to read.
+      const known = this.renderer.prepareKnown(host, reply);
+      if (known !== undefined) {
+        this.scrapes.inc({ status: 'ok' });
+        this.noteStatus(host, 'ok', undefined);
+        return known;
+      }
+      const parsed = parseMntr(reply);
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
         if (parsed.skipped.length > 0) this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
+        else clean = reply;
       } else {
         reading = { host, status: parsed.kind, entries: [] };
       }
@@ -203,7 +222,7 @@ export class CoordinationExporter {
     }
     this.scrapes.inc({ status: reading.status });
     this.noteStatus(host, reading.status, error);
-    return this.renderer.prepare(reading);
+    return this.renderer.prepare(reading, clean);
   }
 
   /** One log line when a server's status changes (and for the first failure). */

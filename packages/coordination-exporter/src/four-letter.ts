@@ -4,6 +4,7 @@
  * anything else that changes server state).
  */
 import { connect } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
 import { CachemonError, Errors } from '@cachemon/core';
 
 /** Words this client sends: read-only ones. */
@@ -29,7 +30,9 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
   }
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    // Decoded as it arrives: no joined copy of the chunks outside V8's heap (see exporter.ts, scratch).
+    const decoder = new StringDecoder('utf8');
+    let text = '';
     let length = 0;
     let connected = false;
     let settled = false;
@@ -47,7 +50,7 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
       noteSent();
       socket.destroy();
       if (err) reject(err);
-      else resolve(Buffer.concat(chunks, length).toString('utf8'));
+      else resolve(text + decoder.end());
     };
     const timer = setTimeout(
       () =>
@@ -69,7 +72,7 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
         finish(new CachemonError(Errors.NODE_PROTOCOL, `${address} answered ${word} with more than ${MAX_ANSWER_BYTES} bytes`, { details: { address } }));
         return;
       }
-      chunks.push(chunk);
+      text += decoder.write(chunk);
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       const details = { address, errno: err.code };

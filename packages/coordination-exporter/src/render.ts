@@ -7,7 +7,7 @@
  * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
  */
 import { CachemonError, Errors, escapeHelp, formatValue, renderLabels, type ExpositionBuffer, type MetricType } from '@cachemon/core';
-import type { MntrEntry } from './mntr.js';
+import { parseValue, type MntrEntry } from './mntr.js';
 import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
 
 /** What one server said this scrape. */
@@ -72,6 +72,21 @@ export interface PreparedServer {
   readonly values: readonly string[];
 }
 
+/**
+ * How a server's last fully parsed reply was laid out, so that its next reply, when it prints the
+ * same keys in the same order (as a server does scrape after scrape), is prepared from its values
+ * alone: no line split, key parse or lookup, and the families and prefixes of the last one.
+ */
+interface Layout {
+  /** Per line: its key. */
+  readonly keys: readonly string[];
+  /** Per line: the text a text line must repeat (its series are labelled with it); undefined for a number. */
+  readonly texts: ReadonlyArray<string | undefined>;
+  /** Per line: where its number goes in `values` (-1 for a text line). */
+  readonly slots: Int32Array;
+  readonly prepared: PreparedServer;
+}
+
 /** Past this many kept prefixes or families, a renderer starts over (keys that come and go). */
 const CACHE_LIMIT = 100_000;
 
@@ -91,6 +106,8 @@ export class ServerRenderer {
   readonly #prefixes = new Map<string, Map<string, Buffer>>();
   /** Families by name; the first type seen for a name stays. */
   readonly #families = new Map<string, Family>();
+  /** Per `zk_host`: the layout of its last reply that parsed without a skipped line. */
+  readonly #layouts = new Map<string, Layout>();
   #stamp = 0;
 
   /** The servers whose series prefixes are kept (those of the last body written, and any prepared since). */
@@ -98,7 +115,46 @@ export class ServerRenderer {
     return [...this.#prefixes.keys()];
   }
 
-  prepare(reading: ServerReading): PreparedServer {
+  /**
+   * A reply of `host` prepared from its values alone, when it has the keys of the host's last
+   * cleanly parsed reply (prepare with its text) in the same order, each line `key<TAB>value\n`,
+   * the same text for text keys and a number for the rest; else undefined (parse it and prepare).
+   * The series and values are exactly what parsing and preparing it would give.
+   */
+  prepareKnown(host: string, reply: string): PreparedServer | undefined {
+    const layout = this.#layouts.get(host);
+    if (layout === undefined) return undefined;
+    const { keys, texts, slots } = layout;
+    const values = layout.prepared.values.slice();
+    let at = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (!reply.startsWith(key, at) || reply.charCodeAt(at + key.length) !== TAB) return undefined;
+      const start = at + key.length + 1;
+      const end = reply.indexOf('\n', start);
+      if (end < 0) return undefined;
+      const text = reply.slice(start, end);
+      const slot = slots[i]!;
+      if (slot < 0) {
+        if (text !== texts[i]) return undefined;
+      } else if (isCanonicalInteger(text)) {
+        values[slot] = text;
+      } else {
+        const value = parseValue(text);
+        if (value === undefined) return undefined;
+        values[slot] = formatValue(value);
+      }
+      at = end + 1;
+    }
+    if (at !== reply.length) return undefined;
+    return { host, families: layout.prepared.families, prefixes: layout.prepared.prefixes, values };
+  }
+
+  /**
+   * One server's series. `reply`: the text its entries were parsed from, given when every line of
+   * it was an entry, so that its next reply can be prepared from its values (prepareKnown).
+   */
+  prepare(reading: ServerReading, reply?: string): PreparedServer {
     const host = reading.host;
     const families: Family[] = [];
     const prefixes: Buffer[] = [];
@@ -121,16 +177,27 @@ export class ServerRenderer {
     for (const status of SERVER_STATUSES) {
       add(statusFamily, own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }), reading.status === status ? '1' : '0');
     }
-    if (reading.status !== 'ok') return { host, families, prefixes, values };
-    for (const entry of reading.entries) {
+    if (reading.status !== 'ok') {
+      this.#layouts.delete(host);
+      return { host, families, prefixes, values };
+    }
+    const entries = reading.entries;
+    const slots = new Int32Array(entries.length);
+    const texts: Array<string | undefined> = [];
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
       // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
       if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
         const family = this.#families.get(entry.name) ?? this.#family(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`);
         let prefix = cached.get(entry.key);
         if (prefix === undefined) cached.set(entry.key, (prefix = encodePrefix(entry.name, withEntryLabels(host, entry))));
+        slots[i] = values.length;
+        texts.push(undefined);
         add(family, prefix, formatValue(entry.value));
         continue;
       }
+      slots[i] = -1;
+      texts.push(entry.text);
       const label = TEXT_LABEL.get(entry.name) ?? 'value';
       const family = this.#family(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`);
       add(family, encodePrefix(entry.name, { ...withEntryLabels(host, entry), [label]: entry.text }), '1');
@@ -138,7 +205,10 @@ export class ServerRenderer {
         add(this.#family('zk_server_leader', 'gauge', HELP_LEADER), own('\0leader', 'zk_server_leader', { zk_host: host }), entry.text === 'leader' ? '1' : '0');
       }
     }
-    return { host, families, prefixes, values };
+    const prepared = { host, families, prefixes, values };
+    if (reply !== undefined) this.#layouts.set(host, { keys: entries.map((entry) => entry.key), texts, slots, prepared });
+    else this.#layouts.delete(host);
+    return prepared;
   }
 
   /** Writes prepared servers' series family by family, families in the order they first appear. */
@@ -171,9 +241,18 @@ export class ServerRenderer {
     }
     // Between collections (never within one, whose prepared servers refer to these families): a
     // server no longer read (a name that now resolves elsewhere) takes its prefixes along.
-    if (this.#families.size >= CACHE_LIMIT) this.#families.clear();
+    // Layouts refer to families and prefixes, so they go with them.
+    if (this.#families.size >= CACHE_LIMIT) {
+      this.#families.clear();
+      this.#layouts.clear();
+    }
     const hosts = new Set(servers.map((server) => server.host));
-    for (const [host, prefixes] of this.#prefixes) if (!hosts.has(host) || prefixes.size >= CACHE_LIMIT) this.#prefixes.delete(host);
+    for (const [host, prefixes] of this.#prefixes) {
+      if (!hosts.has(host) || prefixes.size >= CACHE_LIMIT) {
+        this.#prefixes.delete(host);
+        this.#layouts.delete(host);
+      }
+    }
   }
 
   #family(name: string, type: MetricType, help: string): Family {
@@ -194,6 +273,25 @@ export function renderServers(readings: readonly ServerReading[], out: Expositio
     readings.map((reading) => renderer.prepare(reading)),
     out,
   );
+}
+
+const TAB = 9;
+
+/**
+ * True for the text of an integer as formatValue writes it (`0`, `-12`, no leading zeros, at most
+ * 15 digits, so exact as a double): such a value is written as it was read.
+ */
+function isCanonicalInteger(text: string): boolean {
+  const n = text.length;
+  let i = text.charCodeAt(0) === 45 /* - */ ? 1 : 0;
+  if (n === i || n - i > 15) return false;
+  const first = text.charCodeAt(i);
+  if (first === 48 /* 0 */) return n === 1;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 function encodePrefix(name: string, labels: Readonly<Record<string, string>>): Buffer {

@@ -52,7 +52,7 @@ describe('a domain name in --zk-hosts', () => {
     for (const server of servers) server.close();
   });
 
-  const scrape = async (): Promise<string> => (await exporter.metrics(Date.now() + 2000)).toString('utf8');
+  const scrape = async (): Promise<string> => (await exporter.metrics(Date.now() + 2000)).bytes().toString('utf8');
   const hosts = (text: string): string[] => [...text.matchAll(/^zk_up\{zk_host="([^"]+)"\} 1$/gm)].map((m) => m[1]!);
 
   it('every address is reported as a server of its own, with its own role', async () => {
@@ -113,7 +113,7 @@ describe('a domain name in --zk-hosts', () => {
       const scrapes = [1, 2].map((n) =>
         withProcess.metrics(Date.now() + 2000).then((body) => {
           events.push(`done ${n}`);
-          return body.toString('utf8');
+          return body.bytes().toString('utf8');
         }),
       );
       const bodies = await Promise.all(scrapes);
@@ -142,7 +142,7 @@ describe('a domain name in --zk-hosts', () => {
     });
     await lonely.resolve();
     assert.equal(lonely.endpoints.length, 0);
-    const text = (await lonely.metrics(Date.now() + 2000)).toString('utf8');
+    const text = (await lonely.metrics(Date.now() + 2000)).bytes().toString('utf8');
     assert.equal(reads, 1);
     assert.match(text, /^process_marker 1$/m);
     assert.doesNotMatch(text, /^zk_up/m);

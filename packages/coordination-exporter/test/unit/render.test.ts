@@ -97,12 +97,14 @@ describe('parseServerList', () => {
   });
 });
 
+/** The entries of a reply that parses to metrics. */
+const entries = (reply: string) => {
+  const parsed = parseMntr(reply);
+  if (parsed.kind !== 'metrics') throw new Error('expected metrics');
+  return parsed.entries;
+};
+
 describe('ServerRenderer', () => {
-  const entries = (reply: string) => {
-    const parsed = parseMntr(reply);
-    if (parsed.kind !== 'metrics') throw new Error('expected metrics');
-    return parsed.entries;
-  };
   const write = (renderer: ServerRenderer, readings: Parameters<ServerRenderer['prepare']>[0][]): string => {
     const out = new ExpositionBuffer(64);
     renderer.write(
@@ -164,5 +166,103 @@ describe('ServerRenderer', () => {
     const text = write(renderer, [{ host: 'a:1', status: 'ok', entries: reply }]);
     assert.deepEqual(renderer.keptHosts, ['a:1']);
     assert.doesNotMatch(text, /b:1/);
+  });
+});
+
+describe('ServerRenderer.prepareKnown', () => {
+  const leader = fixture('mntr-3.8-leader.txt');
+  const body = (renderer: ServerRenderer, prepared: Parameters<ServerRenderer['write']>[0]): string => {
+    const out = new ExpositionBuffer(1024);
+    renderer.write(prepared, out);
+    return out.toBuffer().toString('utf8');
+  };
+  /** What parsing and preparing `reply` with a renderer of its own gives. */
+  const parsed = (host: string, reply: string): string => render([{ host, status: 'ok', entries: entries(reply) }]);
+  /** A renderer that has prepared `reply` cleanly for `host`. */
+  const primed = (host: string, reply: string): ServerRenderer => {
+    const renderer = new ServerRenderer();
+    body(renderer, [renderer.prepare({ host, status: 'ok', entries: entries(reply) }, reply)]);
+    return renderer;
+  };
+  /** `reply` with the value of `key` replaced. */
+  const withValue = (reply: string, key: string, value: string): string => {
+    const at = reply.indexOf(`${key}\t`);
+    assert.ok(at === 0 || reply[at - 1] === '\n', `${key} in the reply`);
+    const end = reply.indexOf('\n', at);
+    return `${reply.slice(0, at)}${key}\t${value}${reply.slice(end)}`;
+  };
+
+  it('gives exactly what parsing gives for the same keys with new values', () => {
+    const renderer = primed('a:1', leader);
+    let next = leader;
+    const values: Array<[string, string]> = [
+      ['zk_znode_count', '123456'],
+      ['zk_avg_latency', '0.5'],
+      ['zk_packets_received', '9007199254740993'], // past 15 digits: formatted, not passed through
+      ['zk_max_latency', '-1'],
+      ['zk_open_file_descriptor_count', '007'], // not canonical: formatted as 7
+      ['zk_min_latency', '1.5E-4'],
+      ['zk_outstanding_requests', '0.0'],
+      ['zk_approximate_data_size', 'NaN'],
+    ];
+    for (const [key, value] of values) next = withValue(next, key, value);
+    const known = renderer.prepareKnown('a:1', next);
+    assert.ok(known, 'prepared from its values');
+    const text = body(renderer, [known]);
+    assert.equal(text, parsed('a:1', next));
+    assert.match(text, /^zk_znode_count\{zk_host="a:1"\} 123456$/m);
+    assert.match(text, /^zk_open_file_descriptor_count\{zk_host="a:1"\} 7$/m);
+    assert.match(text, /^zk_outstanding_requests\{zk_host="a:1"\} 0$/m);
+    // And again from the same layout, for another reply.
+    const again = renderer.prepareKnown('a:1', withValue(next, 'zk_znode_count', '7'));
+    assert.match(body(renderer, [again!]), /^zk_znode_count\{zk_host="a:1"\} 7$/m);
+  });
+
+  it('interleaves known and parsed servers family by family as parsing all of them would', () => {
+    const follower = fixture('mntr-3.8-follower.txt');
+    const renderer = primed('a:1', leader);
+    const next = withValue(leader, 'zk_znode_count', '42');
+    const known = renderer.prepareKnown('a:1', next)!;
+    const other = renderer.prepare({ host: 'b:1', status: 'ok', entries: entries(follower) }, follower);
+    assert.equal(
+      body(renderer, [known, other]),
+      render([
+        { host: 'a:1', status: 'ok', entries: entries(next) },
+        { host: 'b:1', status: 'ok', entries: entries(follower) },
+      ]),
+    );
+  });
+
+  it('declines whatever the last layout does not cover, so the reply is parsed', () => {
+    const lines = leader.split('\n');
+    const cases: Array<[string, string]> = [
+      ['a key more', `${leader}zk_something_new\t1\n`],
+      ['a key less', leader.slice(leader.indexOf('\n') + 1)],
+      ['keys in another order', [lines[1], lines[0], ...lines.slice(2)].join('\n')],
+      ['a new server state', withValue(leader, 'zk_server_state', 'follower')],
+      ['a number that became text', withValue(leader, 'zk_znode_count', 'many')],
+      ['a last line cut short', leader.slice(0, -3)],
+      ['CRLF line ends', leader.replace(/\n/g, '\r\n')],
+      ['an empty line', leader.replace('\n', '\n\n')],
+      ['the whitelist answer', 'mntr is not executed because it is not in the whitelist.\n'],
+    ];
+    for (const [what, reply] of cases) assert.equal(primed('a:1', leader).prepareKnown('a:1', reply), undefined, what);
+    assert.equal(new ServerRenderer().prepareKnown('a:1', leader), undefined, 'nothing prepared yet');
+    assert.equal(primed('a:1', leader).prepareKnown('b:1', leader), undefined, 'another server');
+  });
+
+  it('forgets a layout when the server fails, when it was prepared without its text, and with the server', () => {
+    const failed = primed('a:1', leader);
+    body(failed, [failed.prepare({ host: 'a:1', status: 'timeout', entries: [] })]);
+    assert.equal(failed.prepareKnown('a:1', leader), undefined, 'after a timeout');
+
+    const unclean = primed('a:1', leader);
+    body(unclean, [unclean.prepare({ host: 'a:1', status: 'ok', entries: entries(leader) })]);
+    assert.equal(unclean.prepareKnown('a:1', leader), undefined, 'prepared without its text');
+
+    const dropped = primed('a:1', leader);
+    body(dropped, [dropped.prepare({ host: 'b:1', status: 'ok', entries: entries(leader) }, leader)]);
+    assert.equal(dropped.prepareKnown('a:1', leader), undefined, 'no longer read');
+    assert.ok(dropped.prepareKnown('b:1', leader), 'the server still read');
   });
 });
