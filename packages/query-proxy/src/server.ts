@@ -82,6 +82,16 @@ interface Timing {
   readonly failure?: string;
 }
 
+/** A success in the API's shape, with Prometheus' `warnings` when there are any. */
+function successBody(data: unknown, warnings: readonly string[]): string {
+  return JSON.stringify(warnings.length > 0 ? { status: 'success', data, warnings } : { status: 'success', data });
+}
+
+/** An error in the API's shape. */
+function errorBody(error: ApiError): string {
+  return JSON.stringify({ status: 'error', errorType: error.errorType, error: error.message });
+}
+
 function serverTiming(timings: readonly Timing[]): string {
   return timings
     .map((t) => {
@@ -146,7 +156,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       request.log.error({ err, url: request.url }, 'request failed');
       error = new ApiError('internal', `internal error: ${errorMessage(err)}`);
     }
-    return reply.code(error.status).type(JSON_TYPE).send({ status: 'error', errorType: error.errorType, error: error.message });
+    return reply.code(error.status).type(JSON_TYPE).send(errorBody(error));
   };
 
   const plan = (query: string): Plan => {
@@ -181,7 +191,17 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
 
   const success = (reply: FastifyReply, endpoint: Endpoint, data: unknown, warnings: readonly string[]) => {
     if (warnings.length > 0) metrics.warnings.inc({ endpoint });
-    return reply.type(JSON_TYPE).send(JSON.stringify(warnings.length > 0 ? { status: 'success', data, warnings } : { status: 'success', data }));
+    return reply.type(JSON_TYPE).send(successBody(data, warnings));
+  };
+
+  /** The answer for the one group of a query that failed: an empty result and a warning (ignore_error), or the error. */
+  const singleFailure = (endpoint: Endpoint, group: ServerGroup, failure: GroupFailure, empty: unknown): { status: number; text: string } => {
+    if (group.ignoreError && failure.kind !== 'canceled') {
+      metrics.warnings.inc({ endpoint });
+      return { status: 200, text: successBody(empty, [missingPart(failure)]) };
+    }
+    const error = failureAnswer(failure);
+    return { status: error.status, text: errorBody(error) };
   };
 
   /**
@@ -199,8 +219,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     } catch (err) {
       if (!(err instanceof GroupFailure)) throw err;
       reply.header('Server-Timing', serverTiming([recordGroup(endpoint, group, started, err)]));
-      if (group.ignoreError && err.kind !== 'canceled') return success(reply, endpoint, empty, [missingPart(err)]);
-      throw failureAnswer(err);
+      const failed = singleFailure(endpoint, group, err, empty);
+      return reply.code(failed.status).type(JSON_TYPE).send(failed.text);
     } finally {
       // From here the answer may take as long as it takes: the timeout was for its start.
       call.done();
@@ -215,13 +235,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       // Nothing of it has reached the client yet: say so in the API's shape, as for a failed group.
       const failure = new GroupFailure(group, 'unavailable', `the store broke off its answer: ${errorMessage(err)}`);
       metrics.groupErrors.inc({ group: group.name, kind: failure.kind });
-      const headers = { ...own, 'content-type': JSON_TYPE };
-      if (group.ignoreError) {
-        metrics.warnings.inc({ endpoint });
-        return { status: 200, headers, text: JSON.stringify({ status: 'success', data: empty, warnings: [missingPart(failure)] }) };
-      }
-      const error = failureAnswer(failure);
-      return { status: error.status, headers, text: JSON.stringify({ status: 'error', errorType: error.errorType, error: error.message }) };
+      return { ...singleFailure(endpoint, group, failure, empty), headers: { ...own, 'content-type': JSON_TYPE } };
     });
     return reply;
   };
