@@ -42,7 +42,7 @@ ${section('/metrics')}
 | \`cachemon_scrapes_shared_total\` | counter | Scrapes that joined a collection already in flight, by \`path\`. |
 | \`cachemon_node_errors_total\` | counter | Failed stats collections, by \`service_code\`, \`node\`, \`reason\`. |
 | \`cachemon_zookeeper_connected\` | gauge | 1 while the exporter has a ZooKeeper session; 0: the topology served is the last known one. |
-| \`cachemon_zookeeper_session_expirations_total\` | counter | Expired sessions that were re-created. |
+| \`cachemon_zookeeper_session_expirations_total\` | counter | Sessions that expired, or were given up after a session timeout without reconnecting, and were re-created. |
 | \`cachemon_topology_last_update_timestamp_seconds\` | gauge | When the topology was last read. |
 | \`cachemon_topology_nodes\` | gauge | Nodes by \`state\` (\`live\`, \`down\`). |
 | \`cachemon_topology_problems\` | gauge | Znodes that could not be understood. |

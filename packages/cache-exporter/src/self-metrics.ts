@@ -33,7 +33,7 @@ export class SelfMetrics {
     });
     this.zookeeperExpirations = new Counter({
       name: 'cachemon_zookeeper_session_expirations_total',
-      help: 'ZooKeeper sessions of the exporter that expired and were re-created.',
+      help: 'ZooKeeper sessions of the exporter that expired, or were given up after a session timeout without reconnecting, and were re-created.',
       registers,
     });
     this.topologyUpdated = new Gauge({

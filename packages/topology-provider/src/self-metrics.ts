@@ -61,7 +61,7 @@ export class ProviderMetrics {
       (s) => s.requests,
       'counter',
     );
-    perEnsemble('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired and were re-created.', (s) => s.sessionExpirations, 'counter');
+    perEnsemble('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired, or were given up after a session timeout without reconnecting, and were re-created.', (s) => s.sessionExpirations, 'counter');
     perEnsemble('cachemon_topology_problems', 'Znodes under the ARCUS roots that could not be understood (see the log).', (s) => s.problems);
     new Gauge({
       name: 'cachemon_topology_nodes',

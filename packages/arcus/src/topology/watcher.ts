@@ -32,7 +32,7 @@ export interface WatcherState {
   readonly synced: boolean;
   /** Date.now() of the last topology update; 0 before the first. */
   readonly updatedAt: number;
-  /** Sessions that expired and were re-created. */
+  /** Sessions that expired, or were given up after a session timeout without reconnecting, and were re-created. */
   readonly sessionExpirations: number;
   /** The addresses the client connects to. */
   readonly addresses: readonly string[];
@@ -102,6 +102,12 @@ function shutdownClient(client: ZkClient): void {
  * last topology (state.connected says it is stale); an expired session is replaced by a new
  * client, which re-resolves the server names.
  *
+ * A client that has not got its session back within the session timeout is replaced the same
+ * way, as Curator does (its LOST state): by then the servers have expired the session, or they
+ * answer it with nothing but a closed connection, which the client would retry forever without
+ * a word. That is what a server restarted with less data does (it refuses a client that has seen
+ * a later zxid), and what a name now pointing at another ensemble looks like.
+ *
  * Events: 'topology' (Topology), 'state' (WatcherState).
  */
 export class TopologyWatcher extends EventEmitter {
@@ -119,6 +125,10 @@ export class TopologyWatcher extends EventEmitter {
    */
   private scanFailed = false;
   private debounceTimer: NodeJS.Timeout | undefined;
+  /** Replaces the client when it has not (re)connected within the session timeout. */
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  /** Clients that had a session: giving up on one of those ends a session. */
+  private readonly hadSession = new WeakSet<ZkClient>();
   private topologyValue: Topology = EMPTY_TOPOLOGY;
   private serviceCodeFilter: ReadonlySet<string> | undefined;
   private readonly knownHostnames = new Map<string, string>();
@@ -189,6 +199,7 @@ export class TopologyWatcher extends EventEmitter {
     this.closed = true;
     this.generation++;
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    clearTimeout(this.reconnectTimer);
     if (this.client) shutdownClient(this.client);
     this.client = undefined;
     for (const waiter of this.syncedWaiters.splice(0)) waiter.fail(new Error('topology watcher closed'));
@@ -219,13 +230,17 @@ export class TopologyWatcher extends EventEmitter {
     client.on('state', (state: zookeeper.State) => {
       if (this.client !== client || this.closed) return;
       if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
+        clearTimeout(this.reconnectTimer);
+        this.hadSession.add(client);
         this.options.logger?.info({ addresses }, 'ZooKeeper session connected');
         this.setState({ connected: true });
         this.scan(client);
       } else if (state === zookeeper.State.DISCONNECTED) {
         this.options.logger?.warn({ addresses }, 'ZooKeeper connection lost; keeping the last topology');
         this.setState({ connected: false });
+        this.replaceUnlessReconnected(client);
       } else if (state === zookeeper.State.EXPIRED) {
+        clearTimeout(this.reconnectTimer);
         this.options.logger?.warn({ addresses }, 'ZooKeeper session expired; reconnecting with a new session');
         this.setState({ connected: false, sessionExpirations: this.stateValue.sessionExpirations + 1 });
         shutdownClient(client);
@@ -233,7 +248,34 @@ export class TopologyWatcher extends EventEmitter {
         void this.connect();
       }
     });
+    this.replaceUnlessReconnected(client);
     client.connect();
+  }
+
+  /**
+   * Gives `client` one session timeout (the negotiated one once it had a session, else the one
+   * asked for) to connect; after that it is shut down and a new client, with a new session and
+   * freshly resolved names, takes its place. Giving up on a session is logged at warn and counted
+   * as a session expiration; a client that never had one (the ensemble is still down) is
+   * replaced quietly, which re-resolves the names once per session timeout.
+   */
+  private replaceUnlessReconnected(client: ZkClient): void {
+    clearTimeout(this.reconnectTimer);
+    const timeoutMs = client.getSessionTimeout();
+    this.reconnectTimer = setTimeout(() => {
+      if (this.client !== client || this.closed || this.stateValue.connected) return;
+      const fields = { addresses: this.stateValue.addresses, servers: this.options.servers, timeoutMs };
+      if (this.hadSession.has(client)) {
+        this.options.logger?.warn(fields, 'ZooKeeper session not back within its timeout; giving it up for a new session (names resolved again)');
+        this.setState({ sessionExpirations: this.stateValue.sessionExpirations + 1 });
+      } else {
+        this.options.logger?.debug(fields, 'ZooKeeper still unreachable; a new client (names resolved again)');
+      }
+      shutdownClient(client);
+      this.client = undefined;
+      void this.connect();
+    }, timeoutMs);
+    this.reconnectTimer.unref();
   }
 
   /** Starts a fresh generation of watch loops over every root. */

@@ -1,0 +1,142 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ArcusZk, eventually, startZooKeeper } from '@cachemon/testkit';
+import type { ZooKeeperServer } from '@cachemon/testkit';
+import { TopologyWatcher } from '../../src/index.js';
+import type { WatcherLogger } from '../../src/index.js';
+
+interface Line {
+  level: 'debug' | 'info' | 'warn';
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
+function recordingLogger(): WatcherLogger & { lines: Line[] } {
+  const lines: Line[] = [];
+  const at = (level: Line['level']) => (fields: object, msg: string) => {
+    lines.push({ level, fields: fields as Record<string, unknown>, msg });
+  };
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn') };
+}
+
+/** The live nodes the watcher publishes, as `<service code> <ip:port>`. */
+const liveNodes = (watcher: TopologyWatcher) =>
+  watcher.topology.nodes.filter((n) => n.live).map((n) => `${n.serviceCode} ${n.node}`);
+
+describe('TopologyWatcher when the old session cannot come back', () => {
+  let zk: ZooKeeperServer;
+
+  before(async () => {
+    zk = await startZooKeeper();
+  });
+
+  after(async () => {
+    await zk?.stop();
+  });
+
+  test('a server restarted without its data refuses the old session: a new session is made within the session timeout', async () => {
+    const before = await ArcusZk.connect(zk.address);
+    await before.createServiceCode('svc-old');
+    // Enough writes that the watcher has seen a zxid the emptied server will not have.
+    for (let i = 1; i <= 5; i++) await before.mapServer(`127.0.4.${i}:11211`, 'svc-old');
+    const old = await before.registerNode('127.0.4.1:11211', 'svc-old', { hostname: 'old-1' });
+    const logger = recordingLogger();
+    const watcher = new TopologyWatcher({ servers: [zk.address], sessionTimeoutMs: 2000, debounceMs: 20, logger });
+    try {
+      watcher.start();
+      await watcher.synced(20_000);
+      await eventually(async () => assert.deepEqual(liveNodes(watcher), ['svc-old 127.0.4.1:11211']));
+      await old.unregister().catch(() => undefined);
+      await before.close();
+
+      await zk.stop();
+      await eventually(async () => assert.equal(watcher.state.connected, false));
+      for (const entry of await readdir(zk.dataDir)) await rm(join(zk.dataDir, entry), { recursive: true, force: true });
+      await zk.start();
+      const rebuilt = await ArcusZk.connect(zk.address);
+      try {
+        await rebuilt.createServiceCode('svc-new');
+        await rebuilt.mapServer('127.0.5.1:11211', 'svc-new');
+        const fresh = await rebuilt.registerNode('127.0.5.1:11211', 'svc-new', { hostname: 'new-1' });
+        // The old client is refused forever ("client must try another server"); the new session
+        // comes after one negotiated session timeout (2 s), well within this wait.
+        await eventually(async () => {
+          assert.equal(watcher.state.connected, true);
+          assert.deepEqual(liveNodes(watcher), ['svc-new 127.0.5.1:11211']);
+        }, { timeoutMs: 15_000 });
+        assert.equal(watcher.state.sessionExpirations, 1, 'the given-up session is counted');
+        const warned = logger.lines.filter((l) => l.level === 'warn' && /giving it up for a new session/.test(l.msg));
+        assert.equal(warned.length, 1, JSON.stringify(logger.lines));
+        assert.equal(warned[0]!.fields['timeoutMs'], 2000, 'the negotiated session timeout');
+        await fresh.unregister();
+      } finally {
+        await rebuilt.close();
+      }
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('a session that comes back in time is kept: no new session, nothing counted', async () => {
+    const logger = recordingLogger();
+    const watcher = new TopologyWatcher({ servers: [zk.address], sessionTimeoutMs: 6000, logger });
+    try {
+      watcher.start();
+      await watcher.synced(20_000);
+      await zk.stop();
+      await eventually(async () => assert.equal(watcher.state.connected, false));
+      await zk.start();
+      await eventually(async () => assert.equal(watcher.state.connected, true), { timeoutMs: 15_000 });
+      // Past the session timeout: the deadline was cleared when the session came back.
+      await sleep(6500);
+      assert.equal(watcher.state.connected, true);
+      assert.equal(watcher.state.sessionExpirations, 0);
+      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg), ['ZooKeeper connection lost; keeping the last topology']);
+    } finally {
+      watcher.close();
+    }
+  });
+});
+
+describe('TopologyWatcher of an ensemble that never answers', () => {
+  test('a new client per session timeout resolves the names again; no session, so nothing counted or warned', async () => {
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    let lookups = 0;
+    const logger = recordingLogger();
+    const watcher = new TopologyWatcher({
+      servers: [`zk.test:${port}`],
+      sessionTimeoutMs: 1000,
+      logger,
+      resolver: async () => {
+        lookups++;
+        return ['127.0.0.1'];
+      },
+    });
+    try {
+      watcher.start();
+      await eventually(async () => assert.ok(lookups >= 3, `${lookups} lookups`), { timeoutMs: 10_000 });
+      assert.equal(watcher.state.sessionExpirations, 0);
+      assert.equal(watcher.state.connected, false);
+      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn'), []);
+      assert.ok(logger.lines.some((l) => l.level === 'debug' && /still unreachable; a new client/.test(l.msg)));
+    } finally {
+      watcher.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    // Closed: no client is left to resolve or connect.
+    const settled = lookups;
+    await sleep(2500);
+    assert.equal(lookups, settled);
+  });
+});
