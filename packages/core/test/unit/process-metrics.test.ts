@@ -94,8 +94,9 @@ describe('process metrics', () => {
   it('reads the process as it is now', () => {
     const metrics = open();
     const before = process.cpuUsage();
-    const spin = performance.now() + 30;
-    while (performance.now() < spin);
+    // Spin until 20 ms of user CPU have been used (not 20 ms of wall time: on a busy machine this
+    // process may get less of the CPU than that).
+    while (process.cpuUsage(before).user < 20_000);
     const text = families(metrics.text());
     const cpu = process.cpuUsage();
     const user = value(text, 'process_cpu_user_seconds_total');
