@@ -185,11 +185,12 @@ describe('the event loop lag family', () => {
     // A blocked loop shows in the next scrape's max, and only there. (Not right after a scrape: the
     // first interval after a reset only starts the next one, in Node's histogram as in prom-client.)
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const until = performance.now() + 80;
+    // 200 ms: far above what a busy machine's scheduling adds to an idle loop's 10 ms timer.
+    const until = performance.now() + 200;
     while (performance.now() < until);
     await new Promise((resolve) => setTimeout(resolve, 30));
-    assert.ok(lag(metrics.text(), 'nodejs_eventloop_lag_max_seconds') >= 0.08, 'the 80 ms block is the max');
+    assert.ok(lag(metrics.text(), 'nodejs_eventloop_lag_max_seconds') >= 0.2, 'the 200 ms block is the max');
     await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.ok(lag(metrics.text(), 'nodejs_eventloop_lag_max_seconds') < 0.08, 'reset after the scrape');
+    assert.ok(lag(metrics.text(), 'nodejs_eventloop_lag_max_seconds') < 0.2, 'reset after the scrape');
   });
 });
