@@ -190,13 +190,10 @@ describe('ArcusDouble state', () => {
 
 describe('startArcusDoubles', () => {
   test('500 doubles in one process, each on its own port, each answering', async () => {
-    const started = Date.now();
     const many = await startArcusDoubles(500);
     try {
-      const elapsed = Date.now() - started;
       assert.equal(many.length, 500);
       assert.equal(new Set(many.map((d) => d.port)).size, 500);
-      assert.ok(elapsed < 10_000, `started in ${elapsed} ms`);
       const versions = await Promise.all(
         many.map(async (d) => {
           const client = await RawClient.connect(d.address);

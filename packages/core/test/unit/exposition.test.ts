@@ -125,20 +125,18 @@ describe('ExpositionWriter', () => {
     assert.throws(() => new ExpositionWriter().family('bad-name', 'gauge', ''), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
   });
 
-  it('renders 20,000 samples quickly', () => {
+  it('renders 20,000 samples of 100 families, each family once', () => {
     const labels = Array.from({ length: 200 }, (_, i) => renderLabels({ node: `10.0.0.${i}:11211`, service_code: 'svc' }));
-    const started = performance.now();
     const writer = new ExpositionWriter();
     for (let f = 0; f < 100; f++) {
       writer.family(`arcus_metric_${f}`, 'gauge', 'A metric.');
       for (const label of labels) writer.sample(label, f * 1.5);
     }
     const text = writer.toString();
-    const elapsed = performance.now() - started;
     assert.equal(writer.sampleCount, 20_000);
     assert.equal(text.split('\n').length, 20_000 + 200 + 1);
-    // Generous bound for slow CI machines; the benchmark script gives the real figure (a few ms).
-    assert.ok(elapsed < 250, `took ${elapsed.toFixed(1)} ms`);
+    assert.equal(text.match(/^# TYPE arcus_metric_\d+ gauge$/gm)?.length, 100);
+    assert.ok(text.includes('arcus_metric_99{node="10.0.0.199:11211",service_code="svc"} 148.5\n'));
   });
 });
 
