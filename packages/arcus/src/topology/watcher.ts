@@ -47,12 +47,15 @@ type ZkClient = zookeeper.Client;
 
 const NO_NODE = zookeeper.Exception.NO_NODE;
 
-/** The part of node-zookeeper-client 1.1.3's connection manager that shutdownClient() needs. */
+/** The parts of node-zookeeper-client 1.1.3's connection manager that are patched or stopped here. */
 interface ConnectionManagerInternals {
   state: number;
   socket?: { destroy(): void };
   connectTimeoutHandler?: NodeJS.Timeout;
+  /** The start of a frame whose rest has not arrived yet. */
+  pendingBuffer: Buffer | null;
   findNextServer(callback: (server: unknown) => void): void;
+  onSocketClosed(hadError: boolean): void;
 }
 const STATE_CLOSING = -1;
 const internals = (client: ZkClient) => (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
@@ -62,6 +65,11 @@ const stoppedClients = new WeakSet<ZkClient>();
 /**
  * Creates a client whose reconnect loop can be stopped: the manager picks the next server after a
  * pause, in a timer close() cannot reach, and then connects; the guard drops that connect.
+ *
+ * Also, a connection that closes in the middle of a frame leaves no part of it behind: the client
+ * keeps the part that arrived and puts it in front of the next connection's first bytes, so the
+ * new session's answer is read as the rest of the old frame and the client waits forever for
+ * bytes that never come (a large children list cut off by a network failure would do it).
  */
 function createStoppableClient(connectString: string, options: Partial<zookeeper.Option>): ZkClient {
   const client = zookeeper.createClient(connectString, options);
@@ -71,6 +79,12 @@ function createStoppableClient(connectString: string, options: Partial<zookeeper
     findNextServer((server) => {
       if (!stoppedClients.has(client)) callback(server);
     });
+  // Each socket binds onSocketClosed when it is made, so this is what every socket of the client calls.
+  const onSocketClosed = manager.onSocketClosed.bind(manager);
+  manager.onSocketClosed = (hadError) => {
+    manager.pendingBuffer = null;
+    onSocketClosed(hadError);
+  };
   return client;
 }
 

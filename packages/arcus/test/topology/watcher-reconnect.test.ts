@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ArcusZk, eventually, startZooKeeper } from '@cachemon/testkit';
@@ -99,6 +99,78 @@ describe('TopologyWatcher when the old session cannot come back', () => {
       assert.deepEqual(logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg), ['ZooKeeper connection lost; keeping the last topology']);
     } finally {
       watcher.close();
+    }
+  });
+});
+
+/**
+ * A TCP proxy in front of ZooKeeper that can cut the client's connection in the middle of a frame:
+ * the first bytes of one (a length of 100 and four bytes of it), then the end.
+ */
+async function cuttingProxy(target: string): Promise<{ address: string; cut: () => void; close: () => Promise<void> }> {
+  const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const clients = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const upstream = connect(port, host);
+    clients.add(client);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const end = () => {
+      clients.delete(client);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    address: `127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    cut: () => {
+      for (const client of clients) client.end(Buffer.from([0, 0, 0, 100, 1, 2, 3, 4]));
+    },
+    close: () => {
+      for (const client of clients) client.destroy();
+      return new Promise((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
+
+describe('TopologyWatcher when a connection is cut in the middle of a frame', () => {
+  let zk: ZooKeeperServer;
+
+  before(async () => {
+    zk = await startZooKeeper();
+  });
+
+  after(async () => {
+    await zk?.stop();
+  });
+
+  test('the next connection resumes the session at once: nothing of the cut frame is kept', async () => {
+    const proxy = await cuttingProxy(zk.address);
+    const logger = recordingLogger();
+    // 10 s, the longest the server allows: a client that hung would be replaced only after it.
+    const watcher = new TopologyWatcher({ servers: [proxy.address], sessionTimeoutMs: 10_000, logger });
+    // Connection changes as they happen (a reconnect can take less than a poll's interval).
+    const changes: boolean[] = [];
+    watcher.on('state', (state: { connected: boolean }) => {
+      if (changes.at(-1) !== state.connected) changes.push(state.connected);
+    });
+    try {
+      watcher.start();
+      await watcher.synced(20_000);
+      for (let round = 1; round <= 3; round++) {
+        proxy.cut();
+        // Back well before the 10 s session timeout after which a hung client would be replaced.
+        await eventually(async () => assert.deepEqual(changes, [false, true, ...Array.from({ length: round }, () => [false, true]).flat()]), { timeoutMs: 5_000 });
+        assert.equal(watcher.state.sessionExpirations, 0, `round ${round}: the same session, not a new one`);
+      }
+      assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper session connected').length, 4);
+      assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper connection lost; keeping the last topology').length, 3);
+    } finally {
+      watcher.close();
+      await proxy.close();
     }
   });
 });
