@@ -141,6 +141,8 @@ export class TopologyWatcher extends EventEmitter {
   private debounceTimer: NodeJS.Timeout | undefined;
   /** Replaces the client when it has not (re)connected within the session timeout. */
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** The names that did not resolve at the last connect, as logged ('' when all did). */
+  private unresolvedLogged = '';
   /** Clients that had a session: giving up on one of those ends a session. */
   private readonly hadSession = new WeakSet<ZkClient>();
   private topologyValue: Topology = EMPTY_TOPOLOGY;
@@ -230,9 +232,14 @@ export class TopologyWatcher extends EventEmitter {
       this.options.servers,
       this.options.resolver ?? systemResolver,
     );
+    // Names are resolved again for every new client (once per session timeout while the ensemble
+    // is down): the same failure is logged at warn once, then at debug.
+    const unresolvedKey = unresolved.join(',');
     if (unresolved.length > 0) {
-      this.options.logger?.warn({ servers: unresolved }, 'ZooKeeper server names did not resolve');
+      const level = unresolvedKey === this.unresolvedLogged ? 'debug' : 'warn';
+      this.options.logger?.[level]({ servers: unresolved }, 'ZooKeeper server names did not resolve');
     }
+    this.unresolvedLogged = unresolvedKey;
     if (this.closed) return;
     this.setState({ addresses });
     const client = createStoppableClient(addresses.join(','), {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ArcusZk, eventually, startZooKeeper } from '@cachemon/testkit';
+import { ArcusZk, eventually, freePort, startZooKeeper } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
 import { TopologyWatcher } from '../../src/index.js';
 import type { WatcherLogger } from '../../src/index.js';
@@ -210,5 +210,31 @@ describe('TopologyWatcher of an ensemble that never answers', () => {
     const settled = lookups;
     await sleep(2500);
     assert.equal(lookups, settled);
+  });
+
+  test('a name that does not resolve is warned about once, not at every new client', async () => {
+    let lookups = 0;
+    const logger = recordingLogger();
+    // The name is kept as it is and the client resolves it itself: localhost, so nothing leaves
+    // the machine; nothing listens on the port.
+    const port = await freePort();
+    const watcher = new TopologyWatcher({
+      servers: [`localhost:${port}`],
+      sessionTimeoutMs: 1000,
+      logger,
+      resolver: async () => {
+        lookups++;
+        throw new Error('no such name');
+      },
+    });
+    try {
+      watcher.start();
+      await eventually(async () => assert.ok(lookups >= 3, `${lookups} lookups`), { timeoutMs: 10_000 });
+      const unresolved = logger.lines.filter((l) => l.msg === 'ZooKeeper server names did not resolve');
+      assert.deepEqual(unresolved.map((l) => l.level).slice(0, 3), ['warn', 'debug', 'debug']);
+      assert.deepEqual(unresolved[0]!.fields['servers'], [`localhost:${port}`]);
+    } finally {
+      watcher.close();
+    }
   });
 });
