@@ -82,36 +82,22 @@ describe('TopologyWatcher when the old session cannot come back', () => {
       watcher.close();
     }
   });
-
-  test('a session that comes back in time is kept: no new session, nothing counted', async () => {
-    const logger = recordingLogger();
-    const watcher = new TopologyWatcher({ servers: [zk.address], sessionTimeoutMs: 6000, logger });
-    try {
-      watcher.start();
-      await watcher.synced(20_000);
-      await zk.stop();
-      await eventually(async () => assert.equal(watcher.state.connected, false));
-      await zk.start();
-      await eventually(async () => assert.equal(watcher.state.connected, true), { timeoutMs: 15_000 });
-      // Past the session timeout: the deadline was cleared when the session came back.
-      await sleep(6500);
-      assert.equal(watcher.state.connected, true);
-      assert.equal(watcher.state.sessionExpirations, 0);
-      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg), ['ZooKeeper connection lost; keeping the last topology']);
-    } finally {
-      watcher.close();
-    }
-  });
 });
 
 /**
- * A TCP proxy in front of ZooKeeper that can cut the client's connection in the middle of a frame:
- * the first bytes of one (a length of 100 and four bytes of it), then the end.
+ * A TCP proxy in front of ZooKeeper that can cut the client's connection in the middle of a frame
+ * (the first bytes of one: a length of 100 and four bytes of it, then the end), or close it and
+ * refuse new ones for a while: an outage whose length the test decides, the server running on.
  */
-async function cuttingProxy(target: string): Promise<{ address: string; cut: () => void; close: () => Promise<void> }> {
+async function cuttingProxy(target: string): Promise<{ address: string; cut: () => void; hold: (ms: number) => void; close: () => Promise<void> }> {
   const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   const clients = new Set<Socket>();
+  let refuseUntil = 0;
   const proxy = createServer((client) => {
+    if (Date.now() < refuseUntil) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(port, host);
     clients.add(client);
     client.pipe(upstream);
@@ -130,6 +116,10 @@ async function cuttingProxy(target: string): Promise<{ address: string; cut: () 
     cut: () => {
       for (const client of clients) client.end(Buffer.from([0, 0, 0, 100, 1, 2, 3, 4]));
     },
+    hold: (ms) => {
+      refuseUntil = Date.now() + ms;
+      for (const client of clients) client.destroy();
+    },
     close: () => {
       for (const client of clients) client.destroy();
       return new Promise((resolve) => proxy.close(() => resolve()));
@@ -137,7 +127,7 @@ async function cuttingProxy(target: string): Promise<{ address: string; cut: () 
   };
 }
 
-describe('TopologyWatcher when a connection is cut in the middle of a frame', () => {
+describe('TopologyWatcher through a proxy that cuts its connections', () => {
   let zk: ZooKeeperServer;
 
   before(async () => {
@@ -169,6 +159,29 @@ describe('TopologyWatcher when a connection is cut in the middle of a frame', ()
       }
       assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper session connected').length, 4);
       assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper connection lost; keeping the last topology').length, 3);
+    } finally {
+      watcher.close();
+      await proxy.close();
+    }
+  });
+
+  test('a session that comes back in time is kept: no new session later, nothing counted', async () => {
+    const proxy = await cuttingProxy(zk.address);
+    const logger = recordingLogger();
+    const watcher = new TopologyWatcher({ servers: [proxy.address], sessionTimeoutMs: 8000, logger });
+    try {
+      watcher.start();
+      await watcher.synced(20_000);
+      // A 1 s outage; the client is back within a few seconds, well inside the 8 s.
+      proxy.hold(1000);
+      const lost = Date.now();
+      await eventually(async () => assert.equal(watcher.state.connected, false));
+      await eventually(async () => assert.equal(watcher.state.connected, true), { timeoutMs: 7_000 });
+      // Past the session timeout counted from the loss: the deadline went when the session came back.
+      await sleep(Math.max(0, lost + 9000 - Date.now()));
+      assert.equal(watcher.state.connected, true);
+      assert.equal(watcher.state.sessionExpirations, 0);
+      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg), ['ZooKeeper connection lost; keeping the last topology']);
     } finally {
       watcher.close();
       await proxy.close();
