@@ -6,7 +6,8 @@
 # Each env file's TS_* variables are translated into the store binary's flags. Writes
 # run/<short|long>.pid and logs to log/<short|long>.log. The binary is bin/victoria-metrics of the
 # installed tree, else victoria-metrics on PATH (TS_BINARY overrides); extra flags go in
-# TS_EXTRA_FLAGS.
+# TS_EXTRA_FLAGS: from the caller's environment for both stores, or in an env file for that store
+# (which then replaces the caller's).
 set -euo pipefail
 DIR=$(cd "$(dirname "$0")" && pwd)
 LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
@@ -15,6 +16,7 @@ LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
 
 roles=()
 select_roles "short long" "$@"
+CALLER_EXTRA_FLAGS=${TS_EXTRA_FLAGS:-}
 
 bin=$(system_bin "$DIR" victoria-metrics "${TS_BINARY:-}")
 # Stream aggregation came with later store releases; ask this one.
@@ -31,6 +33,7 @@ start_role() {
   fi
   # Only the file's values count: unset what a previous role or the caller's environment set.
   unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_LOG_LEVEL
+  TS_EXTRA_FLAGS=$CALLER_EXTRA_FLAGS
   # shellcheck disable=SC1090
   . "$env_file"
   local missing=() name

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { parse } from 'yaml';
@@ -87,6 +87,8 @@ describe('short_term_store start.sh / stop.sh', () => {
     tree.edit('short_term_store/conf/scrape.yml', '127.0.0.1:8429', `127.0.0.1:${longPort}`);
     // The 1m jobs scrape every 5 s here so the test sees them within seconds (their shipped form is checked above).
     tree.edit('short_term_store/conf/scrape.yml', /scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s');
+    // Extra flags in one env file are that store's only.
+    appendFileSync(tree.path('short_term_store/short.env'), 'TS_EXTRA_FLAGS=-search.latencyOffset=1s\n');
     // One process answering as a cache, coordination and host exporter at once.
     exporter = createServer((req, res) => {
       requests.push(req.url ?? '');
@@ -109,6 +111,9 @@ describe('short_term_store start.sh / stop.sh', () => {
     assert.match(started.stdout, /store long: started \(pid \d+\)/);
     assert.match(started.stdout, /store short: notice: this store has no stream aggregation/);
     for (const port of [shortPort, longPort]) await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200));
+    const args = (role: string) => readFileSync(`/proc/${readFileSync(tree.path(`short_term_store/run/${role}.pid`), 'utf8').trim()}/cmdline`, 'utf8').split('\0');
+    assert.ok(args('short').includes('-search.latencyOffset=1s'), args('short').join(' '));
+    assert.ok(!args('long').some((arg) => arg.startsWith('-search.latencyOffset')), args('long').join(' '));
 
     const target = `127.0.0.1:${exporterPort}`;
     writeFileSync(tree.path('short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["${target}"]\n`);
