@@ -1,27 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TopologyWatcher } from '../../src/index.js';
-
-/** A port that accepts connections and drops them at once, counting them: a ZooKeeper that is not serving. */
-async function droppingServer(): Promise<{ address: string; connections: () => number; close: () => Promise<void> }> {
-  let count = 0;
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    count++;
-    sockets.add(socket);
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    address: `127.0.0.1:${port}`,
-    connections: () => count,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
+import { droppingServer } from './dropping-server.js';
 
 describe('TopologyWatcher.close on an ensemble that never answered', () => {
   test('stops reconnecting and ends a pending synced() wait', async () => {

@@ -9,6 +9,7 @@ import { ArcusZk, eventually, freePort, startZooKeeper } from '@cachemon/testkit
 import type { ZooKeeperServer } from '@cachemon/testkit';
 import { TopologyWatcher } from '../../src/index.js';
 import type { WatcherLogger } from '../../src/index.js';
+import { droppingServer } from './dropping-server.js';
 
 interface Line {
   level: 'debug' | 'info' | 'warn';
@@ -28,17 +29,18 @@ function recordingLogger(): WatcherLogger & { lines: Line[] } {
 const liveNodes = (watcher: TopologyWatcher) =>
   watcher.topology.nodes.filter((n) => n.live).map((n) => `${n.serviceCode} ${n.node}`);
 
+/** One ZooKeeper for the file; the first test empties its data, which the later ones do not mind. */
+let zk: ZooKeeperServer;
+
+before(async () => {
+  zk = await startZooKeeper();
+});
+
+after(async () => {
+  await zk?.stop();
+});
+
 describe('TopologyWatcher when the old session cannot come back', () => {
-  let zk: ZooKeeperServer;
-
-  before(async () => {
-    zk = await startZooKeeper();
-  });
-
-  after(async () => {
-    await zk?.stop();
-  });
-
   test('a server restarted without its data refuses the old session: a new session is made within the session timeout', async () => {
     const layout = await ArcusZk.connect(zk.address);
     await layout.createServiceCode('svc-old');
@@ -128,16 +130,6 @@ async function cuttingProxy(target: string): Promise<{ address: string; cut: () 
 }
 
 describe('TopologyWatcher through a proxy that cuts its connections', () => {
-  let zk: ZooKeeperServer;
-
-  before(async () => {
-    zk = await startZooKeeper();
-  });
-
-  after(async () => {
-    await zk?.stop();
-  });
-
   test('the next connection resumes the session at once: nothing of the cut frame is kept', async () => {
     const proxy = await cuttingProxy(zk.address);
     const logger = recordingLogger();
@@ -191,17 +183,11 @@ describe('TopologyWatcher through a proxy that cuts its connections', () => {
 
 describe('TopologyWatcher of an ensemble that never answers', () => {
   test('a new client per session timeout resolves the names again; no session, so nothing counted or warned', async () => {
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.destroy();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    const server = await droppingServer();
     let lookups = 0;
     const logger = recordingLogger();
     const watcher = new TopologyWatcher({
-      servers: [`zk.test:${port}`],
+      servers: [`zk.test:${server.port}`],
       sessionTimeoutMs: 1000,
       logger,
       resolver: async () => {
@@ -218,7 +204,7 @@ describe('TopologyWatcher of an ensemble that never answers', () => {
       assert.ok(logger.lines.some((l) => l.level === 'debug' && /still unreachable; a new client/.test(l.msg)));
     } finally {
       watcher.close();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
     // Closed: no client is left to resolve or connect.
     const settled = lookups;
