@@ -143,8 +143,6 @@ export class TopologyWatcher extends EventEmitter {
   private reconnectTimer: NodeJS.Timeout | undefined;
   /** The names that did not resolve at the last connect, as logged ('' when all did). */
   private unresolvedLogged = '';
-  /** Clients that had a session: giving up on one of those ends a session. */
-  private readonly hadSession = new WeakSet<ZkClient>();
   private topologyValue: Topology = EMPTY_TOPOLOGY;
   private serviceCodeFilter: ReadonlySet<string> | undefined;
   private readonly knownHostnames = new Map<string, string>();
@@ -248,28 +246,27 @@ export class TopologyWatcher extends EventEmitter {
       retries: 0,
     });
     this.client = client;
+    // Giving up on a client that had a session ends that session.
+    let hadSession = false;
     client.on('state', (state: zookeeper.State) => {
       if (this.client !== client || this.closed) return;
       if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
         clearTimeout(this.reconnectTimer);
-        this.hadSession.add(client);
+        hadSession = true;
         this.options.logger?.info({ addresses }, 'ZooKeeper session connected');
         this.setState({ connected: true });
         this.scan(client);
       } else if (state === zookeeper.State.DISCONNECTED) {
         this.options.logger?.warn({ addresses }, 'ZooKeeper connection lost; keeping the last topology');
         this.setState({ connected: false });
-        this.replaceUnlessReconnected(client);
+        this.replaceUnlessReconnected(client, hadSession);
       } else if (state === zookeeper.State.EXPIRED) {
-        clearTimeout(this.reconnectTimer);
         this.options.logger?.warn({ addresses }, 'ZooKeeper session expired; reconnecting with a new session');
         this.setState({ connected: false, sessionExpirations: this.stateValue.sessionExpirations + 1 });
-        shutdownClient(client);
-        this.client = undefined;
-        void this.connect();
+        this.replaceClient(client);
       }
     });
-    this.replaceUnlessReconnected(client);
+    this.replaceUnlessReconnected(client, false);
     client.connect();
   }
 
@@ -280,23 +277,29 @@ export class TopologyWatcher extends EventEmitter {
    * as a session expiration; a client that never had one (the ensemble is still down) is
    * replaced quietly, which re-resolves the names once per session timeout.
    */
-  private replaceUnlessReconnected(client: ZkClient): void {
+  private replaceUnlessReconnected(client: ZkClient, hadSession: boolean): void {
     clearTimeout(this.reconnectTimer);
     const timeoutMs = client.getSessionTimeout();
     this.reconnectTimer = setTimeout(() => {
       if (this.client !== client || this.closed || this.stateValue.connected) return;
       const fields = { addresses: this.stateValue.addresses, servers: this.options.servers, timeoutMs };
-      if (this.hadSession.has(client)) {
+      if (hadSession) {
         this.options.logger?.warn(fields, 'ZooKeeper session not back within its timeout; giving it up for a new session (names resolved again)');
         this.setState({ sessionExpirations: this.stateValue.sessionExpirations + 1 });
       } else {
         this.options.logger?.debug(fields, 'ZooKeeper still unreachable; a new client (names resolved again)');
       }
-      shutdownClient(client);
-      this.client = undefined;
-      void this.connect();
+      this.replaceClient(client);
     }, timeoutMs);
     this.reconnectTimer.unref();
+  }
+
+  /** Shuts `client` down and connects a new one (new session, names resolved again). */
+  private replaceClient(client: ZkClient): void {
+    clearTimeout(this.reconnectTimer);
+    shutdownClient(client);
+    this.client = undefined;
+    void this.connect();
   }
 
   /** Starts a fresh generation of watch loops over every root. */
