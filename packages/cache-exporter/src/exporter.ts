@@ -209,7 +209,7 @@ export class CacheExporter {
     const collected = performance.now();
     const stream = gzip ? new GzipStream() : undefined;
     const writer = stream
-      ? new ExpositionBuffer(GZIP_PIECE_BYTES, (this.gzipPiece ??= Buffer.allocUnsafeSlow(GZIP_PIECE_BYTES)), (piece) => stream.write(piece))
+      ? new ExpositionBuffer(GZIP_PIECE_BYTES, (this.gzipPiece ??= Buffer.allocUnsafeSlow(GZIP_PIECE_BYTES)), stream)
       : new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
     for (const s of snapshots) {
       if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
@@ -234,6 +234,8 @@ export class CacheExporter {
           series: writer.sampleCount,
           bytes: writer.byteLength,
           gzip,
+          familiesKept: renderer.blockCounts.kept,
+          familiesMade: renderer.blockCounts.made,
           collectMs: Math.round((collected - started) * 10) / 10,
           renderMs: Math.round((rendered - collected) * 10) / 10,
           totalMs: Math.round((performance.now() - started) * 10) / 10,

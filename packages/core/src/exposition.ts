@@ -105,10 +105,71 @@ export function gzipBody(body: Buffer): Buffer {
 /** zlib.crc32 (Node 20.15 and later); without it GzipStream gzips the whole body at end(). */
 const crc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
 
+/** The CRC-32 polynomial, reflected, as zlib has it. */
+const CRC_POLY = 0xedb88320;
+
+/** a(x) * b(x) modulo the CRC polynomial (zlib's multmodp). */
+function multModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if ((a & m) !== 0) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = (b & 1) !== 0 ? (b >>> 1) ^ CRC_POLY : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+/** x^(2^k) modulo the polynomial, k = 0..31. */
+const X2N = ((): Uint32Array => {
+  const table = new Uint32Array(32);
+  let p = 0x40000000; // x^1
+  table[0] = p;
+  for (let n = 1; n < 32; n++) table[n] = p = multModP(p, p);
+  return table;
+})();
+
+/**
+ * The CRC-32 of A followed by B, from the CRC-32 of A, that of B and B's length (zlib's
+ * crc32_combine): a block kept from an earlier body joins the new body's CRC without being read.
+ */
+export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
+  // x^(8 * lengthB) mod p: lengthB's bits, each doubling the power (k starts at 3 for the 8).
+  let power = 0x80000000; // x^0
+  let k = 3;
+  for (let n = lengthB; n > 0; n = Math.floor(n / 2), k++) {
+    if (n % 2 === 1) power = multModP(X2N[k & 31]!, power);
+  }
+  return (multModP(power, crcA >>> 0) ^ crcB) >>> 0;
+}
+
 /** A gzip member header: deflate, no name or time, unknown OS. */
 const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 /** The last block: empty, final, fixed codes (what zlib writes at Z_FINISH after a flush). */
 const FINAL_EMPTY_BLOCK = [0x03, 0x00] as const;
+
+/**
+ * A run of a body deflated on its own: raw deflate parts, each ending on a sync flush and using no
+ * history from before it, so it can stand anywhere in a deflate stream, and the CRC-32 and length
+ * of the bytes it holds. What the writer of a body keeps to send an unchanged block again
+ * without compressing it (ExpositionBuffer.replay).
+ */
+export interface DeflatedBlock {
+  readonly parts: readonly Buffer[];
+  readonly crc: number;
+  readonly length: number;
+  /** Sample lines in it. */
+  readonly samples: number;
+}
+
+/** One piece deflated on its own (see DeflatedBlock), at the level and output space of GzipStream. */
+function deflatePart(piece: Uint8Array): Buffer {
+  // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
+  return deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) });
+}
 
 /**
  * gzip of a body handed over piece by piece, on this thread, without ever holding the whole body:
@@ -118,6 +179,9 @@ const FINAL_EMPTY_BLOCK = [0x03, 0x00] as const;
  * one ordinary gzip member. A piece starts without the previous 32 KB as history: with pieces of
  * 256 KB the body is ~0.5 % larger than gzipBody's, for the same CPU. (Node's zlib streams cannot
  * be driven synchronously piece by piece: its sync path closes the stream after one call.)
+ *
+ * Blocks deflated earlier (DeflatedBlock) are appended as they are: their CRC joins with
+ * crc32Combine. Only when `blocks` is true (a Node with zlib.crc32, not `whole`).
  */
 export class GzipStream {
   readonly #parts: Buffer[] = [GZIP_HEADER];
@@ -132,9 +196,14 @@ export class GzipStream {
     this.#pending = options.whole === true || crc32 === undefined ? [] : undefined;
   }
 
+  /** True when deflated blocks can be made and appended (part(), append()). */
+  get blocks(): boolean {
+    return this.#pending === undefined;
+  }
+
   /** Compresses `piece` now; the caller may reuse its bytes as soon as this returns. */
   write(piece: Uint8Array): void {
-    if (this.#ended) throw new CachemonError(Errors.INTERNAL, 'GzipStream written after end()');
+    this.#check();
     if (piece.length === 0) return;
     this.#size += piece.length;
     if (this.#pending !== undefined) {
@@ -142,8 +211,36 @@ export class GzipStream {
       return;
     }
     this.#crc = crc32!(piece, this.#crc);
-    // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
-    this.#parts.push(deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) }));
+    this.#parts.push(deflatePart(piece));
+  }
+
+  /** `piece` deflated on its own, for a DeflatedBlock; not appended. */
+  part(piece: Uint8Array): Buffer {
+    this.#check();
+    if (!this.blocks) throw new CachemonError(Errors.INTERNAL, 'GzipStream makes no deflated blocks without zlib.crc32');
+    const part = deflatePart(piece);
+    // A part is kept from one body to the next: not as a view of zlib's output buffer (16 KB or
+    // more, for parts of a few hundred bytes).
+    if (part.buffer.byteLength < 2 * part.length) return part;
+    const exact = Buffer.allocUnsafeSlow(part.length);
+    part.copy(exact);
+    return exact;
+  }
+
+  /** CRC-32 of `piece` continuing `crc` (for a DeflatedBlock's). */
+  static crc32(piece: Uint8Array, crc: number): number {
+    if (crc32 === undefined) throw new CachemonError(Errors.INTERNAL, 'zlib.crc32 is not available');
+    return crc32(piece, crc);
+  }
+
+  /** Appends a block deflated earlier (by part()), as it is. */
+  append(block: DeflatedBlock): void {
+    this.#check();
+    if (!this.blocks) throw new CachemonError(Errors.INTERNAL, 'GzipStream takes no deflated blocks without zlib.crc32');
+    if (block.length === 0) return;
+    for (const part of block.parts) this.#parts.push(part);
+    this.#crc = crc32Combine(this.#crc, block.crc, block.length);
+    this.#size += block.length;
   }
 
   /** Bytes written so far. */
@@ -163,6 +260,10 @@ export class GzipStream {
     trailer.writeUInt32LE(this.#size % 2 ** 32, 6);
     this.#parts.push(trailer);
     return Buffer.concat(this.#parts);
+  }
+
+  #check(): void {
+    if (this.#ended) throw new CachemonError(Errors.INTERNAL, 'GzipStream written after end()');
   }
 }
 
@@ -220,6 +321,10 @@ export async function sendExposition(request: FastifyRequest, reply: FastifyRepl
  *
  * With a `sink`, the buffer does not grow: whenever it is full its bytes go to the sink (a
  * GzipStream, say) and it is written from the start again, so a large body never exists whole.
+ *
+ * With a GzipStream that makes blocks as the sink, a run of the body can be written as a block
+ * (beginBlock, endBlock): deflated on its own and returned, so that when the same bytes come again
+ * in a later body the caller hands the block back (replay) instead of writing and compressing them.
  */
 export class ExpositionBuffer {
   #buffer: Buffer;
@@ -228,15 +333,65 @@ export class ExpositionBuffer {
   #total = 0;
   readonly #families = new Set<string>();
   readonly #sink: ((piece: Buffer) => void) | undefined;
+  readonly #stream: GzipStream | undefined;
+  /** The block being written: its parts so far, their CRC, length, and the sample count at its start. */
+  #block: { parts: Buffer[]; crc: number; length: number; samplesBefore: number } | undefined;
 
   /**
    * `sizeHint`: bytes to start with (with a sink: the piece size). `backing`: a buffer to write
    * into (reused across scrapes) when it holds `sizeHint`; without a sink it is replaced if it
-   * fills up. `sink`: takes each full piece, valid only during the call.
+   * fills up. `sink`: takes each full piece, valid only during the call; a GzipStream is written
+   * to, and makes blocks when it can.
    */
-  constructor(sizeHint = 64 * 1024, backing?: Buffer, sink?: (piece: Buffer) => void) {
+  constructor(sizeHint = 64 * 1024, backing?: Buffer, sink?: ((piece: Buffer) => void) | GzipStream) {
     this.#buffer = backing !== undefined && backing.length >= sizeHint ? backing : Buffer.allocUnsafeSlow(Math.max(1024, sizeHint));
-    this.#sink = sink;
+    if (sink instanceof GzipStream) {
+      this.#stream = sink;
+      this.#sink = (piece) => sink.write(piece);
+    } else {
+      this.#sink = sink;
+    }
+  }
+
+  /** True when blocks can be written and replayed (the sink is a GzipStream that makes blocks). */
+  get blocks(): boolean {
+    return this.#stream?.blocks === true;
+  }
+
+  /** Starts a block: what is written until endBlock() is deflated on its own. */
+  beginBlock(): void {
+    if (!this.blocks) throw new CachemonError(Errors.INTERNAL, 'this ExpositionBuffer makes no blocks');
+    if (this.#block !== undefined) throw new CachemonError(Errors.INTERNAL, 'blocks do not nest');
+    this.#flush();
+    this.#block = { parts: [], crc: 0, length: 0, samplesBefore: this.#samples };
+  }
+
+  /** Ends the block: appends it to the stream and returns it, for replay() in a later body. */
+  endBlock(): DeflatedBlock {
+    const open = this.#block;
+    if (open === undefined) throw new CachemonError(Errors.INTERNAL, 'endBlock() without beginBlock()');
+    this.#flush();
+    this.#block = undefined;
+    const block: DeflatedBlock = { parts: open.parts, crc: open.crc, length: open.length, samples: this.#samples - open.samplesBefore };
+    this.#stream!.append(block);
+    return block;
+  }
+
+  /**
+   * A block of an earlier body, again: its bytes are those of family `name`, which counts as
+   * written (pass '' for a block without a family head).
+   */
+  replay(name: string, block: DeflatedBlock): this {
+    if (this.#block !== undefined) throw new CachemonError(Errors.INTERNAL, 'replay() inside a block');
+    if (name !== '') {
+      if (this.#families.has(name)) throw new CachemonError(Errors.INTERNAL, `metric family "${name}" written twice`);
+      this.#families.add(name);
+    }
+    this.#flush();
+    this.#stream!.append(block);
+    this.#total += block.length;
+    this.#samples += block.samples;
+    return this;
   }
 
   /** The whole buffer written into, for reuse once the body has been sent (or, with a sink, ended). */
@@ -268,7 +423,7 @@ export class ExpositionBuffer {
       // Larger than a piece: straight to the sink, after what is buffered.
       this.#flush();
       this.#total += n;
-      this.#sink(source.subarray(start, end));
+      this.#hand(source.subarray(start, end));
       return this;
     }
     this.#reserve(n);
@@ -320,6 +475,7 @@ export class ExpositionBuffer {
 
   /** With a sink: hands it the bytes still buffered. The writer must not be used afterwards. */
   end(): void {
+    if (this.#block !== undefined) throw new CachemonError(Errors.INTERNAL, 'end() inside a block');
     this.#flush();
   }
 
@@ -328,7 +484,19 @@ export class ExpositionBuffer {
     const piece = this.#buffer.subarray(0, this.#length);
     this.#total += this.#length;
     this.#length = 0;
-    this.#sink(piece);
+    this.#hand(piece);
+  }
+
+  /** A piece to the sink, or, inside a block, deflated into the block. */
+  #hand(piece: Buffer): void {
+    const block = this.#block;
+    if (block === undefined) {
+      this.#sink!(piece);
+      return;
+    }
+    block.parts.push(this.#stream!.part(piece));
+    block.crc = GzipStream.crc32(piece, block.crc);
+    block.length += piece.length;
   }
 
   #reserve(n: number): void {

@@ -53,6 +53,7 @@ export type { SignalHandlerOptions } from './signals.js';
 
 export {
   acceptsGzip,
+  crc32Combine,
   escapeHelp,
   escapeLabelValue,
   EXPOSITION_CONTENT_TYPE,
@@ -65,7 +66,7 @@ export {
   renderLabels,
   sendExposition,
 } from './exposition.js';
-export type { ExpositionBody, MetricType } from './exposition.js';
+export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';
 
 export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics } from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';

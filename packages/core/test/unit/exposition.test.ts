@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
+import * as zlib from 'node:zlib';
 import { gunzipSync } from 'node:zlib';
 import {
   acceptsGzip,
+  crc32Combine,
   Errors,
   escapeHelp,
   escapeLabelValue,
@@ -285,5 +287,94 @@ describe('ExpositionBuffer with a sink', () => {
     out.end();
     assert.equal(Buffer.concat(pieces).toString(), '# TYPE a gauge\na 1\n');
     assert.equal(backing.toString('utf8', 0, 19), '# TYPE a gauge\na 1\n');
+  });
+});
+
+describe('crc32Combine', () => {
+  const crc32 = (zlib as unknown as { crc32: (data: Uint8Array, value?: number) => number }).crc32;
+
+  it('gives the CRC-32 of two runs joined, from their CRCs and the second length', () => {
+    const input = exposition(300_000);
+    for (const split of [0, 1, 2, 7, 8, 255, 256, 65_537, 299_999, 300_000]) {
+      const a = input.subarray(0, split);
+      const b = input.subarray(split);
+      assert.equal(crc32Combine(crc32(a), crc32(b), b.length), crc32(input), `split at ${split}`);
+    }
+  });
+
+  it('joins many runs in a row, as a body of kept blocks does', () => {
+    const input = exposition(50_000);
+    let crc = 0;
+    for (let at = 0, size = 1; at < input.length; at += size, size = (size * 7 + 3) % 4099) {
+      const run = input.subarray(at, at + size);
+      crc = crc32Combine(crc, crc32(run), run.length);
+    }
+    assert.equal(crc, crc32(input));
+  });
+});
+
+describe('ExpositionBuffer blocks', () => {
+  /** Writes family `name` with `lines` as a block of `out` (piece size small, so blocks span pieces). */
+  const familyBlock = (out: ExpositionBuffer, name: string, lines: readonly string[]) => {
+    out.beginBlock();
+    out.family(name, 'counter', `${name} help.`);
+    for (const line of lines) out.bytes(Buffer.from(line), 0, undefined, 1);
+    return out.endBlock();
+  };
+  const linesOf = (name: string, n: number, salt: number) => Array.from({ length: n }, (_, i) => `${name}{node="10.0.0.${i}:11211"} ${i * salt}\n`);
+
+  it('sends a kept block again in a later body: the same text as writing it, one gzip member', () => {
+    const a = linesOf('arcus_a_total', 300, 7);
+    const b = linesOf('arcus_b_total', 40, 3);
+    const first = new GzipStream();
+    const out1 = new ExpositionBuffer(1024, undefined, first);
+    assert.equal(out1.blocks, true);
+    out1.text('# leading text\n');
+    const blockA = familyBlock(out1, 'arcus_a_total', a);
+    familyBlock(out1, 'arcus_b_total', b);
+    out1.text('# trailing\n');
+    out1.end();
+    const text1 = gunzipSync(first.end()).toString();
+    assert.equal(blockA.samples, 300);
+    assert.ok(blockA.parts.length > 1, 'a block larger than a piece has several parts');
+    for (const part of blockA.parts) assert.ok(part.buffer.byteLength < 2 * part.length, `a kept part holds ${part.buffer.byteLength} bytes for its ${part.length}`);
+
+    // The second body: a changed first line before, A kept, B changed, C new.
+    const second = new GzipStream();
+    const out2 = new ExpositionBuffer(1024, undefined, second);
+    out2.text('# other leading text\n');
+    out2.replay('arcus_a_total', blockA);
+    const b2 = linesOf('arcus_b_total', 41, 5);
+    familyBlock(out2, 'arcus_b_total', b2);
+    out2.text('c 1\n').countSamples(1);
+    out2.end();
+    const body2 = second.end();
+    const text2 = gunzipSync(body2).toString();
+
+    const head = (name: string) => `# HELP ${name} ${name} help.\n# TYPE ${name} counter\n`;
+    assert.equal(text1, `# leading text\n${head('arcus_a_total')}${a.join('')}${head('arcus_b_total')}${b.join('')}# trailing\n`);
+    assert.equal(text2, `# other leading text\n${head('arcus_a_total')}${a.join('')}${head('arcus_b_total')}${b2.join('')}c 1\n`);
+    assert.equal(out2.sampleCount, 300 + 41 + 1);
+    assert.equal(out2.byteLength, Buffer.byteLength(text2));
+    // The gzip program checks the CRC and length the kept block's CRC was joined into.
+    assert.equal(execFileSync('gzip', ['-dc'], { input: body2 }).toString(), text2);
+  });
+
+  it('refuses a replayed family written already, nested blocks, and blocks without a GzipStream', () => {
+    const stream = new GzipStream();
+    const out = new ExpositionBuffer(1024, undefined, stream);
+    const block = familyBlock(out, 'arcus_a_total', linesOf('arcus_a_total', 3, 1));
+    assert.throws(() => out.replay('arcus_a_total', block), (err) => isCachemonError(err, Errors.INTERNAL));
+    out.beginBlock();
+    assert.throws(() => out.beginBlock(), (err) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(() => out.end(), (err) => isCachemonError(err, Errors.INTERNAL));
+    out.endBlock();
+    assert.throws(() => out.endBlock(), (err) => isCachemonError(err, Errors.INTERNAL));
+
+    const plain = new ExpositionBuffer(1024);
+    assert.equal(plain.blocks, false);
+    assert.throws(() => plain.beginBlock(), (err) => isCachemonError(err, Errors.INTERNAL));
+    const whole = new ExpositionBuffer(1024, undefined, new GzipStream({ whole: true }));
+    assert.equal(whole.blocks, false, 'a stream that gzips the whole at the end cannot take deflated blocks');
   });
 });
