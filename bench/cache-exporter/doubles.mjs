@@ -2,13 +2,15 @@
 // Hosts N ARCUS test doubles for the cache exporter benchmark, in a process of its own, so that
 // neither the exporter nor the floor client share an event loop with the servers they measure.
 //
-//   node bench/cache-exporter/doubles.mjs --zk=127.0.0.1:2181 --nodes=100 --prefixes=50 [--per-code=100]
+//   node bench/cache-exporter/doubles.mjs --zk=127.0.0.1:2181 --nodes=100 --prefixes=50 [--per-code=100] [--traffic]
 //
 // Starts the doubles (max_stats_prefixes above P, stats detail on), fills each with P prefixes
 // (p<i>:k1, p<i>:k2 kv, p<i>:l1 list, p<i>:b1 btree; plus one key without prefix), runs four reads
 // per prefix (get hit, get miss, lop get, bop get) so `stats detail dump` has lines, maps them in
 // ZooKeeper under service codes bench0, bench1, ... (per-code nodes each) and registers each on its
-// own session like a real server. Then prints one JSON line on stdout ({"ready":true,"nodes":[...]}) and waits.
+// own session like a real server. With --traffic, every double's request counters (`cmd_*`, hits,
+// misses, bytes read and written) then grow every 50 ms as if it served a mixed load, so that every
+// node's counters differ between two scrapes, as on a production cluster. Then prints one JSON line on stdout ({"ready":true,"nodes":[...]}) and waits.
 // "stop" on stdin, stdin closing, SIGTERM or SIGINT: unregister, unmap, exit 0.
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -27,6 +29,8 @@ const P = Number(args.prefixes ?? 0);
 const PER_CODE = Number(args['per-code'] ?? 100);
 const HEARTBEAT_MS = Number(args['heartbeat-ms'] ?? 3000);
 const CONCURRENCY = 32;
+const TRAFFIC = args.traffic === 'true';
+const TRAFFIC_MS = 50;
 if (!ZK || !(N > 0) || !(P >= 0)) {
   process.stderr.write('usage: doubles.mjs --zk=host:port --nodes=N --prefixes=P [--per-code=100] [--heartbeat-ms=3000]\n');
   process.exit(2);
@@ -177,6 +181,37 @@ async function main() {
       nodes: doubles.map((d, i) => ({ address: d.address, serviceCode: serviceCodeOf(i) })),
     })}\n`,
   );
+
+  if (TRAFFIC) {
+    // A mixed load of a few thousand requests a second per node: key-value, list, set, b+tree.
+    const ops = [
+      ['get', ['hits', 'misses']],
+      ['set', []],
+      ['delete', ['hits', 'misses']],
+      ['incr', ['hits', 'misses']],
+      ['lop_insert', ['hits', 'misses']],
+      ['lop_get', ['elem_hits', 'none_hits', 'misses']],
+      ['sop_exist', ['hits', 'misses']],
+      ['bop_get', ['elem_hits', 'none_hits', 'misses']],
+      ['bop_insert', ['hits', 'misses']],
+    ];
+    const tick = setInterval(() => {
+      for (const d of doubles) {
+        const counts = {};
+        let requests = 0;
+        for (const [op, outcomes] of ops) {
+          const n = 1 + Math.floor(Math.random() * 200);
+          requests += n;
+          counts[`cmd_${op}`] = n;
+          for (const outcome of outcomes) counts[`${op}_${outcome}`] = Math.floor(Math.random() * n);
+        }
+        counts.bytes_read = requests * 60;
+        counts.bytes_written = requests * 140;
+        d.addTraffic(counts);
+      }
+    }, TRAFFIC_MS);
+    tick.unref();
+  }
 
   const input = createInterface({ input: process.stdin });
   input.on('line', (line) => {

@@ -4,7 +4,7 @@
 // the same replies from the same servers). See README.md beside this file.
 //
 //   node bench/cache-exporter/run.mjs [--nodes=10,100,500] [--prefixes=0,50,500] [--scrapes=50]
-//        [--prefix-scrapes=20] [--quick] [--no-gzip] [--profile] [--per-code=100]
+//        [--prefix-scrapes=20] [--quick] [--no-gzip] [--traffic] [--profile] [--per-code=100]
 //        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
 //        [--out=bench/cache-exporter/results/latest.json]
@@ -52,6 +52,8 @@ const OPTS = {
   /** Wall-time budget for the prefix scrapes (and as much floor) of one configuration. */
   prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 30_000)),
   gzip: args['no-gzip'] !== 'true',
+  /** The doubles' counters move all the time, as if they served requests (every node's change between two scrapes). */
+  traffic: args.traffic === 'true',
   profile: args.profile === 'true',
   /** Write a V8 heap snapshot of the exporter at the end of each configuration (results/heap/). */
   heapSnapshot: args['heap-snapshot'] === 'true',
@@ -191,7 +193,7 @@ async function startBenchZooKeeper() {
 
 async function startDoubles(n, p) {
   const child = track(
-    spawn(process.execPath, [join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`], {
+    spawn(process.execPath, [join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`, ...(OPTS.traffic ? ['--traffic'] : [])], {
       stdio: ['pipe', 'pipe', 'inherit'],
     }),
     'doubles',
@@ -714,7 +716,7 @@ async function main() {
   const started = Date.now();
   const codeAtStart = codeVersion();
   log(`code: commit ${codeAtStart.commit}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
-  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}`);
+  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}`);
   zk = await startBenchZooKeeper();
   log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
   const results = [];

@@ -55,6 +55,22 @@ describe('ArcusDouble behaviours', () => {
 });
 
 describe('ArcusDouble state', () => {
+  test('addTraffic moves the named stats counters and the byte counts, and nothing else', async () => {
+    const { double, client } = await startDouble();
+    const before = await client.send('stats\r\n', 'END\r\n');
+    double.addTraffic({ cmd_get: 10, get_hits: 7, get_misses: 3, bop_get_elem_hits: 2, bytes_read: 600 });
+    double.addTraffic({ cmd_get: 1 });
+    const after = await client.send('stats\r\n', 'END\r\n');
+    assert.equal(stat(after, 'cmd_get'), String(Number(stat(before, 'cmd_get')) + 11));
+    assert.equal(stat(after, 'get_hits'), String(Number(stat(before, 'get_hits')) + 7));
+    assert.equal(stat(after, 'get_misses'), String(Number(stat(before, 'get_misses')) + 3));
+    assert.equal(stat(after, 'bop_get_elem_hits'), String(Number(stat(before, 'bop_get_elem_hits')) + 2));
+    // bytes_read also counts the first stats request itself.
+    assert.equal(stat(after, 'bytes_read'), String(Number(stat(before, 'bytes_read')) + 600 + 'stats\r\n'.length));
+    assert.equal(stat(after, 'cmd_set'), stat(before, 'cmd_set'));
+    client.close();
+  });
+
   test('more prefixes than maxStatsPrefixes: stats prefixes refuses', async () => {
     const { double, client } = await startDouble({ maxStatsPrefixes: 2 });
     assert.match(await client.send('stats settings\r\n', 'END\r\n'), /^STAT max_stats_prefixes 2\r$/m);

@@ -106,6 +106,19 @@ export class ArcusDouble {
     this.state.behavior = behavior;
   }
 
+  /**
+   * Adds to `stats` counters as if requests had been served, without serving them: load for a
+   * benchmark whose scrapes should see every counter move. Names as `stats` shows them
+   * (`cmd_get`, `get_hits`, `bop_get_elem_hits`, ...); `bytes_read` and `bytes_written` too.
+   */
+  addTraffic(counts: Readonly<Record<string, number>>): void {
+    for (const [name, by] of Object.entries(counts)) {
+      if (name === 'bytes_read') this.state.bytesRead += by;
+      else if (name === 'bytes_written') this.state.bytesWritten += by;
+      else this.state.count(name, by);
+    }
+  }
+
   /** True while its ephemeral node's session is open. */
   get registered(): boolean {
     return this.registration !== undefined;
