@@ -24,7 +24,8 @@ this file is out of date.
 
 Every series carries \`ensemble\` (the logical name in \`ensembleByName\`), \`service_code\`,
 \`node\` (\`ip:port\`) and \`hostname\` (as the node registered it in ZooKeeper); nodes of
-replication clusters (\`/arcus_repl\`) also carry \`group\` and \`role\` (\`master\`, \`slave\`).
+replication clusters (\`/arcus_repl\`) also carry \`group\` and \`role\` (\`master\`, \`slave\`; while a node is
+down, the role it last registered with).
 The exporter never sets \`job\` or \`instance\`.
 
 Stats fields are mapped by name: \`cmd_<command>\` to \`arcus_commands_total{command}\`,

@@ -167,6 +167,26 @@ describe('cache exporter config reload, prefixes and QoS', () => {
       assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
     });
   });
+
+  test('a replication node that stops is reported down with its group and the role it last registered with', async () => {
+    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['repl'] });
+    assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    await eventually(async () => assert.equal(valueOf((await exporter.scrape('/metrics')).samples, 'arcus_up', { service_code: 'repl', role: 'master' }), 1));
+    await master.stop();
+    const down = await eventually(async () => {
+      const { samples } = await exporter.scrape('/metrics');
+      // Down because its registration is gone (not merely refusing connections before the watch fires).
+      assert.equal(valueOf(samples, 'arcus_node_registered', { service_code: 'repl' }), 0);
+      const repl = select(samples, 'arcus_up', { service_code: 'repl' });
+      assert.equal(repl.length, 1);
+      assert.equal(repl[0]!.value, 0);
+      return repl[0]!;
+    });
+    // The same series as while it was up: dashboards and alerts follow it across the outage.
+    assert.equal(down.labels['group'], 'g1');
+    assert.equal(down.labels['role'], 'master');
+    assert.equal(down.labels['hostname'], 'localhost');
+  });
 });
 
 describe('cache exporter start-up errors', () => {

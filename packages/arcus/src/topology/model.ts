@@ -14,6 +14,7 @@ export interface CacheNode {
   readonly mapped: boolean;
   /** Replication cluster (`/arcus_repl`) membership. */
   readonly group?: string;
+  /** Its role as registered; while it is down, the role it last registered with (if seen). */
   readonly role?: ReplicationRole;
 }
 
@@ -42,7 +43,12 @@ export const EMPTY_TOPOLOGY: Topology = { serviceCodes: [], nodes: [], problems:
  */
 export function buildTopology(
   snapshots: ReadonlyMap<ArcusRoot, RootSnapshot>,
-  options: { serviceCodes?: ReadonlySet<string>; knownHostnames?: ReadonlyMap<string, string> } = {},
+  options: {
+    serviceCodes?: ReadonlySet<string>;
+    knownHostnames?: ReadonlyMap<string, string>;
+    /** The role each replication node last registered with, for those now down. */
+    knownRoles?: ReadonlyMap<string, ReplicationRole>;
+  } = {},
 ): Topology {
   const wanted = (svc: string) => options.serviceCodes === undefined || options.serviceCodes.has(svc);
   const nodes = new Map<string, CacheNode>();
@@ -107,7 +113,7 @@ export function buildTopology(
         hostname: options.knownHostnames?.get(address) ?? '',
         live: false,
         mapped: true,
-        ...(mapping.group === undefined ? {} : { group: mapping.group }),
+        ...(mapping.group === undefined ? {} : withRole(mapping.group, options.knownRoles?.get(address))),
       });
     }
   }
@@ -135,4 +141,9 @@ function compare(a: string, b: string): number {
 /** Stable identity of a node across topology versions. */
 export function nodeKey(node: Pick<CacheNode, 'serviceCode' | 'node'>): string {
   return `${node.serviceCode}\u0000${node.node}`;
+}
+
+/** A down replication node's group, and the role it last registered with when there was one. */
+function withRole(group: string, role: ReplicationRole | undefined): { group: string; role?: ReplicationRole } {
+  return role === undefined ? { group } : { group, role };
 }

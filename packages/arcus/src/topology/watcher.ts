@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
-import type { ArcusRoot } from './znodes.js';
+import type { ArcusRoot, ReplicationRole } from './znodes.js';
 import { ARCUS_ROOTS, parseRegistration } from './znodes.js';
 import type { RootSnapshot, Topology } from './model.js';
 import { EMPTY_TOPOLOGY, buildTopology } from './model.js';
@@ -146,6 +146,7 @@ export class TopologyWatcher extends EventEmitter {
   private topologyValue: Topology = EMPTY_TOPOLOGY;
   private serviceCodeFilter: ReadonlySet<string> | undefined;
   private readonly knownHostnames = new Map<string, string>();
+  private readonly knownRoles = new Map<string, ReplicationRole>();
   private stateValue: WatcherState = {
     connected: false,
     synced: false,
@@ -436,7 +437,9 @@ export class TopologyWatcher extends EventEmitter {
       for (const children of root.cacheList.values()) {
         for (const child of children) {
           const registration = parseRegistration(child);
-          if (registration) this.knownHostnames.set(registration.node, registration.hostname);
+          if (!registration) continue;
+          this.knownHostnames.set(registration.node, registration.hostname);
+          if (registration.role !== undefined) this.knownRoles.set(registration.node, registration.role);
         }
       }
     }
@@ -444,6 +447,7 @@ export class TopologyWatcher extends EventEmitter {
     this.topologyValue = buildTopology(snapshots, {
       ...(this.serviceCodeFilter ? { serviceCodes: this.serviceCodeFilter } : {}),
       knownHostnames: this.knownHostnames,
+      knownRoles: this.knownRoles,
     });
     const firstSync = !this.stateValue.synced;
     this.setState({ synced: true, updatedAt: Date.now() });

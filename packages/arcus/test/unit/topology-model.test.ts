@@ -98,6 +98,28 @@ test('service code filter, replication groups and roles, broken znodes reported 
   assert.match(topology.problems.join('\n'), /3\.3\.3\.3:3: 2 children/);
 });
 
+test('a replication node that is down keeps the role it last registered with; one never seen has none', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([
+    [
+      '/arcus_repl',
+      snapshot({ r: ['g1^S^10.0.0.2:11211-s1'] }, { '10.0.0.1:11211': ['r^g1^10.0.0.2:11211'], '10.0.0.2:11211': ['r^g1^10.0.0.1:11211'], '10.0.0.3:11211': ['r^g2^10.0.0.4:11211'] }),
+    ],
+  ]);
+  const topology = buildTopology(roots, {
+    knownHostnames: new Map([['10.0.0.1:11211', 'm1']]),
+    knownRoles: new Map([['10.0.0.1:11211', 'master'], ['10.0.0.2:11211', 'master']]),
+  });
+  assert.deepEqual(
+    topology.nodes.map((n) => [n.node, n.live, n.hostname, n.group, n.role]),
+    [
+      ['10.0.0.1:11211', false, 'm1', 'g1', 'master'],
+      // Live: the role it registers with now, not the one remembered.
+      ['10.0.0.2:11211', true, 's1', 'g1', 'slave'],
+      ['10.0.0.3:11211', false, '', 'g2', undefined],
+    ],
+  );
+});
+
 test('a mapping keyed by hostname:port matches the live node registered with that hostname', () => {
   const roots = new Map<ArcusRoot, RootSnapshot>([
     ['/arcus', snapshot({ s: ['10.1.1.1:11211-cache1'] }, { 'cache1:11211': ['s'] })],
