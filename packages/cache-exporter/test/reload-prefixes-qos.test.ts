@@ -133,6 +133,15 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     const { samples } = await exporter.scrape();
     assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
     assert.equal(valueOf(samples, 'arcus_up', { node: app.address }), 1);
+
+    // By SIGHUP: refused and logged once (the signal handler does not log it a second time).
+    const refusals = () => exporter.output().match(/configuration reload refused/g)?.length ?? 0;
+    const before = refusals();
+    exporter.process.kill('SIGHUP');
+    await eventually(async () => assert.equal(refusals(), before + 1));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(refusals(), before + 1);
+    assert.doesNotMatch(exporter.output(), /reload failed/);
   });
 
   test('SIGHUP reloads: a new service code filter applies without restart; a code not in the ensemble is warned about', async () => {

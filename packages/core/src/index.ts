@@ -48,7 +48,7 @@ export type {
   HttpServerOptions,
 } from './http.js';
 
-export { installSignalHandlers } from './signals.js';
+export { installSignalHandlers, markReported } from './signals.js';
 export type { SignalHandlerOptions } from './signals.js';
 
 export {

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { errorMessage } from './errors.js';
+import { markReported } from './signals.js';
 import type { Logger } from './log.js';
 
 /** The reload health every daemon with a config file exposes. Starts as "loaded now". */
@@ -53,6 +54,7 @@ export function loadForReload<T>(load: () => T, metrics: ReloadMetrics, logger: 
   } catch (err) {
     metrics.failed();
     logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
+    markReported(err);
     throw err;
   }
 }

@@ -18,6 +18,14 @@ export interface SignalHandlerOptions {
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
+/** Errors logged where they happened (a refused config): the SIGHUP reloader does not log them again. */
+const reported = new WeakSet<object>();
+
+/** Marks `err` as logged already, for the SIGHUP reloader. */
+export function markReported(err: unknown): void {
+  if (typeof err === 'object' && err !== null) reported.add(err);
+}
+
 /**
  * Reloads run one at a time; SIGHUPs arriving during a reload collapse into one more reload, so
  * the last signal always sees the file as it is now.
@@ -33,7 +41,7 @@ function createReloader(logger: Logger, onReload: () => Promise<void>): () => vo
         logger.info('reloading configuration (SIGHUP)');
         await onReload();
       } catch (err) {
-        logger.error({ err }, `reload failed: ${errorMessage(err)}`);
+        if (!(typeof err === 'object' && err !== null && reported.has(err))) logger.error({ err }, `reload failed: ${errorMessage(err)}`);
       }
     } while (again);
     running = false;

@@ -14,7 +14,7 @@ interface Daemon {
   /** Resolves once the daemon has printed a line containing text. */
   waitFor(text: string): Promise<void>;
   signal(name: NodeJS.Signals): void;
-  exited: Promise<{ code: number | null; stdout: string }>;
+  exited: Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
 /** Runs a tiny daemon using installSignalHandlers; it prints "ready" once the handlers are in. */
@@ -47,9 +47,11 @@ say('ready');
       else waiters.push(waiter);
     }
   });
-  child.stderr.resume();
-  const exited = new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    child.on('exit', (code) => resolve({ code, stdout }));
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
   return {
     waitFor: (text) =>
@@ -85,6 +87,27 @@ describe('installSignalHandlers', () => {
     const { code, stdout } = await daemon.exited;
     assert.equal(code, 0);
     assert.match(stdout, /shutdown/);
+  });
+
+  it('logs a failed reload once: not again when the daemon has logged it (markReported)', async () => {
+    const daemon = startDaemon({
+      reload:
+        "reloads++; const err = new Error('bad config ' + reloads); " +
+        "if (reloads === 1) { logger.error('refused here: ' + err.message); core.markReported(err); } " +
+        "say('attempt ' + reloads); throw err;",
+      shutdown: "say('shutdown');",
+    });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('attempt 1');
+    daemon.signal('SIGHUP');
+    await daemon.waitFor('attempt 2');
+    daemon.signal('SIGTERM');
+    const { code, stderr } = await daemon.exited;
+    assert.equal(code, 0);
+    assert.equal(stderr.match(/bad config 1/g)?.length, 1, stderr);
+    assert.match(stderr, /refused here: bad config 1/);
+    assert.equal(stderr.match(/reload failed: bad config 2/g)?.length, 1, stderr);
   });
 
   it('runs reloads one at a time', async () => {
