@@ -62,7 +62,8 @@ async function main(argv: string[]): Promise<number> {
     processMetrics: () => processMetrics.metrics(),
   });
 
-  const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig } : {}) });
+  const webConfigFile = values['web.config.file'] || undefined;
+  const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
 
   type Request = Parameters<typeof sendExposition>[0];
@@ -77,6 +78,8 @@ async function main(argv: string[]): Promise<number> {
   const reload = async (): Promise<{ restartNeeded: string[] }> => {
     try {
       const next = loadCacheExporterConfig(configFile);
+      // The web config first: when it is refused, nothing of the reload has been applied.
+      await server.reloadWebConfig();
       const result = exporter.reload(next);
       logger.info({ restartNeeded: result.restartNeeded }, 'configuration reloaded');
       if (result.restartNeeded.length > 0) {

@@ -110,7 +110,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
     assert.match(usage.stderr, /usage/);
   });
 
-  test('-web.config.file turns on basic auth for every path; SIGTERM exits 0', async () => {
+  test('-web.config.file turns on basic auth for every path, is read again at reload; SIGTERM exits 0', async () => {
     const webConfig = join(installDir, 'web.yml');
     writeFileSync(webConfig, `basic_auth_users:\n  prometheus: ${bcrypt.hashSync('s3cret', 4)}\n`);
     const exporter = await startExporter(
@@ -132,6 +132,22 @@ describe('cache_exporter start.sh / stop.sh', () => {
     const { status, samples } = await exporter.scrape('/metrics', auth);
     assert.equal(status, 200);
     assert.equal(valueOf(samples, 'arcus_up', { node: node.address }), 1);
+
+    // A new password by SIGHUP: the old one stops working, no restart.
+    writeFileSync(webConfig, `basic_auth_users:\n  prometheus: ${bcrypt.hashSync('n3w', 4)}\n`);
+    exporter.process.kill('SIGHUP');
+    const renewed = { Authorization: `Basic ${Buffer.from('prometheus:n3w').toString('base64')}` };
+    await eventually(async () => assert.equal((await fetch(`${exporter.url}/metrics`, { headers: renewed })).status, 200));
+    assert.equal((await fetch(`${exporter.url}/metrics`, { headers: auth })).status, 401);
+    // A web config that does not parse is refused by POST /-/reload, naming the file; the running one stays.
+    writeFileSync(webConfig, 'basic_auth_users: [\n');
+    const refused = await fetch(`${exporter.url}/-/reload`, { method: 'POST', headers: renewed });
+    assert.equal(refused.status, 400);
+    const body = (await refused.json()) as { code: string; error: string };
+    assert.equal(body.code, 'CACHEMON_WEB_CONFIG_INVALID');
+    assert.match(body.error, /web\.yml:/);
+    assert.equal((await fetch(`${exporter.url}/metrics`, { headers: renewed })).status, 200);
+    assert.equal(valueOf((await exporter.scrape('/metrics', renewed)).samples, 'cachemon_config_last_reload_successful'), 0);
     assert.equal(await exporter.stop(), 0);
   });
 

@@ -68,7 +68,8 @@ async function main(argv: string[]): Promise<number> {
   const exporter = new CoordinationExporter(servers, { logger, registry, processMetrics: () => processMetrics.metrics() });
   await exporter.resolve();
 
-  const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig } : {}) });
+  const webConfigFile = values['web.config.file'] || undefined;
+  const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
   app.get('/metrics', async (request, reply) => {
     const deadline = Math.min(scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values.timeout), Date.now() + MAX_WAIT_MS);
@@ -90,8 +91,10 @@ async function main(argv: string[]): Promise<number> {
   installSignalHandlers({
     logger,
     onReload: async () => {
-      // The server list comes from the command line: SIGHUP resolves its names again.
+      // The server list comes from the command line: SIGHUP resolves its names again, and reads
+      // the web config file again.
       await exporter.resolve();
+      await server.reloadWebConfig();
       logger.info({ servers: exporter.endpoints.map(formatEndpoint) }, 'server names resolved again');
     },
     onShutdown: async () => {

@@ -2,6 +2,7 @@
  * The one HTTP helper every daemon serves through: health and readiness endpoints, JSON error
  * answers with coded errors, web-config TLS and basic auth, bounded bodies, graceful close.
  */
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, {
@@ -11,17 +12,19 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { createBasicAuthVerifier, parseBasicAuthorization } from './basic-auth.js';
+import { createBasicAuthVerifier, parseBasicAuthorization, type BasicAuthVerifier } from './basic-auth.js';
 import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.js';
 import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
-import { tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
+import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
   readonly name: string;
   readonly logger: Logger;
   readonly webConfig?: WebConfig;
+  /** The file webConfig was read from (`--web.config.file`): reloadWebConfig() reads it again. */
+  readonly webConfigFile?: string;
   /** Largest accepted request body; default 1 MiB. */
   readonly bodyLimitBytes?: number;
 }
@@ -37,6 +40,14 @@ export interface HttpServer {
   setReady(ready: boolean): void;
   listen(address: string): Promise<BoundAddress>;
   close(): Promise<void>;
+  /**
+   * Reads the web config file again (SIGHUP, POST /-/reload) and applies it: certificate, key and
+   * client CA (a rotated certificate), TLS versions, headers and basic auth users, for the
+   * connections and requests that come next. An unreadable or invalid file, or one that turns TLS
+   * on or off or changes client_auth_type (which need a restart), is refused with
+   * CACHEMON_WEB_CONFIG_INVALID and changes nothing. Nothing to do without webConfigFile.
+   */
+  reloadWebConfig(): Promise<void>;
 }
 
 export interface ErrorAnswer {
@@ -89,30 +100,49 @@ function clientCertProblem(tls: TlsSettings, socket: TLSSocket): string | undefi
   return undefined;
 }
 
-function installSecurityHooks(app: FastifyInstance, webConfig: WebConfig): void {
-  const headers = Object.entries(webConfig.headers);
-  if (headers.length > 0) {
-    app.addHook('onRequest', async (_request, reply) => {
-      for (const [name, value] of headers) reply.header(name, value);
-    });
-  }
-  const tls = webConfig.tls;
-  if (checksClientCertInHttp(tls)) {
-    app.addHook('onRequest', async (request) => {
+/** What the security hook applies; replaced as a whole when the web config is read again. */
+interface SecurityState {
+  readonly config: WebConfig;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly verify: BasicAuthVerifier | undefined;
+}
+
+function securityState(config: WebConfig): SecurityState {
+  return {
+    config,
+    headers: Object.entries(config.headers),
+    verify: config.basicAuthUsers.size > 0 ? createBasicAuthVerifier(config.basicAuthUsers) : undefined,
+  };
+}
+
+/** One hook for headers, client-certificate policy and basic auth, reading the state of the moment. */
+function installSecurityHooks(app: FastifyInstance, current: () => SecurityState): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const { config, headers, verify } = current();
+    for (const [name, value] of headers) reply.header(name, value);
+    const tls = config.tls;
+    if (checksClientCertInHttp(tls)) {
       const problem = clientCertProblem(tls, request.raw.socket as TLSSocket);
       if (problem !== undefined) throw new CachemonError(Errors.FORBIDDEN, problem);
-    });
+    }
+    if (verify === undefined) return;
+    const credentials = parseBasicAuthorization(request.headers.authorization);
+    if (credentials !== undefined && (await verify(credentials))) return;
+    reply.header('WWW-Authenticate', 'Basic');
+    const reason = credentials === undefined ? 'authentication required' : 'invalid username or password';
+    throw new CachemonError(Errors.UNAUTHORIZED, reason);
+  });
+}
+
+/** Why `next` cannot replace `running` without a restart, or undefined. */
+function restartNeededFor(running: WebConfig, next: WebConfig): string | undefined {
+  if ((running.tls === undefined) !== (next.tls === undefined)) {
+    return `tls_server_config ${next.tls === undefined ? 'removed' : 'added'}: switching between http and https needs a restart`;
   }
-  if (webConfig.basicAuthUsers.size > 0) {
-    const verify = createBasicAuthVerifier(webConfig.basicAuthUsers);
-    app.addHook('onRequest', async (request, reply) => {
-      const credentials = parseBasicAuthorization(request.headers.authorization);
-      if (credentials !== undefined && (await verify(credentials))) return;
-      reply.header('WWW-Authenticate', 'Basic');
-      const reason = credentials === undefined ? 'authentication required' : 'invalid username or password';
-      throw new CachemonError(Errors.UNAUTHORIZED, reason);
-    });
+  if (running.tls !== undefined && next.tls !== undefined && running.tls.clientAuthType !== next.tls.clientAuthType) {
+    return `tls_server_config.client_auth_type changed from ${running.tls.clientAuthType} to ${next.tls.clientAuthType}: needs a restart`;
   }
+  return undefined;
 }
 
 function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => boolean): void {
@@ -205,7 +235,8 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
-  if (webConfig !== undefined) installSecurityHooks(app, webConfig);
+  let security = webConfig === undefined ? undefined : securityState(webConfig);
+  if (security !== undefined) installSecurityHooks(app, () => security!);
   installErrorHandlers(app);
   installHealthRoutes(app, name, () => ready);
 
@@ -215,6 +246,17 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
       ready = value;
     },
     listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https'),
+    reloadWebConfig: async () => {
+      const file = options.webConfigFile;
+      if (file === undefined || security === undefined) return;
+      const next = await loadWebConfig(file);
+      const problem = restartNeededFor(security.config, next);
+      if (problem !== undefined) throw new CachemonError(Errors.WEB_CONFIG_INVALID, `${file}: ${problem}; the running web config stays`);
+      // New connections get the new certificate; those open keep theirs until they close.
+      if (next.tls !== undefined) (app.server as HttpsServer).setSecureContext(tlsContextOptions(next.tls));
+      security = securityState(next);
+      logger.info({ file, tls: next.tls !== undefined, basicAuthUsers: next.basicAuthUsers.size }, 'web config reloaded');
+    },
     close: async () => {
       closing = true;
       // Node closes idle connections once, when close starts; answers already on the wire when it

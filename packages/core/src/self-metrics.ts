@@ -59,6 +59,21 @@ export function loadForReload<T>(load: () => T, metrics: ReloadMetrics, logger: 
   }
 }
 
+/**
+ * Reads the web config file again for a reload (HttpServer.reloadWebConfig). When it is refused:
+ * recorded, logged, rethrown; the running web config stays.
+ */
+export async function reloadWebConfigFor(server: { reloadWebConfig(): Promise<void> }, metrics: ReloadMetrics, logger: Logger): Promise<void> {
+  try {
+    await server.reloadWebConfig();
+  } catch (err) {
+    metrics.failed();
+    logger.error({ error: errorMessage(err) }, 'web config reload refused; the running web config stays');
+    markReported(err);
+    throw err;
+  }
+}
+
 /** `cachemon_build_info` (value 1): version, Node.js version, component, and any labels the daemon adds. */
 export function registerBuildInfo(registry: Registry, labels: () => Readonly<Record<string, string>>): void {
   const names = ['version', 'nodejs', 'component', ...Object.keys(labels()).filter((k) => !['version', 'nodejs', 'component'].includes(k))];

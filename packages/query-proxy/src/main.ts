@@ -75,12 +75,12 @@ async function main(argv: string[]): Promise<number> {
     loadConfig: () => loadQueryProxyConfig(configFile),
     maxQueryLength,
     processMetrics: () => processMetrics.metrics(),
-    ...(webConfig ? { webConfig } : {}),
+    ...(webConfig ? { webConfig, webConfigFile: values['web.config.file'] } : {}),
   });
   installSignalHandlers({
     logger,
     onReload: async () => {
-      proxy.reload();
+      await proxy.reload();
     },
     onShutdown: async () => {
       logger.info({}, 'shutting down');

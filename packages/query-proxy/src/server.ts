@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
-import { createHttpServer, errorMessage, loadForReload, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
@@ -39,6 +39,8 @@ export interface QueryProxyOptions {
   /** Reads and validates the config file again (POST /-/reload, SIGHUP). */
   readonly loadConfig: () => QueryProxyConfig;
   readonly webConfig?: WebConfig;
+  /** The file webConfig came from: read again at every reload. */
+  readonly webConfigFile?: string;
   readonly bodyLimitBytes?: number;
   readonly maxQueryLength?: number;
   /** The process_* and nodejs_* metrics, appended to GET /metrics. */
@@ -55,7 +57,7 @@ export interface QueryProxy {
   readonly metrics: ProxyMetrics;
   readonly config: () => QueryProxyConfig;
   /** Reloads the config file; throws (and keeps the running config) when it is invalid. */
-  reload(): ReloadResult;
+  reload(): Promise<ReloadResult>;
   close(): Promise<void>;
 }
 
@@ -143,7 +145,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     name: 'query proxy',
     logger,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    ...(options.webConfig ? { webConfig: options.webConfig } : {}),
+    ...(options.webConfig ? { webConfig: options.webConfig, ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }) } : {}),
   });
   const { app } = server;
   const maxHeaderBytes = headerRoom(maxQueryLength);
@@ -434,8 +436,10 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     await sendExposition(request, reply, (await registry.metrics()) + processText);
   });
 
-  const reload = (): ReloadResult => {
+  const reload = async (): Promise<ReloadResult> => {
     const next: QueryProxyConfig = loadForReload(options.loadConfig, metrics.reload, logger);
+    // The web config after the config file is read, before anything is applied: refused, nothing changes.
+    await reloadWebConfigFor(server, metrics.reload, logger);
     config = next;
     plans.clear();
     metrics.reload.succeeded();
@@ -444,7 +448,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     logger.info({ groups: result.groups }, 'configuration reloaded');
     return result;
   };
-  app.post('/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...reload() })));
+  app.post('/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
 
   let bound;
   try {

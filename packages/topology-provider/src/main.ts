@@ -60,13 +60,13 @@ async function main(argv: string[]): Promise<number> {
     resolveIntervalMs: values['resolve-interval'],
     zkSessionTimeoutMs: values['zk-session-timeout'],
     processMetrics: () => processMetrics.metrics(),
-    ...(webConfig ? { webConfig } : {}),
+    ...(webConfig ? { webConfig, webConfigFile: values['web.config.file'] } : {}),
   });
 
   installSignalHandlers({
     logger,
     onReload: async () => {
-      server.reload();
+      await server.reload();
       await server.provider.resolveHostnames();
     },
     onShutdown: async () => {

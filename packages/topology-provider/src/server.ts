@@ -2,7 +2,7 @@
  * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
  * flags and signals; tests start it in-process with an injected resolver and clock.
  */
-import { createHttpServer, errorMessage, loadForReload, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { Registry } from 'prom-client';
@@ -23,6 +23,8 @@ export interface ProviderServerOptions {
   /** Reads and validates the config file again (POST /reload/config, SIGHUP). */
   readonly loadConfig: () => TopologyProviderConfig;
   readonly webConfig?: WebConfig;
+  /** The file webConfig came from: read again at every reload. */
+  readonly webConfigFile?: string;
   readonly resolver?: Resolver;
   readonly resolveIntervalMs?: number;
   readonly zkSessionTimeoutMs?: number;
@@ -41,7 +43,7 @@ export interface ProviderServer {
   readonly provider: TopologyProvider;
   readonly metrics: ProviderMetrics;
   /** Reloads the config file; throws (and keeps the running config) when it is invalid. */
-  reload(): ReloadResult;
+  reload(): Promise<ReloadResult>;
   close(): Promise<void>;
 }
 
@@ -64,7 +66,7 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     name: 'topology provider',
     logger,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    ...(options.webConfig ? { webConfig: options.webConfig } : {}),
+    ...(options.webConfig ? { webConfig: options.webConfig, ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }) } : {}),
   });
   const { app } = server;
   // The datasource sends Content-Type: application/json on every request, bodiless ones too, and
@@ -122,15 +124,17 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     await sendExposition(request, reply, (await registry.metrics()) + processText);
   });
 
-  const reload = (): ReloadResult => {
+  const reload = async (): Promise<ReloadResult> => {
     const next: TopologyProviderConfig = loadForReload(options.loadConfig, metrics.reload, logger);
+    // The web config after the config file is read, before anything is applied: refused, nothing changes.
+    await reloadWebConfigFor(server, metrics.reload, logger);
     const result = provider.reload(next);
     metrics.reload.succeeded(now());
     logger.info({ ...result }, 'configuration reloaded');
     if (result.restartNeeded.length > 0) logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
     return result;
   };
-  const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...reload() }));
+  const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) }));
   app.post('/reload/config', reloadRoute);
   app.post('/-/reload', reloadRoute);
 

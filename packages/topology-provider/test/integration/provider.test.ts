@@ -1,6 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ArcusZk, eventually, freePort, parseExposition, startZooKeeper, valueOf } from '@cachemon/testkit';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadWebConfig } from '@cachemon/core';
+import { ArcusZk, eventually, freePort, parseExposition, startZooKeeper, tempDir, valueOf } from '@cachemon/testkit';
 import type { NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 import type { Harness } from './support.js';
 import { pluginRange, startHarness, tableResolver } from './support.js';
@@ -344,5 +347,35 @@ describe('topology provider against real ZooKeeper', () => {
     assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
     assert.equal(valueOf(samples, 'cachemon_config_reloads_total', { result: 'failure' }), 4);
     assert.equal(valueOf(samples, 'cachemon_config_reloads_total', { result: 'success' }), 1);
+  });
+
+  test('the web config file is read again at reload: new basic auth users apply, an invalid file is refused', async () => {
+    // bcrypt (cost 4) of "first" and of "second".
+    const first = '$2b$04$yHzeEbKFKEr65cHaSQ7vQuJt8E/g7aS9y8oWhSKwKYmxS8bMULekS';
+    const second = '$2b$04$2aCWs6wT2UDiQS/mpWzw7.Tt7UjYXRc/ObcVgPyBFn5M4S8LNhsPu';
+    const webConfigFile = join(await tempDir('topology-provider-web-'), 'web.yml');
+    writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${first}\n`);
+    const secured = await startHarness({ ensembleByName: { one: [zkOne.address] } }, { webConfig: await loadWebConfig(webConfigFile), webConfigFile });
+    try {
+      const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}` });
+      assert.equal((await fetch(`${secured.url}/`)).status, 401);
+      assert.equal((await fetch(`${secured.url}/`, { headers: as('first') })).status, 200);
+
+      writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${second}\n`);
+      assert.equal((await secured.post('/reload/config', undefined, as('first'))).status, 200);
+      assert.equal((await fetch(`${secured.url}/`, { headers: as('first') })).status, 401);
+      assert.equal((await fetch(`${secured.url}/`, { headers: as('second') })).status, 200);
+
+      writeFileSync(webConfigFile, 'basic_auth_users:\n  grafana: not-a-hash\n');
+      const refused = await secured.post('/reload/config', undefined, as('second'));
+      assert.equal(refused.status, 400);
+      assert.equal((refused.body as { code: string }).code, 'CACHEMON_WEB_CONFIG_INVALID');
+      assert.match((refused.body as { error: string }).error, /web\.yml: basic_auth_users\.grafana: not a bcrypt hash/);
+      assert.equal((await fetch(`${secured.url}/`, { headers: as('second') })).status, 200, 'the running web config stays');
+      const samples = parseExposition(await (await fetch(`${secured.url}/metrics`, { headers: as('second') })).text());
+      assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
+    } finally {
+      await secured.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLoggerOn } from '@cachemon/core';
+import type { WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { freePort, tempDir } from '@cachemon/testkit';
 import { loadTopologyProviderConfig, startProviderServer } from '../../src/index.js';
@@ -28,7 +29,7 @@ export function pluginRange(from: number, to: number): Record<string, unknown> {
 /** A provider in this process, on a config file in a temp dir, with an injected resolver and clock. */
 export async function startHarness(
   config: Record<string, unknown>,
-  options: { resolver?: Resolver; now?: () => number; resolveIntervalMs?: number } = {},
+  options: { resolver?: Resolver; now?: () => number; resolveIntervalMs?: number; webConfig?: WebConfig; webConfigFile?: string } = {},
 ): Promise<Harness> {
   const dir = await tempDir('topology-provider-');
   const configFile = join(dir, 'config.json');
