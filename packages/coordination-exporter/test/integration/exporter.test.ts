@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startZooKeeper, startZooKeeperEnsemble, type ZooKeeperEnsemble, type ZooKeeperServer } from '@cachemon/testkit';
+import { freePort, startZooKeeper, startZooKeeperEnsemble, tempDir, type ZooKeeperEnsemble, type ZooKeeperServer } from '@cachemon/testkit';
 
 const BIN = new URL('../../../../../bin/coordination-exporter', import.meta.url).pathname;
 
@@ -12,10 +14,11 @@ interface Exporter {
   readonly output: () => string;
   /** The exit code, once it has exited. */
   readonly exited: Promise<number | null>;
+  signal(name: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
-async function startExporter(zkHosts: string, extra: string[] = []): Promise<Exporter> {
+async function startExporter(zkHosts: string, extra: string[] = [], headers: Record<string, string> = {}): Promise<Exporter> {
   const port = await freePort();
   let output = '';
   const child: ChildProcess = spawn(process.execPath, [BIN, `--listen=127.0.0.1:${port}`, `-zk-hosts=${zkHosts}`, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -25,7 +28,7 @@ async function startExporter(zkHosts: string, extra: string[] = []): Promise<Exp
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {
-      if ((await fetch(`${url}/-/ready`)).ok) break;
+      if ((await fetch(`${url}/-/ready`, { headers })).ok) break;
     } catch {
       // not listening yet
     }
@@ -36,6 +39,7 @@ async function startExporter(zkHosts: string, extra: string[] = []): Promise<Exp
     url,
     output: () => output,
     exited,
+    signal: (name) => child.kill(name),
     stop: async () => {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
@@ -241,6 +245,29 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
     assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
     assert.ok(ms >= 7500 && ms < 9500, `answered after ${ms} ms`);
     assert.equal(await own.exited, 0, own.output());
+  });
+
+  it('SIGHUP reads --web.config.file again: a new basic auth password applies without a restart', async () => {
+    // bcrypt (cost 4) of "first" and of "second".
+    const first = '$2b$04$yHzeEbKFKEr65cHaSQ7vQuJt8E/g7aS9y8oWhSKwKYmxS8bMULekS';
+    const second = '$2b$04$2aCWs6wT2UDiQS/mpWzw7.Tt7UjYXRc/ObcVgPyBFn5M4S8LNhsPu';
+    const file = join(await tempDir('coordination-web-'), 'web.yml');
+    writeFileSync(file, `basic_auth_users:\n  prometheus: ${first}\n`);
+    const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`prometheus:${password}`).toString('base64')}` });
+    const own = await startExporter(zk.address, [`--web.config.file=${file}`], as('first'));
+    try {
+      assert.equal((await fetch(`${own.url}/metrics`)).status, 401);
+      writeFileSync(file, `basic_auth_users:\n  prometheus: ${second}\n`);
+      own.signal('SIGHUP');
+      for (let i = 0; (await fetch(`${own.url}/metrics`, { headers: as('second') })).status !== 200; i++) {
+        assert.ok(i < 50, `the new password was not taken: ${own.output()}`);
+        await sleep(100);
+      }
+      assert.equal((await fetch(`${own.url}/metrics`, { headers: as('first') })).status, 401);
+      assert.match(own.output(), /web config reloaded/);
+    } finally {
+      await own.stop();
+    }
   });
 
   it('--timeout must be more than 0', async () => {
