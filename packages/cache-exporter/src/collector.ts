@@ -368,11 +368,6 @@ export class CollectionDeadline {
     this.#arm(Math.max(0, at - Date.now()) + SAFETY_NET_MS);
   }
 
-  /** When the collection ends at the latest now. */
-  get end(): number {
-    return this.#end;
-  }
-
   /** Ends the collection at `at` if that is earlier than its end. */
   bringForward(at: number): void {
     if (this.#ended || at >= this.#end) return;

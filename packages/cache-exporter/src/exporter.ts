@@ -49,11 +49,11 @@ export class CacheExporter {
   private readonly prefixes = new PrefixAggregator();
   private renderer: NodeMetricsRenderer;
   readonly self: SelfMetrics;
-  /** The collection running for each path; scrapes that arrive meanwhile share it. */
   /** Service codes of `serviceCodes` the last topology did not have (warned about once). */
   private missingServiceCodes: readonly string[] = [];
   /** Set by endCollections: collections end at once. */
   private ending = false;
+  /** The collection running for each path; scrapes that arrive meanwhile share it. */
   private readonly flights = new Map<string, { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }>();
   /** Where /metrics is written piece by piece when it is gzipped (one collection runs at a time). */
   private gzipPiece: Buffer | undefined;
