@@ -1,4 +1,4 @@
-import { ExpositionBuffer, ExpositionWriter, GzipStream, errorMessage, expositionBody, markReported } from '@cachemon/core';
+import { ExpositionBuffer, ExpositionWriter, GzipStream, expositionBody, reloadRefused } from '@cachemon/core';
 import type { ExpositionBody, Logger } from '@cachemon/core';
 import { TopologyWatcher } from '@cachemon/arcus';
 import type { Resolver, Topology } from '@cachemon/arcus';
@@ -290,8 +290,6 @@ export class CacheExporter {
   }
 
   reloadFailed(err: unknown): void {
-    this.self.reload.failed();
-    this.options.logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
-    markReported(err);
+    reloadRefused(err, this.self.reload, this.options.logger);
   }
 }

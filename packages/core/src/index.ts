@@ -68,6 +68,6 @@ export {
 } from './exposition.js';
 export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';
 
-export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadWebConfigFor } from './self-metrics.js';
+export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadRefused, reloadWebConfigFor } from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';
 export { answeredHelpOrVersion, CHECK_CONFIG_FLAG, DAEMON_FLAGS, packageVersion, runCli } from './cli.js';

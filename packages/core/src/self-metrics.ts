@@ -52,11 +52,19 @@ export function loadForReload<T>(load: () => T, metrics: ReloadMetrics, logger: 
   try {
     return load();
   } catch (err) {
-    metrics.failed();
-    logger.error({ error: errorMessage(err) }, 'configuration reload refused; the running configuration stays');
-    markReported(err);
+    reloadRefused(err, metrics, logger);
     throw err;
   }
+}
+
+/**
+ * A refused reload of the configuration (or of the web config, `what`): recorded, logged, and
+ * marked so the SIGHUP handler does not log it a second time.
+ */
+export function reloadRefused(err: unknown, metrics: ReloadMetrics, logger: Logger, what = 'configuration'): void {
+  metrics.failed();
+  logger.error({ error: errorMessage(err) }, `${what} reload refused; the running ${what} stays`);
+  markReported(err);
 }
 
 /**
@@ -67,9 +75,7 @@ export async function reloadWebConfigFor(server: { reloadWebConfig(): Promise<vo
   try {
     await server.reloadWebConfig();
   } catch (err) {
-    metrics.failed();
-    logger.error({ error: errorMessage(err) }, 'web config reload refused; the running web config stays');
-    markReported(err);
+    reloadRefused(err, metrics, logger, 'web config');
     throw err;
   }
 }
