@@ -1,4 +1,4 @@
-import type { ArcusRoot, ReplicationRole } from './znodes.js';
+import type { ArcusRoot, Registration, ReplicationRole } from './znodes.js';
 import { mappingNodeAddress, parseMappingChild, parseRegistration } from './znodes.js';
 
 /** One cache server as discovery sees it. */
@@ -45,9 +45,8 @@ export function buildTopology(
   snapshots: ReadonlyMap<ArcusRoot, RootSnapshot>,
   options: {
     serviceCodes?: ReadonlySet<string>;
-    knownHostnames?: ReadonlyMap<string, string>;
-    /** The role each replication node last registered with, for those now down. */
-    knownRoles?: ReadonlyMap<string, ReplicationRole>;
+    /** The registration each node (`ip:port`) last had: the hostname and role of those now down. */
+    lastRegistrations?: ReadonlyMap<string, Registration>;
   } = {},
 ): Topology {
   const wanted = (svc: string) => options.serviceCodes === undefined || options.serviceCodes.has(svc);
@@ -107,13 +106,14 @@ export function buildTopology(
         nodes.set(`${live.serviceCode}\u0000${live.node}`, { ...live, mapped: true });
         continue;
       }
+      const last = options.lastRegistrations?.get(address);
       nodes.set(id, {
         serviceCode: mapping.serviceCode,
         node: address,
-        hostname: options.knownHostnames?.get(address) ?? '',
+        hostname: last?.hostname ?? '',
         live: false,
         mapped: true,
-        ...(mapping.group === undefined ? {} : withRole(mapping.group, options.knownRoles?.get(address))),
+        ...(mapping.group === undefined ? {} : last?.role === undefined ? { group: mapping.group } : { group: mapping.group, role: last.role }),
       });
     }
   }
@@ -141,9 +141,4 @@ function compare(a: string, b: string): number {
 /** Stable identity of a node across topology versions. */
 export function nodeKey(node: Pick<CacheNode, 'serviceCode' | 'node'>): string {
   return `${node.serviceCode}\u0000${node.node}`;
-}
-
-/** A down replication node's group, and the role it last registered with when there was one. */
-function withRole(group: string, role: ReplicationRole | undefined): { group: string; role?: ReplicationRole } {
-  return role === undefined ? { group } : { group, role };
 }

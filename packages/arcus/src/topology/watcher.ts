@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
-import type { ArcusRoot, ReplicationRole } from './znodes.js';
+import type { ArcusRoot, Registration } from './znodes.js';
 import { ARCUS_ROOTS, parseRegistration } from './znodes.js';
 import type { RootSnapshot, Topology } from './model.js';
 import { EMPTY_TOPOLOGY, buildTopology } from './model.js';
@@ -145,8 +145,8 @@ export class TopologyWatcher extends EventEmitter {
   private unresolvedLogged = '';
   private topologyValue: Topology = EMPTY_TOPOLOGY;
   private serviceCodeFilter: ReadonlySet<string> | undefined;
-  private readonly knownHostnames = new Map<string, string>();
-  private readonly knownRoles = new Map<string, ReplicationRole>();
+  /** The registration each node last had (buildTopology: a down node keeps its hostname and role). */
+  private readonly lastRegistrations = new Map<string, Registration>();
   private stateValue: WatcherState = {
     connected: false,
     synced: false,
@@ -437,17 +437,14 @@ export class TopologyWatcher extends EventEmitter {
       for (const children of root.cacheList.values()) {
         for (const child of children) {
           const registration = parseRegistration(child);
-          if (!registration) continue;
-          this.knownHostnames.set(registration.node, registration.hostname);
-          if (registration.role !== undefined) this.knownRoles.set(registration.node, registration.role);
+          if (registration) this.lastRegistrations.set(registration.node, registration);
         }
       }
     }
     const snapshots: ReadonlyMap<ArcusRoot, RootSnapshot> = this.roots;
     this.topologyValue = buildTopology(snapshots, {
       ...(this.serviceCodeFilter ? { serviceCodes: this.serviceCodeFilter } : {}),
-      knownHostnames: this.knownHostnames,
-      knownRoles: this.knownRoles,
+      lastRegistrations: this.lastRegistrations,
     });
     const firstSync = !this.stateValue.synced;
     this.setState({ synced: true, updatedAt: Date.now() });

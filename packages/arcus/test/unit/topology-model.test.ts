@@ -57,7 +57,7 @@ test('topology of the sample znode tree: live nodes, a mapped node with no regis
       ),
     ],
   ]);
-  const topology = buildTopology(roots, { knownHostnames: new Map([['127.0.0.1:21214', 'oldhost']]) });
+  const topology = buildTopology(roots, { lastRegistrations: new Map([['127.0.0.1:21214', { node: '127.0.0.1:21214', hostname: 'oldhost' }]]) });
   assert.deepEqual(topology.serviceCodes, ['demo', 'test']);
   assert.deepEqual(
     topology.nodes.map((n) => [n.serviceCode, n.node, n.hostname, n.live, n.mapped]),
@@ -106,8 +106,10 @@ test('a replication node that is down keeps the role it last registered with; on
     ],
   ]);
   const topology = buildTopology(roots, {
-    knownHostnames: new Map([['10.0.0.1:11211', 'm1']]),
-    knownRoles: new Map([['10.0.0.1:11211', 'master'], ['10.0.0.2:11211', 'master']]),
+    lastRegistrations: new Map([
+      ['10.0.0.1:11211', { node: '10.0.0.1:11211', hostname: 'm1', group: 'g1', role: 'master' as const }],
+      ['10.0.0.2:11211', { node: '10.0.0.2:11211', hostname: 'old-s1', group: 'g1', role: 'master' as const }],
+    ]),
   });
   assert.deepEqual(
     topology.nodes.map((n) => [n.node, n.live, n.hostname, n.group, n.role]),
