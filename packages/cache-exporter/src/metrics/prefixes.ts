@@ -128,36 +128,36 @@ interface ServiceCodeSums {
  * prefixes.
  */
 export class CounterTotals {
-  /** serviceCode -> prefix -> running totals, one column per operation field. */
-  readonly totals = new Map<string, Map<string, Float64Array>>();
-  /** serviceCode -> prefix -> the scrape that last read it from a node. */
-  private readonly readIn = new Map<string, Map<string, number>>();
+  private readonly codes = new Map<string, CodeCounters>();
   private scrape = 0;
 
   /**
    * A new scrape. The totals of a prefix no node has reported for PREFIX_KEPT_SCRAPES scrapes are
-   * dropped, so prefixes that come and go (names with dates in them) do not pile up as series.
+   * dropped, so prefixes that come and go (names with dates in them) pile up neither as series nor
+   * in the nodes' last readings: its slot serves the next new prefix.
    */
   nextScrape(): void {
     this.scrape++;
-    for (const [code, prefixes] of this.readIn) {
-      const totals = this.totals.get(code);
-      for (const [prefix, at] of prefixes) {
-        if (this.scrape - at <= PREFIX_KEPT_SCRAPES) continue;
-        prefixes.delete(prefix);
-        totals?.delete(prefix);
+    for (const code of this.codes.values()) {
+      for (const [prefix, entry] of code.prefixes) {
+        if (this.scrape - entry.readIn <= PREFIX_KEPT_SCRAPES) continue;
+        code.prefixes.delete(prefix);
+        code.totals.delete(prefix);
+        for (const last of code.nodes.values()) if (entry.slot < last.seen.length) last.seen[entry.slot] = 0;
+        code.freeSlots.push(entry.slot);
       }
     }
   }
-  /** serviceCode -> prefix -> its slot in the nodes' last readings. */
-  private readonly slots = new Map<string, Map<string, number>>();
-  /** `serviceCode\0node` -> its last readings. */
-  private readonly last = new Map<string, LastReadings>();
 
+  /** The service code's running totals: prefix -> one column per operation field. */
   totalsOf(serviceCode: string): Map<string, Float64Array> {
-    let rows = this.totals.get(serviceCode);
-    if (rows === undefined) this.totals.set(serviceCode, (rows = new Map()));
-    return rows;
+    return this.code(serviceCode).totals;
+  }
+
+  private code(serviceCode: string): CodeCounters {
+    let code = this.codes.get(serviceCode);
+    if (code === undefined) this.codes.set(serviceCode, (code = { totals: new Map(), prefixes: new Map(), freeSlots: [], nodes: new Map() }));
+    return code;
   }
 
   /**
@@ -166,21 +166,18 @@ export class CounterTotals {
    * (restarted) or is read for the first time.
    */
   advance(serviceCode: string, node: string, pending: PendingLines, width: number): void {
-    const totals = this.totalsOf(serviceCode);
-    let readIn = this.readIn.get(serviceCode);
-    if (readIn === undefined) this.readIn.set(serviceCode, (readIn = new Map()));
-    let slots = this.slots.get(serviceCode);
-    if (slots === undefined) this.slots.set(serviceCode, (slots = new Map()));
-    const key = `${serviceCode}\0${node}`;
-    let last = this.last.get(key);
-    if (last === undefined) this.last.set(key, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
+    const code = this.code(serviceCode);
+    let last = code.nodes.get(node);
+    if (last === undefined) code.nodes.set(node, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
     for (let line = 0; line < pending.lines; line++) {
       const prefix = pending.prefixes[line]!;
-      readIn.set(prefix, this.scrape);
-      let slot = slots.get(prefix);
-      if (slot === undefined) slots.set(prefix, (slot = slots.size));
+      let entry = code.prefixes.get(prefix);
+      // Slots in use and free ones are 0 .. size - 1 together: with none free, the next is `size`.
+      if (entry === undefined) code.prefixes.set(prefix, (entry = { slot: code.freeSlots.pop() ?? code.prefixes.size, readIn: 0 }));
+      entry.readIn = this.scrape;
+      const slot = entry.slot;
       fit(last, slot + 1, width);
-      const total = rowOf(totals, prefix, width);
+      const total = rowOf(code.totals, prefix, width);
       const counts = last.counts;
       const base = slot * last.width;
       const first = last.seen[slot] === 0;
@@ -203,17 +200,33 @@ export class CounterTotals {
 
   /** Forgets the nodes and service codes no longer in the topology (their totals are not rendered any more). */
   retain(nodes: ReadonlyArray<{ readonly serviceCode: string; readonly node: string }>): void {
-    const keep = new Set(nodes.map((n) => `${n.serviceCode}\0${n.node}`));
-    const codes = new Set(nodes.map((n) => n.serviceCode));
-    for (const key of this.last.keys()) if (!keep.has(key)) this.last.delete(key);
-    for (const code of this.totals.keys()) {
-      if (!codes.has(code)) {
-        this.totals.delete(code);
-        this.slots.delete(code);
-        this.readIn.delete(code);
+    const keep = new Map<string, Set<string>>();
+    for (const n of nodes) {
+      let set = keep.get(n.serviceCode);
+      if (set === undefined) keep.set(n.serviceCode, (set = new Set()));
+      set.add(n.node);
+    }
+    for (const [serviceCode, code] of this.codes) {
+      const live = keep.get(serviceCode);
+      if (live === undefined) {
+        this.codes.delete(serviceCode);
+        continue;
       }
+      for (const node of code.nodes.keys()) if (!live.has(node)) code.nodes.delete(node);
     }
   }
+}
+
+/** What CounterTotals keeps of one service code. */
+interface CodeCounters {
+  /** prefix -> running totals, one column per operation field. */
+  readonly totals: Map<string, Float64Array>;
+  /** prefix -> its slot in the nodes' last readings, and the scrape that last read it. */
+  readonly prefixes: Map<string, { readonly slot: number; readIn: number }>;
+  /** Slots of dropped prefixes, for the next new ones. */
+  readonly freeSlots: number[];
+  /** node (`ip:port`) -> its last readings. */
+  readonly nodes: Map<string, LastReadings>;
 }
 
 /** A node's last counts: `counts[slot * width + column]` (low 32 bits), `seen[slot]` once read. */

@@ -151,4 +151,10 @@ test('totals: not shown for a service code that stopped collecting; dropped for 
   assert.ok(!scrape(false, undefined).includes(gone), 'collection off: no prefix series');
   for (let i = 1; i < PREFIX_KEPT_SCRAPES; i++) assert.ok(scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(`${gone} 4`), `scrape ${i} after its last report`);
   assert.ok(!scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(gone), `dropped ${PREFIX_KEPT_SCRAPES} scrapes after its last report`);
+  // A new prefix takes the dropped one's slot in the node's last readings, but not its reading:
+  // its first count is all of it (10), not an increase over the 4 the dropped prefix had.
+  const next = `arcus_prefix_commands_total{command="get",prefix="next",${base}}`;
+  const text = scrape(true, 'PREFIX app get 1 hit 0\r\nPREFIX next get 10 hit 0\r\n');
+  assert.ok(text.includes(`${next} 10`), text);
+  assert.ok(text.includes(`arcus_prefix_commands_total{command="get",prefix="app",${base}} 1`), 'app unchanged: no increase');
 });
