@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ArcusDouble, ArcusZk, startMemcached, startZooKeeper } from '@cachemon/testkit';
 import type { Memcached, NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 import { eventually, select, startExporter, valueOf } from './support/exporter.js';
-import type { RunningExporter } from './support/exporter.js';
+import type { RunningExporter, ScrapeResult } from './support/exporter.js';
 
 /**
  * The exporter as operators run it (bin/cache-exporter and a config file) against a real
@@ -171,16 +171,24 @@ describe('cache exporter discovery and collection', () => {
     }
   });
 
+  /**
+   * A scrape of `path` with a 10 s timeout, then one with 1 s that joins its collection: the
+   * joined one is answered by its own deadline, and both get the one body. Returns the joined one.
+   */
+  const joinedScrape = async (path: string): Promise<ScrapeResult> => {
+    const long = exporter.scrape(path, { 'X-Prometheus-Scrape-Timeout-Seconds': '10' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const short = await exporter.scrape(path, { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
+    assert.ok(short.ms < 1500, `the joined scrape took ${short.ms} ms with a 1 s scrape timeout`);
+    assert.equal((await long).text, short.text, 'one collection, one body');
+    return short;
+  };
+
   test('a scrape that joins a collection with a later deadline is answered by its own deadline', async () => {
     await doubleBUp();
     doubleB.setBehavior('hang');
     try {
-      const long = exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '10' });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const short = await exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
-      assert.ok(short.ms < 1500, `the joined scrape took ${short.ms} ms with a 1 s scrape timeout`);
-      const first = await long;
-      assert.equal(first.text, short.text, 'one collection, one body');
+      const short = await joinedScrape('/metrics');
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleB.address }), 0);
       assert.equal(valueOf(short.samples, 'arcus_node_last_error_info', { node: doubleB.address, reason: 'timeout' }), 1);
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleA.address }), 1);
@@ -195,11 +203,7 @@ describe('cache exporter discovery and collection', () => {
     await doubleBUp();
     doubleB.setBehavior('hang');
     try {
-      const long = exporter.scrape('/metrics/prefixes', { 'X-Prometheus-Scrape-Timeout-Seconds': '10' });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const short = await exporter.scrape('/metrics/prefixes', { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
-      assert.ok(short.ms < 1500, `the joined scrape took ${short.ms} ms with a 1 s scrape timeout`);
-      assert.equal((await long).text, short.text, 'one collection, one body');
+      const short = await joinedScrape('/metrics/prefixes');
       // doubleB is the node of service code demo; test's nodes answer
       assert.equal(valueOf(short.samples, 'arcus_prefix_nodes', { service_code: 'demo', state: 'failed' }), 1);
       assert.equal(valueOf(short.samples, 'arcus_prefix_nodes', { service_code: 'test', state: 'ok' }), 2);
