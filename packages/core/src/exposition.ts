@@ -46,6 +46,15 @@ export function renderLabels(labels: Readonly<Record<string, string>>): string {
   return out === '' ? '' : `${out}}`;
 }
 
+/**
+ * The HELP (unless `help` is empty) and TYPE lines that start a family, as ExpositionBuffer and
+ * ExpositionWriter write them. Throws for an invalid metric name.
+ */
+export function familyHead(name: string, type: MetricType, help: string): string {
+  if (!METRIC_NAME.test(name)) throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
+  return `${help === '' ? '' : `# HELP ${name} ${escapeHelp(help)}\n`}# TYPE ${name} ${type}\n`;
+}
+
 export class ExpositionWriter {
   readonly #parts: string[] = [];
   readonly #families = new Set<string>();
@@ -54,12 +63,10 @@ export class ExpositionWriter {
 
   /** Starts a metric family; a repeated name throws, since scrapers reject duplicate families. */
   family(name: string, type: MetricType, help: string): this {
-    if (!METRIC_NAME.test(name)) throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
     if (this.#families.has(name)) throw new CachemonError(Errors.INTERNAL, `metric family "${name}" written twice`);
+    this.#parts.push(familyHead(name, type, help));
     this.#families.add(name);
     this.#current = name;
-    if (help !== '') this.#parts.push(`# HELP ${name} ${escapeHelp(help)}\n`);
-    this.#parts.push(`# TYPE ${name} ${type}\n`);
     return this;
   }
 
@@ -165,11 +172,167 @@ export interface DeflatedBlock {
   readonly samples: number;
 }
 
-/** One piece deflated on its own (see DeflatedBlock), at the level and output space of GzipStream. */
-function deflatePart(piece: Uint8Array): Buffer {
+/**
+ * The part of Node's zlib binding that compresses synchronously into a given buffer (what
+ * `zlib.deflateRawSync` uses inside): write(flush, in, inOff, inLen, out, outOff, outLen), after
+ * which the stream's write state holds [avail_out, avail_in].
+ */
+interface ZlibHandle {
+  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
+  reset(): void;
+}
+
+/**
+ * One raw deflate stream kept for as long as its owner lives, driven synchronously through the
+ * stream's internal handle (what `zlib.deflateRawSync` does inside), its output gathered in one
+ * kept buffer and copied out at its exact size. `deflateRawSync` makes a zlib stream (~270 KB of
+ * state) and a 16 KB or larger output buffer for every call and throws them away; those buffers
+ * live outside V8's heap and are freed only by a garbage collection. At 100 nodes a scrape
+ * deflates ~60 family blocks, and the ~1.5 MB each scrape left behind made V8 run a full
+ * collection every ~4 s of scraping, whose incremental marking steps (up to 8 ms) landed in
+ * scrapes; with kept streams, one every ~15 s. Where a Node's zlib stream has no handle of the
+ * shape expected, create() returns undefined and the caller uses `deflateRawSync`.
+ */
+class KeptDeflateStream {
+  readonly #stream: zlib.DeflateRaw;
+  readonly #handle: ZlibHandle;
+  readonly #state: Uint32Array;
+  #out = Buffer.allocUnsafeSlow(64 * 1024);
+  /** Output bytes gathered in #out since reset(). */
+  #used = 0;
+  #error: Error | undefined;
+
+  private constructor(stream: zlib.DeflateRaw, handle: ZlibHandle, state: Uint32Array) {
+    this.#stream = stream;
+    this.#handle = handle;
+    this.#state = state;
+    stream.on('error', (err: Error) => (this.#error = err));
+  }
+
+  /** A kept stream, or undefined where the zlib binding is not as expected. */
+  static create(): KeptDeflateStream | undefined {
+    const stream = zlib.createDeflateRaw({ level: GZIP_LEVEL });
+    const internals = stream as unknown as { _handle?: Partial<ZlibHandle>; _writeState?: unknown };
+    const handle = internals._handle;
+    const state = internals._writeState;
+    if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array) || state.length < 2) {
+      stream.close();
+      return undefined;
+    }
+    return new KeptDeflateStream(stream, handle as ZlibHandle, state);
+  }
+
+  /** True once zlib reported an error: the stream is of no further use. */
+  get broken(): boolean {
+    return this.#error !== undefined || this.#stream.destroyed;
+  }
+
+  /** Starts a new raw deflate stream, with no history; output gathered so far is dropped. */
+  reset(): void {
+    this.#handle.reset();
+    this.#used = 0;
+  }
+
+  /** Compresses `piece` (Z_NO_FLUSH: zlib may hold back its last bytes) or flushes (Z_SYNC_FLUSH). */
+  write(piece: Uint8Array, flush: number): void {
+    let out = this.#out;
+    let inOff = 0;
+    let inLen = piece.length;
+    for (;;) {
+      this.#handle.writeSync(flush, piece, inOff, inLen, out, this.#used, out.length - this.#used);
+      if (this.#error !== undefined) throw this.#error;
+      const availOut = this.#state[0]!;
+      const availIn = this.#state[1]!;
+      this.#used = out.length - availOut;
+      inOff += inLen - availIn;
+      inLen = availIn;
+      // zlib has done all it can with the input when it leaves output space unused.
+      if (availOut !== 0) break;
+      const grown = Buffer.allocUnsafeSlow(out.length * 2);
+      out.copy(grown, 0, 0, this.#used);
+      this.#out = out = grown;
+    }
+  }
+
+  /** The output since reset(), in memory of its own (kept blocks outlive the next reset). */
+  output(): Buffer {
+    const part = Buffer.allocUnsafeSlow(this.#used);
+    this.#out.copy(part, 0, 0, this.#used);
+    return part;
+  }
+}
+
+let keptDeflateStream: KeptDeflateStream | undefined | null = null;
+
+/** One piece deflated on its own (see DeflatedBlock), at the level of GzipStream. */
+export function deflatePart(piece: Uint8Array): Buffer {
+  if (keptDeflateStream === null || keptDeflateStream?.broken === true) keptDeflateStream = KeptDeflateStream.create();
+  if (keptDeflateStream !== undefined) {
+    keptDeflateStream.reset();
+    keptDeflateStream.write(piece, constants.Z_SYNC_FLUSH);
+    return keptDeflateStream.output();
+  }
   // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
   return deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) });
 }
+
+/**
+ * A DeflatedBlock made while its bytes arrive: each write() is compressed at once, on one zlib
+ * stream kept for the life of this object, so that when the block is complete (end()) only the
+ * last few hundred bytes are left to compress. For a metric family whose lines come node by node
+ * while a collection waits for slower nodes. create() returns undefined where no such stream can
+ * be kept (see KeptDeflateStream) or the CRC-32 cannot be computed piece by piece.
+ */
+export class BlockDeflater {
+  readonly #stream: KeptDeflateStream;
+  #crc = 0;
+  #length = 0;
+  #samples = 0;
+
+  private constructor(stream: KeptDeflateStream) {
+    this.#stream = stream;
+    this.begin();
+  }
+
+  static create(): BlockDeflater | undefined {
+    if (crc32 === undefined) return undefined;
+    const stream = KeptDeflateStream.create();
+    return stream === undefined ? undefined : new BlockDeflater(stream);
+  }
+
+  /** Starts a new block; what was written since the last begin() is dropped. */
+  begin(): void {
+    this.#stream.reset();
+    this.#crc = 0;
+    this.#length = 0;
+    this.#samples = 0;
+  }
+
+  /** Bytes of the block (`samples` sample lines in them); the caller may reuse them at once. */
+  write(piece: Uint8Array, samples = 0): void {
+    if (this.#stream.broken) throw new CachemonError(Errors.INTERNAL, 'BlockDeflater written after a zlib error');
+    this.#samples += samples;
+    if (piece.length === 0) return;
+    this.#stream.write(piece, constants.Z_NO_FLUSH);
+    this.#crc = crc32!(piece, this.#crc);
+    this.#length += piece.length;
+  }
+
+  /** Bytes written since begin(). */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** The block of everything written since begin(), ending on a sync flush; then begins anew. */
+  end(): DeflatedBlock {
+    this.#stream.write(EMPTY_PIECE, constants.Z_SYNC_FLUSH);
+    const block: DeflatedBlock = { parts: this.#length === 0 ? [] : [this.#stream.output()], crc: this.#crc, length: this.#length, samples: this.#samples };
+    this.begin();
+    return block;
+  }
+}
+
+const EMPTY_PIECE = new Uint8Array(0);
 
 /**
  * gzip of a body handed over piece by piece, on this thread, without ever holding the whole body:
@@ -219,8 +382,8 @@ export class GzipStream {
     this.#check();
     if (!this.blocks) throw new CachemonError(Errors.INTERNAL, 'GzipStream makes no deflated blocks without zlib.crc32');
     const part = deflatePart(piece);
-    // A part is kept from one body to the next: not as a view of zlib's output buffer (16 KB or
-    // more, for parts of a few hundred bytes).
+    // A part is kept from one body to the next: not as a view of a larger output buffer (zlib's
+    // are 16 KB or more, for parts of a few hundred bytes).
     if (part.buffer.byteLength < 2 * part.length) return part;
     const exact = Buffer.allocUnsafeSlow(part.length);
     part.copy(exact);
@@ -400,11 +563,10 @@ export class ExpositionBuffer {
   }
 
   family(name: string, type: MetricType, help: string): this {
-    if (!METRIC_NAME.test(name)) throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
     if (this.#families.has(name)) throw new CachemonError(Errors.INTERNAL, `metric family "${name}" written twice`);
+    const head = familyHead(name, type, help);
     this.#families.add(name);
-    if (help !== '') this.text(`# HELP ${name} ${escapeHelp(help)}\n`);
-    return this.text(`# TYPE ${name} ${type}\n`);
+    return this.text(head);
   }
 
   /** Any text (UTF-8). */

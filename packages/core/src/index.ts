@@ -53,6 +53,7 @@ export type { SignalHandlerOptions } from './signals.js';
 
 export {
   acceptsGzip,
+  BlockDeflater,
   crc32Combine,
   escapeHelp,
   escapeLabelValue,
@@ -60,6 +61,7 @@ export {
   ExpositionBuffer,
   expositionBody,
   ExpositionWriter,
+  familyHead,
   formatValue,
   gzipBody,
   GzipStream,

@@ -17,6 +17,7 @@ import {
   isCachemonError,
   renderLabels,
 } from '../../src/index.js';
+import { deflatePart } from '../../src/exposition.js';
 
 describe('escaping', () => {
   const labelTable: Array<[string, string]> = [
@@ -240,6 +241,31 @@ describe('GzipStream', () => {
     assert.equal(gunzipSync(stream.end()).toString(), 'abc');
     assert.throws(() => stream.write(Buffer.from('x')), (err) => isCachemonError(err, Errors.INTERNAL));
     assert.throws(() => stream.end(), (err) => isCachemonError(err, Errors.INTERNAL));
+  });
+});
+
+describe('deflatePart', () => {
+  const zlibOwn = (piece: Uint8Array) => zlib.deflateRawSync(piece, { level: 1, finishFlush: zlib.constants.Z_SYNC_FLUSH });
+
+  it('gives the bytes zlib gives a fresh stream, piece after piece, whatever came before', () => {
+    const random = Buffer.alloc(300_000);
+    for (let i = 0; i < random.length; i++) random[i] = (i * 2654435761) >>> 23;
+    // Small, empty, text, and random data whose deflated form outgrows the kept 64 KB output
+    // buffer (and then the grown one is used for the rest).
+    const pieces = [exposition(700), Buffer.alloc(0), random, exposition(2_000_000), Buffer.from('x'), random.subarray(0, 70_000), exposition(5000)];
+    for (const piece of pieces) {
+      const part = deflatePart(piece);
+      assert.deepEqual(part, zlibOwn(piece), `a piece of ${piece.length} bytes`);
+      assert.deepEqual(zlib.inflateRawSync(part, { finishFlush: zlib.constants.Z_SYNC_FLUSH }), Buffer.from(piece));
+    }
+  });
+
+  it('returns parts of their own: a later part does not overwrite an earlier one', () => {
+    const first = deflatePart(exposition(3000));
+    const copy = Buffer.from(first);
+    deflatePart(exposition(9000));
+    assert.deepEqual(first, copy);
+    assert.equal(first.buffer.byteLength, first.length, 'a part holds no more memory than its bytes');
   });
 });
 
