@@ -203,6 +203,7 @@ export class CacheExporter {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
+    renderer.beginCollection(gzip);
     const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
     const processText = this.readProcessMetrics();
     const snapshots = await collecting;
@@ -236,6 +237,7 @@ export class CacheExporter {
           gzip,
           familiesKept: renderer.blockCounts.kept,
           familiesMade: renderer.blockCounts.made,
+          familiesStreamed: renderer.blockCounts.streamed,
           collectMs: Math.round((collected - started) * 10) / 10,
           renderMs: Math.round((rendered - collected) * 10) / 10,
           totalMs: Math.round((performance.now() - started) * 10) / 10,

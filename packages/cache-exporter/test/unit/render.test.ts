@@ -327,3 +327,75 @@ test('gzipped, unchanged families are sent as kept blocks, and the body reads as
   assert.ok(kept > 1000, `families sent as kept blocks: ${kept}`);
   assert.ok(quietSteps > 20, `scrapes in which nothing changed and no family was compressed again: ${quietSteps}`);
 });
+
+test('large families compressed while the replies come read as a fresh rendering, in any arrival order (seeded, 60 nodes x 60 scrapes)', () => {
+  // mulberry32: many draws (the LCG of the tests above falls into short cycles in doubles).
+  let seed = 20261124;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const shared = new NodeMetricsRenderer('zk1');
+  const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${30000 + i}`));
+  // The sample's fields; four families of command counters of 64 KB and more at 60 nodes.
+  const current = new Map(nodes.map((n) => [n, stats.map(([name, value]) => [name, value] as [string, string])]));
+  const upNow = new Map(nodes.map((n) => [n, true]));
+  let streamedScrapes = 0;
+  let eligibleScrapes = 0;
+  let quietScrapes = 0;
+  for (let step = 0; step < 60; step++) {
+    const quiet = step > 2 && random() < 0.2;
+    const gzip = random() > 0.05;
+    shared.beginCollection(gzip);
+    const fresh = new NodeMetricsRenderer('zk1');
+    // Replies come in any order; the snapshots are in topology order.
+    const arrival = [...nodes].sort(() => random() - 0.5);
+    const shared1 = new Map<CacheNode, RenderedStats>();
+    const fresh1 = new Map<CacheNode, RenderedStats>();
+    for (const n of arrival) {
+      const fields = current.get(n)!;
+      if (!quiet) {
+        // Half the nodes move (so a family's first change comes after some replies), the rest stay.
+        const moves = random() < 0.5;
+        for (const field of fields) if (moves && /^cmd_|_hits$|_misses$/.test(field[0]) && random() < 0.3) field[1] = String(Math.floor(random() * 1e6));
+        if (random() < 0.01) upNow.set(n, !upNow.get(n));
+      }
+      if (!upNow.get(n)) continue;
+      const bytes = reply(fields);
+      shared1.set(n, shared.acceptStats(n, bytes));
+      fresh1.set(n, fresh.acceptStats(n, bytes));
+    }
+    // Now and then a node whose reply was rendered is reported down after all (its lines must not
+    // be in the body, though they went to a deflater).
+    const dropped = !quiet && random() < 0.2 ? nodes[Math.floor(random() * nodes.length)] : undefined;
+    const snapshotsOf = (rendered: Map<CacheNode, RenderedStats>): NodeSnapshot[] =>
+      nodes.map((n) => (rendered.has(n) && n !== dropped ? { node: n, up: true, stats: rendered.get(n)!, settings } : { node: n, up: false, reason: 'timeout' }));
+    const stream = new GzipStream();
+    const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
+    shared.render(snapshotsOf(shared1), body);
+    let text: string;
+    if (gzip) {
+      body.end();
+      text = gunzipSync(stream.end()).toString();
+    } else {
+      text = body.toBuffer().toString();
+    }
+    const plain = new ExpositionBuffer(256);
+    fresh.render(snapshotsOf(fresh1), plain);
+    const lines = (t: string) => t.split('\n').sort();
+    assert.deepEqual(lines(text), lines(plain.toBuffer().toString()), `step ${step}`);
+    assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
+    // Counters moved, the last gzipped body had the large families, every rendered node is in:
+    // the large families must have been compressed while the replies came.
+    if (gzip && !quiet && dropped === undefined && step > 0) {
+      eligibleScrapes++;
+      if (shared.blockCounts.streamed >= 3) streamedScrapes++;
+    }
+    if (quiet && gzip && shared.blockCounts.streamed === 0 && shared.blockCounts.made === 0) quietScrapes++;
+  }
+  assert.ok(eligibleScrapes > 30, `scrapes where counters moved: ${eligibleScrapes}`);
+  assert.equal(streamedScrapes, eligibleScrapes, 'scrapes with the large families compressed while the replies came');
+  assert.ok(quietScrapes > 3, `scrapes in which nothing changed and nothing was compressed: ${quietScrapes}`);
+});
