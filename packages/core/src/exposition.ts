@@ -106,7 +106,13 @@ const GZIP_LEVEL = constants.Z_BEST_SPEED;
  * ~2.5 ms per 2 MB it takes is the cheaper cost.
  */
 export function gzipBody(body: Buffer): Buffer {
-  return gzipSync(body, { level: GZIP_LEVEL });
+  const stream = crc32 === undefined ? undefined : keptStream();
+  if (stream === undefined) return gzipSync(body, { level: GZIP_LEVEL });
+  // On the kept zlib stream (see KeptDeflateStream): no zlib state and output buffers made and
+  // dropped for every body.
+  stream.reset();
+  stream.write(body, constants.Z_FINISH);
+  return stream.gzipMember(crc32!(body), body.length);
 }
 
 /** zlib.crc32 (Node 20.15 and later); without it GzipStream gzips the whole body at end(). */
@@ -233,7 +239,10 @@ class KeptDeflateStream {
     this.#used = 0;
   }
 
-  /** Compresses `piece` (Z_NO_FLUSH: zlib may hold back its last bytes) or flushes (Z_SYNC_FLUSH). */
+  /**
+   * Compresses `piece` (Z_NO_FLUSH: zlib may hold back its last bytes), then flushes (Z_SYNC_FLUSH)
+   * or finishes the stream (Z_FINISH) when `flush` says so.
+   */
   write(piece: Uint8Array, flush: number): void {
     let out = this.#out;
     let inOff = 0;
@@ -260,17 +269,33 @@ class KeptDeflateStream {
     this.#out.copy(part, 0, 0, this.#used);
     return part;
   }
+
+  /** A gzip member of the output since reset() (a finished stream) and the data's CRC-32 and size. */
+  gzipMember(crc: number, size: number): Buffer {
+    const member = Buffer.allocUnsafeSlow(GZIP_HEADER.length + this.#used + 8);
+    GZIP_HEADER.copy(member, 0);
+    this.#out.copy(member, GZIP_HEADER.length, 0, this.#used);
+    member.writeUInt32LE(crc >>> 0, member.length - 8);
+    member.writeUInt32LE(size % 2 ** 32, member.length - 4);
+    return member;
+  }
 }
 
 let keptDeflateStream: KeptDeflateStream | undefined | null = null;
 
+/** The process's kept deflate stream (made again after a zlib error), or undefined on a Node without one. */
+function keptStream(): KeptDeflateStream | undefined {
+  if (keptDeflateStream === null || keptDeflateStream?.broken === true) keptDeflateStream = KeptDeflateStream.create();
+  return keptDeflateStream;
+}
+
 /** One piece deflated on its own (see DeflatedBlock), at the level of GzipStream. */
 export function deflatePart(piece: Uint8Array): Buffer {
-  if (keptDeflateStream === null || keptDeflateStream?.broken === true) keptDeflateStream = KeptDeflateStream.create();
-  if (keptDeflateStream !== undefined) {
-    keptDeflateStream.reset();
-    keptDeflateStream.write(piece, constants.Z_SYNC_FLUSH);
-    return keptDeflateStream.output();
+  const stream = keptStream();
+  if (stream !== undefined) {
+    stream.reset();
+    stream.write(piece, constants.Z_SYNC_FLUSH);
+    return stream.output();
   }
   // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
   return deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) });

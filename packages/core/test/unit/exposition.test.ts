@@ -260,6 +260,21 @@ describe('deflatePart', () => {
     }
   });
 
+  it('gzipBody, on the same kept stream, makes gzip members the gzip program reads, between parts', () => {
+    const random = Buffer.alloc(200_000);
+    for (let i = 0; i < random.length; i++) random[i] = (i * 2654435761) >>> 23;
+    const bodies = [Buffer.alloc(0), Buffer.from('a'), exposition(164_000), random, exposition(2_200_000)];
+    const members = bodies.map((body) => {
+      const member = gzipBody(body);
+      deflatePart(exposition(1000)); // a part between bodies leaves nothing behind in the next one
+      return member;
+    });
+    members.forEach((member, i) => {
+      assert.deepEqual(execFileSync('gzip', ['-dc'], { input: member, maxBuffer: 16 * 1024 * 1024 }), bodies[i], `body ${i}`);
+      assert.ok(member.length <= zlib.gzipSync(bodies[i]!, { level: 1 }).length + 8, `body ${i}: as small as zlib's gzip`);
+    });
+  });
+
   it('returns parts of their own: a later part does not overwrite an earlier one', () => {
     const first = deflatePart(exposition(3000));
     const copy = Buffer.from(first);
