@@ -215,9 +215,12 @@ class KeptDeflateStream {
     stream.on('error', (err: Error) => (this.#error = err));
   }
 
-  /** A kept stream, or undefined where the zlib binding is not as expected. */
-  static create(): KeptDeflateStream | undefined {
-    const stream = zlib.createDeflateRaw({ level: GZIP_LEVEL });
+  /**
+   * A kept stream, or undefined where the zlib binding is not as expected. `memLevel`: zlib's (1-9,
+   * default 8); it also sets how many symbols zlib gathers before it encodes them as a block.
+   */
+  static create(memLevel = 8): KeptDeflateStream | undefined {
+    const stream = zlib.createDeflateRaw({ level: GZIP_LEVEL, memLevel });
     const internals = stream as unknown as { _handle?: Partial<ZlibHandle>; _writeState?: unknown };
     const handle = internals._handle;
     const state = internals._writeState;
@@ -321,7 +324,10 @@ export class BlockDeflater {
 
   static create(): BlockDeflater | undefined {
     if (crc32 === undefined) return undefined;
-    const stream = KeptDeflateStream.create();
+    // memLevel 6: zlib encodes what it gathered as a block every 4 K symbols instead of 16 K, so
+    // end() has at most that left to encode. For the five command families of a 100-node body fed
+    // node by node: end() 0.09 ms instead of 0.37 ms, writes 0.3 ms slower in all, 0.4 % larger.
+    const stream = KeptDeflateStream.create(6);
     return stream === undefined ? undefined : new BlockDeflater(stream);
   }
 

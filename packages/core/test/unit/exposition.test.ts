@@ -5,6 +5,7 @@ import * as zlib from 'node:zlib';
 import { gunzipSync } from 'node:zlib';
 import {
   acceptsGzip,
+  BlockDeflater,
   crc32Combine,
   Errors,
   escapeHelp,
@@ -281,6 +282,35 @@ describe('deflatePart', () => {
     deflatePart(exposition(9000));
     assert.deepEqual(first, copy);
     assert.equal(first.buffer.byteLength, first.length, 'a part holds no more memory than its bytes');
+  });
+});
+
+describe('BlockDeflater', () => {
+  it('makes a block of what is written piece by piece, which a gzip body takes like any kept block', () => {
+    const deflater = BlockDeflater.create();
+    assert.ok(deflater, 'zlib streams can be kept on this Node');
+    deflater.write(Buffer.from('dropped by begin()'), 1);
+    deflater.begin();
+    const text = exposition(300_000);
+    const stream = new GzipStream();
+    const body = new ExpositionBuffer(1024, undefined, stream);
+    body.family('first', 'gauge', 'written as usual');
+    body.text('first 1\n').countSamples(1);
+    for (let at = 0; at < text.length; at += 1000) deflater.write(text.subarray(at, at + 1000), 2);
+    const block = deflater.end();
+    assert.equal(block.length, text.length);
+    assert.equal(block.samples, 600);
+    assert.equal(block.crc, zlib.crc32(text));
+    assert.deepEqual(zlib.inflateRawSync(Buffer.concat(block.parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH }), text);
+    body.replay('second', block);
+    body.text('third 3\n');
+    body.end();
+    const expected = Buffer.concat([Buffer.from('# HELP first written as usual\n# TYPE first gauge\nfirst 1\n'), text, Buffer.from('third 3\n')]);
+    assert.deepEqual(execFileSync('gzip', ['-dc'], { input: stream.end(), maxBuffer: 4 * 1024 * 1024 }), expected);
+    assert.equal(body.sampleCount, 601);
+    // end() began anew: the next block holds only what follows.
+    deflater.write(Buffer.from('x 1\n'), 1);
+    assert.deepEqual(zlib.inflateRawSync(Buffer.concat(deflater.end().parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH }).toString(), 'x 1\n');
   });
 });
 
