@@ -95,6 +95,11 @@ interface StatsPlan {
   /** The plan's families, in the order of their first field. */
   readonly families: readonly FamilySpec[];
   readonly familyIndex: ReadonlyMap<FamilySpec, number>;
+  /**
+   * The plan's index of each family of the renderer's statsFamilyOrder, by its position there (-1:
+   * not in this plan): render() looks families up for every node, without a map.
+   */
+  byOrder: Int32Array;
   /** The rendered positions, family by family; family f is order[familyStarts[f]..familyStarts[f + 1]). */
   readonly order: Uint32Array;
   readonly familyStarts: Uint32Array;
@@ -315,15 +320,15 @@ export class NodeMetricsRenderer {
       }
     });
 
-    for (const spec of this.statsFamilyOrder) {
+    this.statsFamilyOrder.forEach((spec, order) => {
       this.family(out, spec, (emit) => {
         for (const snapshot of snapshots) {
           const stats = snapshot.up ? snapshot.stats : undefined;
-          const index = stats?.plan.familyIndex.get(spec);
-          if (index !== undefined) emit(stats!.views[index], stats!.segments[index * 3 + 2]!, stats!.changes[index]);
+          const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+          if (index >= 0) emit(stats!.views[index], stats!.segments[index * 3 + 2]!, stats!.changes[index]);
         }
       });
-    }
+    });
 
     for (const [families, linesOf] of [
       [SETTINGS_FAMILIES, (i: number) => settingsLines(series[i]!, snapshots[i]!)],
@@ -454,6 +459,8 @@ export class NodeMetricsRenderer {
       plan = makePlan(heads);
       this.plans.set(key, plan);
       for (const family of plan.families) if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
+      // The order may have grown: every plan's positions in it, again.
+      for (const each of this.plans.values()) each.byOrder = Int32Array.from(this.statsFamilyOrder, (family) => each.familyIndex.get(family) ?? -1);
     }
     return plan;
   }
@@ -531,6 +538,7 @@ function makePlan(heads: readonly Buffer[]): StatsPlan {
     headOffsets,
     families,
     familyIndex,
+    byOrder: new Int32Array(0),
     order,
     familyStarts,
     scales,
