@@ -85,7 +85,8 @@ export class AsciiConnection {
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private corkedSocket: Socket | undefined;
+  /** What this tick's requests write, sent at the next tick (write()). */
+  private outgoing: { readonly socket: Socket; data: string } | undefined;
   private closedByCaller = false;
   private nextRetryAt = 0;
   private failure: CachemonError | undefined;
@@ -212,17 +213,22 @@ export class AsciiConnection {
     return socket;
   }
 
-  /** Writes issued in one tick leave in one segment: cork now, uncork on the next tick. */
+  /**
+   * Writes issued in one tick leave in one write on the next tick, as one string. (Corking the
+   * socket did the same through the stream's write buffer: an entry per write and a second pass
+   * to flush it, on every node of every scrape for the one `stats` line most ticks carry.)
+   */
   private write(socket: Socket, data: string): void {
-    if (this.corkedSocket !== socket) {
-      this.corkedSocket = socket;
-      socket.cork();
-      process.nextTick(() => {
-        if (this.corkedSocket === socket) this.corkedSocket = undefined;
-        socket.uncork();
-      });
+    if (this.outgoing !== undefined && this.outgoing.socket === socket) {
+      this.outgoing.data += data;
+      return;
     }
-    socket.write(data);
+    const outgoing = { socket, data };
+    this.outgoing = outgoing;
+    process.nextTick(() => {
+      if (this.outgoing === outgoing) this.outgoing = undefined;
+      if (!socket.destroyed) socket.write(outgoing.data);
+    });
   }
 
   private onData(socket: Socket, bytes: Uint8Array, length: number): void {
