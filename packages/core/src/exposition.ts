@@ -270,6 +270,7 @@ class KeptDeflateStream {
   output(): Buffer {
     const part = Buffer.allocUnsafeSlow(this.#used);
     this.#out.copy(part, 0, 0, this.#used);
+    this.#shrink();
     return part;
   }
 
@@ -280,9 +281,17 @@ class KeptDeflateStream {
     this.#out.copy(member, GZIP_HEADER.length, 0, this.#used);
     member.writeUInt32LE(crc >>> 0, member.length - 8);
     member.writeUInt32LE(size % 2 ** 32, member.length - 4);
+    this.#shrink();
     return member;
   }
+
+  /** An output buffer grown past 1 MB for one large body is not kept for the next ones. */
+  #shrink(): void {
+    if (this.#out.length > KEPT_OUTPUT_BYTES) this.#out = Buffer.allocUnsafeSlow(64 * 1024);
+  }
 }
+
+const KEPT_OUTPUT_BYTES = 1024 * 1024;
 
 let keptDeflateStream: KeptDeflateStream | undefined | null = null;
 
@@ -352,6 +361,11 @@ export class BlockDeflater {
   /** Bytes written since begin(). */
   get length(): number {
     return this.#length;
+  }
+
+  /** True once zlib reported an error: of no further use (make another). */
+  get broken(): boolean {
+    return this.#stream.broken;
   }
 
   /** The block of everything written since begin(), ending on a sync flush; then begins anew. */

@@ -229,7 +229,8 @@ export class NodeMetricsRenderer {
       .sort((a, b) => b.length - a.length)
       .slice(0, MAX_STREAMED_FAMILIES);
     for (const [i, { spec }] of large.entries()) {
-      const deflater = this.deflaters[i] ?? BlockDeflater.create();
+      const kept = this.deflaters[i];
+      const deflater = kept === undefined || kept.broken ? BlockDeflater.create() : kept;
       if (deflater === undefined) break; // no zlib stream can be kept on this Node
       this.deflaters[i] = deflater;
       deflater.begin();
