@@ -216,11 +216,23 @@ class KeptDeflateStream {
   }
 
   /**
+   * Throws when zlib failed in the last call. Node then destroys the stream (and closes its handle)
+   * at once but emits 'error' only on the next tick, and leaves the write state of the call before:
+   * carrying on would read made-up lengths, or call into the closed handle, which aborts.
+   */
+  #check(): void {
+    if (!this.#stream.destroyed) return;
+    const cause = this.#stream.errored ?? this.#error;
+    throw new CachemonError(Errors.INTERNAL, `zlib failed: ${cause?.message ?? 'stream destroyed'}`, { cause });
+  }
+
+  /**
    * A kept stream, or undefined where the zlib binding is not as expected. `memLevel`: zlib's (1-9,
    * default 8); it also sets how many symbols zlib gathers before it encodes them as a block.
    */
   static create(memLevel = 8): KeptDeflateStream | undefined {
-    const stream = zlib.createDeflateRaw({ level: GZIP_LEVEL, memLevel });
+    // chunkSize 64 (the least): the stream's own output buffer is never used.
+    const stream = zlib.createDeflateRaw({ level: GZIP_LEVEL, memLevel, chunkSize: 64 });
     const internals = stream as unknown as { _handle?: Partial<ZlibHandle>; _writeState?: unknown };
     const handle = internals._handle;
     const state = internals._writeState;
@@ -238,7 +250,9 @@ class KeptDeflateStream {
 
   /** Starts a new raw deflate stream, with no history; output gathered so far is dropped. */
   reset(): void {
+    this.#check();
     this.#handle.reset();
+    this.#check();
     this.#used = 0;
   }
 
@@ -247,18 +261,20 @@ class KeptDeflateStream {
    * or finishes the stream (Z_FINISH) when `flush` says so.
    */
   write(piece: Uint8Array, flush: number): void {
+    this.#check();
     let out = this.#out;
     let inOff = 0;
     let inLen = piece.length;
     for (;;) {
       this.#handle.writeSync(flush, piece, inOff, inLen, out, this.#used, out.length - this.#used);
-      if (this.#error !== undefined) throw this.#error;
+      this.#check();
       const availOut = this.#state[0]!;
       const availIn = this.#state[1]!;
       this.#used = out.length - availOut;
       inOff += inLen - availIn;
       inLen = availIn;
-      // zlib has done all it can with the input when it leaves output space unused.
+      // zlib has done all it can when it leaves output space unused; with none left, it may have
+      // more to write (the rest of a flush, say), and is called again with more room.
       if (availOut !== 0) break;
       const grown = Buffer.allocUnsafeSlow(out.length * 2);
       out.copy(grown, 0, 0, this.#used);

@@ -96,8 +96,9 @@ interface StatsPlan {
   readonly families: readonly FamilySpec[];
   readonly familyIndex: ReadonlyMap<FamilySpec, number>;
   /**
-   * The plan's index of each family of the renderer's statsFamilyOrder, by its position there (-1:
-   * not in this plan): render() looks families up for every node, without a map.
+   * The plan's index of each family of its renderer's statsFamilyOrder (plans belong to one
+   * renderer), by its position there (-1: not in this plan): render() looks families up for every
+   * node without a map. Set again whenever that order grows.
    */
   byOrder: Int32Array;
   /** The rendered positions, family by family; family f is order[familyStarts[f]..familyStarts[f + 1]). */
@@ -378,18 +379,23 @@ export class NodeMetricsRenderer {
         if (!streamed.marks.has(mark as number)) all = false;
         count++;
       });
-      if (all && count === streamed.marks.size) {
-        count = 0;
+      let block: DeflatedBlock | undefined;
+      try {
+        if (all && count === streamed.marks.size) block = streamed.deflater.end();
+      } catch {
+        streamed.failed = true; // zlib failed: compressed below as any other family
+      }
+      count = 0;
+      if (block !== undefined) {
         each((bytes, _samples, mark) => {
           if (bytes !== undefined) marks[count++] = mark;
         });
         marks.length = count;
-        kept.block = streamed.deflater.end();
-        if (kept.block.length > 0) out.replay(spec.name, kept.block);
+        kept.block = block;
+        if (block.length > 0) out.replay(spec.name, block);
         this.blockCounts.streamed++;
         return;
       }
-      count = 0;
     }
     let same = kept.block !== undefined;
     if (same) {
@@ -483,9 +489,12 @@ export class NodeMetricsRenderer {
 function writeStreamed(family: StreamedFamily, stats: RenderedStats, index: number): void {
   const view = stats.views[index];
   if (view === undefined) return;
+  const mark = stats.changes[index]!;
+  // A node's lines twice in one collection would pass render()'s check of the marks: refuse.
+  if (family.marks.has(mark)) throw new CachemonError(Errors.INTERNAL, `${family.spec.name}: the same lines twice in one collection`);
   if (family.deflater.length === 0) family.deflater.write(headOf(family.spec));
   family.deflater.write(view, stats.segments[index * 3 + 2]!);
-  family.marks.add(stats.changes[index]!);
+  family.marks.add(mark);
 }
 
 const heads = new Map<FamilySpec, Buffer>();

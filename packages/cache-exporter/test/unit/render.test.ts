@@ -386,6 +386,13 @@ test('large families compressed while the replies come read as a fresh rendering
     fresh.render(snapshotsOf(fresh1), plain);
     const lines = (t: string) => t.split('\n').sort();
     assert.deepEqual(lines(text), lines(plain.toBuffer().toString()), `step ${step}`);
+    // Every sample line follows its own family's HELP and TYPE (sorted lines would not see a
+    // family's lines apart from its head).
+    let family = '';
+    for (const line of text.split('\n')) {
+      if (line.startsWith('# TYPE ')) family = line.split(' ')[2]!;
+      else if (line !== '' && !line.startsWith('#')) assert.equal(line.slice(0, line.search(/[{ ]/)), family, `step ${step}: ${line}`);
+    }
     assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
     // Counters moved, the last gzipped body had the large families, every rendered node is in:
     // the large families must have been compressed while the replies came.
@@ -398,4 +405,27 @@ test('large families compressed while the replies come read as a fresh rendering
   assert.ok(eligibleScrapes > 30, `scrapes where counters moved: ${eligibleScrapes}`);
   assert.equal(streamedScrapes, eligibleScrapes, 'scrapes with the large families compressed while the replies came');
   assert.ok(quietScrapes > 3, `scrapes in which nothing changed and nothing was compressed: ${quietScrapes}`);
+});
+
+test("a node's reply rendered twice in one collection is not compressed twice into a large family", () => {
+  const shared = new NodeMetricsRenderer('zk1');
+  const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${31000 + i}`));
+  const body = (scrape: number, twice: boolean) => {
+    shared.beginCollection(true);
+    const rendered = nodes.map((n, i) => shared.acceptStats(n, reply(stats.map(([name, value]) => [name, name.startsWith('cmd_') ? String(scrape * 100 + i) : value] as const))));
+    if (twice) rendered[0] = shared.acceptStats(nodes[0]!, reply(stats.map(([name, value]) => [name, name.startsWith('cmd_') ? String(scrape * 100) : value] as const)));
+    const stream = new GzipStream();
+    const out = new ExpositionBuffer(512, undefined, stream);
+    shared.render(nodes.map((n, i) => ({ node: n, up: true, stats: rendered[i]! })), out);
+    out.end();
+    return gunzipSync(stream.end()).toString();
+  };
+  body(1, false);
+  const once = body(2, false);
+  assert.equal(shared.blockCounts.streamed, 1, 'arcus_commands_total compressed while the replies came');
+  const again = body(3, true);
+  const count = (text: string) => text.match(/^arcus_commands_total\{command="get",ensemble="zk1",service_code="test",node="127.0.0.1:31000",/gm)?.length;
+  assert.equal(count(once), 1);
+  assert.equal(count(again), 1, 'the node that answered twice has its lines once');
+  assert.equal(again.split('\n').length, once.split('\n').length);
 });
