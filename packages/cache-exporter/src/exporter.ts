@@ -159,7 +159,11 @@ export class CacheExporter {
    * (what the scraper that starts it accepts).
    */
   metrics(deadline: number, gzip = false): Promise<MetricsBody> {
-    return this.join('/metrics', deadline, (collection) => this.collectMetrics(collection, gzip));
+    return this.join('/metrics', deadline, (collection) => {
+      // QoS probes wait while the nodes answer (QosScheduler).
+      this.qos.hold();
+      return this.collectMetrics(collection, gzip).finally(() => this.qos.release());
+    });
   }
 
   /** GET /metrics/prefixes, shared the same way. */

@@ -1,0 +1,38 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ArcusDouble } from '@cachemon/testkit';
+import type { CacheNode } from '@cachemon/arcus';
+import { QosScheduler } from '../../src/qos.js';
+
+const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined };
+
+test('QoS probes that fall due while a collection runs wait for its end, then run', async () => {
+  const double = await ArcusDouble.start();
+  const scheduler = new QosScheduler({ intervalMs: 400, simple: true, logger: quiet });
+  try {
+    const node: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true };
+    scheduler.setNodes([node]);
+    scheduler.hold();
+    scheduler.hold(); // two scrapes sharing the time
+    scheduler.start();
+    await sleep(450); // two rounds fall due (at 0 and 400 ms)
+    assert.equal(scheduler.snapshot(node.node), undefined, 'no probe while collections run');
+    scheduler.release();
+    await sleep(30);
+    assert.equal(scheduler.snapshot(node.node), undefined, 'one collection still runs');
+    const released = Date.now();
+    scheduler.release();
+    for (let i = 0; i < 200 && scheduler.snapshot(node.node) === undefined; i++) await sleep(5);
+    const snapshot = scheduler.snapshot(node.node);
+    assert.ok(snapshot, 'the probes that fell due ran once the last collection ended');
+    assert.ok(snapshot.at >= released && snapshot.at - released < 150, `ran ${snapshot.at - released} ms after the release, not at the next round (~300 ms later)`);
+    assert.ok(snapshot.results.length > 0 && snapshot.results.every((r) => r.ok), JSON.stringify(snapshot.results));
+    scheduler.release(); // more releases than holds change nothing
+    await sleep(500);
+    assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld');
+  } finally {
+    scheduler.stop();
+    await double.stop();
+  }
+});
