@@ -160,7 +160,7 @@ export class CacheExporter {
    */
   metrics(deadline: number, gzip = false): Promise<MetricsBody> {
     return this.join('/metrics', deadline, (collection) => {
-      // QoS probes wait while the nodes answer (QosScheduler).
+      // QoS probes falling due now wait until the nodes have answered (QosScheduler).
       this.qos.hold();
       return this.collectMetrics(collection, gzip).finally(() => this.qos.release());
     });

@@ -17,9 +17,9 @@ export interface QosSchedulerOptions {
  * burst would measure the exporter's own event loop, not the server. Probes are spread evenly over
  * the interval (node i starts at i x interval / N), run on a connection of their own (never queued
  * behind a stats reply), and a node whose previous probes are still running is skipped. While a
- * /metrics collection runs (hold() to release()), probes that fall due wait for its end: they
- * would time the collection's burst, and their work would slow the collection. At 100 nodes under
- * load, probes running beside scrapes cost a scrape ~1.5 ms on average (bench/cache-exporter).
+ * /metrics collection runs (hold() to release()), probes that fall due wait for its end, for the
+ * same reason: they would time the collection's burst. (It did not make scrapes measurably faster:
+ * bench/cache-exporter README.)
  */
 export class QosScheduler {
   private intervalMs: number;
