@@ -206,13 +206,14 @@ class KeptDeflateStream {
   #out = Buffer.allocUnsafeSlow(64 * 1024);
   /** Output bytes gathered in #out since reset(). */
   #used = 0;
-  #error: Error | undefined;
 
   private constructor(stream: zlib.DeflateRaw, handle: ZlibHandle, state: Uint32Array) {
     this.#stream = stream;
     this.#handle = handle;
     this.#state = state;
-    stream.on('error', (err: Error) => (this.#error = err));
+    // The error is read from the stream where the failure is noticed (#check); emitted a tick
+    // later, unheard, it would end the process.
+    stream.on('error', () => undefined);
   }
 
   /**
@@ -222,7 +223,7 @@ class KeptDeflateStream {
    */
   #check(): void {
     if (!this.#stream.destroyed) return;
-    const cause = this.#stream.errored ?? this.#error;
+    const cause = this.#stream.errored ?? undefined;
     throw new CachemonError(Errors.INTERNAL, `zlib failed: ${cause?.message ?? 'stream destroyed'}`, { cause });
   }
 
@@ -243,9 +244,9 @@ class KeptDeflateStream {
     return new KeptDeflateStream(stream, handle as ZlibHandle, state);
   }
 
-  /** True once zlib reported an error: the stream is of no further use. */
+  /** True once zlib failed (Node destroys the stream at once): of no further use. */
   get broken(): boolean {
-    return this.#error !== undefined || this.#stream.destroyed;
+    return this.#stream.destroyed;
   }
 
   /** Starts a new raw deflate stream, with no history; output gathered so far is dropped. */
@@ -317,7 +318,7 @@ function keptStream(): KeptDeflateStream | undefined {
   return keptDeflateStream;
 }
 
-/** One piece deflated on its own (see DeflatedBlock), at the level of GzipStream. */
+/** One piece deflated on its own (see DeflatedBlock), at the level of GzipStream, in memory of its own. */
 export function deflatePart(piece: Uint8Array): Buffer {
   const stream = keptStream();
   if (stream !== undefined) {
@@ -326,7 +327,13 @@ export function deflatePart(piece: Uint8Array): Buffer {
     return stream.output();
   }
   // Output space of an eighth of the piece: exposition text shrinks ~10x, so one buffer mostly.
-  return deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) });
+  const part = deflateRawSync(piece, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH, chunkSize: Math.max(16 * 1024, piece.length >> 3) });
+  // Parts are kept from one body to the next: not as views of zlib's 16 KB or larger output
+  // buffer, for parts of a few hundred bytes.
+  if (part.buffer.byteLength < 2 * part.length) return part;
+  const exact = Buffer.allocUnsafeSlow(part.length);
+  part.copy(exact);
+  return exact;
 }
 
 /**
@@ -366,7 +373,6 @@ export class BlockDeflater {
 
   /** Bytes of the block (`samples` sample lines in them); the caller may reuse them at once. */
   write(piece: Uint8Array, samples = 0): void {
-    if (this.#stream.broken) throw new CachemonError(Errors.INTERNAL, 'BlockDeflater written after a zlib error');
     this.#samples += samples;
     if (piece.length === 0) return;
     this.#stream.write(piece, constants.Z_NO_FLUSH);
@@ -442,13 +448,7 @@ export class GzipStream {
   part(piece: Uint8Array): Buffer {
     this.#check();
     if (!this.blocks) throw new CachemonError(Errors.INTERNAL, 'GzipStream makes no deflated blocks without zlib.crc32');
-    const part = deflatePart(piece);
-    // A part is kept from one body to the next: not as a view of a larger output buffer (zlib's
-    // are 16 KB or more, for parts of a few hundred bytes).
-    if (part.buffer.byteLength < 2 * part.length) return part;
-    const exact = Buffer.allocUnsafeSlow(part.length);
-    part.copy(exact);
-    return exact;
+    return deflatePart(piece);
   }
 
   /** CRC-32 of `piece` continuing `crc` (for a DeflatedBlock's). */

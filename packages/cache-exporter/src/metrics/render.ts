@@ -162,6 +162,8 @@ interface EncodedLines {
  */
 interface StreamedFamily {
   readonly spec: FamilySpec;
+  /** Its position in the renderer's statsFamilyOrder (StatsPlan.byOrder). */
+  readonly order: number;
   readonly deflater: BlockDeflater;
   /** A reply changed the family's lines in this collection: its lines are being compressed. */
   started: boolean;
@@ -225,17 +227,17 @@ export class NodeMetricsRenderer {
     this.streamed.length = 0;
     if (!gzip) return;
     const large = this.statsFamilyOrder
-      .map((spec) => ({ spec, length: this.blocks.get(spec)?.block?.length ?? 0 }))
+      .map((spec, order) => ({ spec, order, length: this.blocks.get(spec)?.block?.length ?? 0 }))
       .filter((family) => family.length >= STREAM_MIN_BYTES)
       .sort((a, b) => b.length - a.length)
       .slice(0, MAX_STREAMED_FAMILIES);
-    for (const [i, { spec }] of large.entries()) {
+    for (const [i, { spec, order }] of large.entries()) {
       const kept = this.deflaters[i];
       const deflater = kept === undefined || kept.broken ? BlockDeflater.create() : kept;
       if (deflater === undefined) break; // no zlib stream can be kept on this Node
       this.deflaters[i] = deflater;
       deflater.begin();
-      this.streamed.push({ spec, deflater, started: false, failed: false, marks: new Set() });
+      this.streamed.push({ spec, order, deflater, started: false, failed: false, marks: new Set() });
     }
     this.changeAtStart = lastChange;
   }
@@ -263,8 +265,8 @@ export class NodeMetricsRenderer {
   private stream(stats: RenderedStats): void {
     this.arrived.push(stats);
     for (const family of this.streamed) {
-      const index = stats.plan.familyIndex.get(family.spec);
-      if (index === undefined || family.failed) continue;
+      const index = stats.plan.byOrder[family.order]!;
+      if (index < 0 || family.failed) continue;
       try {
         if (family.started) {
           writeStreamed(family, stats, index);
@@ -272,8 +274,8 @@ export class NodeMetricsRenderer {
           // The kept block will not do: compress the family from here on, the replies before this one first.
           family.started = true;
           for (const earlier of this.arrived) {
-            const at = earlier.plan.familyIndex.get(family.spec);
-            if (at !== undefined) writeStreamed(family, earlier, at);
+            const at = earlier.plan.byOrder[family.order]!;
+            if (at >= 0) writeStreamed(family, earlier, at);
           }
         }
       } catch {
