@@ -24,3 +24,39 @@ export function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
+
+/**
+ * How far a ratio of percentiles (exporter p99 / floor p99) can be trusted: a 95 % interval from a
+ * paired block bootstrap. The samples come in blocks taken back to back (a block of exporter
+ * scrapes, then a block of floor rounds), so block i of each side saw the same state of the
+ * machine; whole blocks are drawn with replacement, the same indices for both sides, and the
+ * ratio computed again `iterations` times. Seeded, so a result prints the same interval twice.
+ * With 100 samples the p99 is the largest one, and the interval says how little that decides.
+ */
+export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 2000, seed = 1 } = {}) {
+  const n = Math.min(expBlocks.length, floorBlocks.length);
+  if (n < 2) return { low: NaN, high: NaN };
+  let state = seed >>> 0 || 1;
+  const random = () => {
+    // xorshift32
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state / 4294967296;
+  };
+  const ratios = new Float64Array(iterations);
+  for (let it = 0; it < iterations; it++) {
+    const exp = [];
+    const floor = [];
+    for (let b = 0; b < n; b++) {
+      const pick = Math.floor(random() * n);
+      for (const v of expBlocks[pick]) exp.push(v);
+      for (const v of floorBlocks[pick]) floor.push(v);
+    }
+    ratios[it] = percentile(exp, p) / percentile(floor, p);
+  }
+  ratios.sort();
+  return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
+}
