@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
-import { createHttpServer, errorMessage, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, isCachemonError, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
@@ -62,10 +62,20 @@ export interface QueryProxy {
 }
 
 type Endpoint = 'query' | 'query_range' | 'series' | 'labels' | 'label_values' | 'metadata';
-type ErrorType = 'bad_data' | 'timeout' | 'unavailable' | 'canceled' | 'internal' | 'execution';
+/** Prometheus' error types, and the web config's refusals (basic auth, client certificate). */
+type ErrorType = 'bad_data' | 'timeout' | 'unavailable' | 'canceled' | 'internal' | 'execution' | 'unauthorized' | 'forbidden';
 
 const JSON_TYPE = 'application/json';
-const STATUS_OF: Readonly<Record<ErrorType, number>> = { bad_data: 400, execution: 422, timeout: 503, unavailable: 503, canceled: 499, internal: 500 };
+const STATUS_OF: Readonly<Record<ErrorType, number>> = {
+  bad_data: 400,
+  execution: 422,
+  timeout: 503,
+  unavailable: 503,
+  canceled: 499,
+  internal: 500,
+  unauthorized: 401,
+  forbidden: 403,
+};
 
 /** An answer in Prometheus' error shape. */
 class ApiError extends Error {
@@ -156,7 +166,10 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   const apiErrorHandler = (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     let error: ApiError;
     if (err instanceof ApiError) error = err;
-    else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    else if (isCachemonError(err) && err.status < 500) {
+      // The web config's checks, run before the route: a refusal to answer, not a failure of the proxy.
+      error = new ApiError(err.status === 401 ? 'unauthorized' : err.status === 403 ? 'forbidden' : 'bad_data', err.message, err.status);
+    } else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       error = new ApiError('bad_data', `the request body is larger than ${options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES} bytes`, 413);
     } else if (typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500) {
       error = new ApiError('bad_data', errorMessage(err), (err as { statusCode: number }).statusCode);

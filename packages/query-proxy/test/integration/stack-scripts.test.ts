@@ -123,4 +123,53 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
       assert.equal(await exited, 0);
     }
   });
+
+  test('the binary with --web.config.file: SIGHUP reads it again; new basic auth users apply, an invalid file is refused and the running one stays', async () => {
+    // bcrypt (cost 4) of "first" and of "second".
+    const first = '$2b$04$yHzeEbKFKEr65cHaSQ7vQuJt8E/g7aS9y8oWhSKwKYmxS8bMULekS';
+    const second = '$2b$04$2aCWs6wT2UDiQS/mpWzw7.Tt7UjYXRc/ObcVgPyBFn5M4S8LNhsPu';
+    const dir = await tempDir('query-proxy-web-');
+    const webConfigFile = join(dir, 'web.yml');
+    writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${first}\n`);
+    const config = join(dir, 'promxy.yml');
+    writeFileSync(config, `promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:${store.port}"] }]\n      label_filter: { static_labels_include: { scrape: [short] } }\n`);
+    const own = await freePort();
+    const child = spawn(process.execPath, [join(root, 'bin', 'query-proxy'), `--config=${config}`, `--bind-addr=127.0.0.1:${own}`, `--web.config.file=${webConfigFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}` });
+    const ask = async (password?: string) => {
+      const response = await fetch(`http://127.0.0.1:${own}/api/v1/query`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(password === undefined ? {} : as(password)) },
+        body: new URLSearchParams({ query: 'arcus_up{scrape="short"}' }),
+      });
+      const text = await response.text();
+      return { status: response.status, series: response.status === 200 ? (JSON.parse(text) as { data: { result: unknown[] } }).data.result.length : -1 };
+    };
+    const reloadSucceeded = async () =>
+      valueOf(parseExposition(await (await fetch(`http://127.0.0.1:${own}/metrics`, { headers: as('second') })).text()), 'cachemon_config_last_reload_successful');
+    try {
+      await eventually(async () => assert.deepEqual(await ask('first'), { status: 200, series: 1 }));
+      assert.equal((await ask()).status, 401);
+      assert.equal((await ask('second')).status, 401);
+
+      writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${second}\n`);
+      child.kill('SIGHUP');
+      await eventually(async () => assert.deepEqual(await ask('second'), { status: 200, series: 1 }));
+      assert.equal((await ask('first')).status, 401, 'the old password no longer applies');
+      assert.equal(await reloadSucceeded(), 1);
+
+      writeFileSync(webConfigFile, 'basic_auth_users:\n  grafana: not-a-hash\n');
+      child.kill('SIGHUP');
+      await eventually(async () => assert.equal(await reloadSucceeded(), 0));
+      assert.match(output, /"error":"[^"]*web\.yml: basic_auth_users\.grafana: not a bcrypt hash[^"]*","msg":"web config reload refused; the running web config stays"/);
+      assert.deepEqual(await ask('second'), { status: 200, series: 1 }, 'the running web config stays');
+      assert.equal((await ask('first')).status, 401);
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+  });
 });
