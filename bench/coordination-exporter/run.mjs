@@ -8,9 +8,10 @@
 //                                            [--exporter-node-flags="--cpu-prof --cpu-prof-dir=DIR"]
 //
 // Scrapes go like a store's: gzip asked for, timed to the last byte of the compressed body over a
-// keep-alive connection (as bench/cache-exporter does). Prints, per configuration: exporter /metrics p50/p99 (ms), floor p50/p99, p99/floor, exporter CPU
-// ms per scrape, series, RSS, and a 95 % interval of p99/floor (paired block bootstrap). Goals: p99 within 1.5x of the floor when every server answers, and
-// bounded by the scrape deadline when one hangs.
+// keep-alive connection (as bench/cache-exporter does). Prints, per configuration: exporter
+// /metrics p50/p99 (ms), floor p50/p99, p99/floor with a 95 % interval (paired block bootstrap),
+// exporter CPU ms per scrape, series, RSS. Goals: p99 within 1.5x of the floor when every server
+// answers, and bounded by the scrape deadline when one hangs.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
