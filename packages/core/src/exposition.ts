@@ -164,6 +164,12 @@ const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 /** The last block: empty, final, fixed codes (what zlib writes at Z_FINISH after a flush). */
 const FINAL_EMPTY_BLOCK = [0x03, 0x00] as const;
 
+/** A gzip member's trailer, at `at` of `member`: the data's CRC-32 and its size modulo 2^32. */
+function writeGzipTrailer(member: Buffer, at: number, crc: number, size: number): void {
+  member.writeUInt32LE(crc >>> 0, at);
+  member.writeUInt32LE(size % 2 ** 32, at + 4);
+}
+
 /**
  * A run of a body deflated on its own: raw deflate parts, each ending on a sync flush and using no
  * history from before it, so it can stand anywhere in a deflate stream, and the CRC-32 and length
@@ -296,8 +302,7 @@ class KeptDeflateStream {
     const member = Buffer.allocUnsafeSlow(GZIP_HEADER.length + this.#used + 8);
     GZIP_HEADER.copy(member, 0);
     this.#out.copy(member, GZIP_HEADER.length, 0, this.#used);
-    member.writeUInt32LE(crc >>> 0, member.length - 8);
-    member.writeUInt32LE(size % 2 ** 32, member.length - 4);
+    writeGzipTrailer(member, member.length - 8, crc, size);
     this.#shrink();
     return member;
   }
@@ -407,8 +412,9 @@ const EMPTY_PIECE = new Uint8Array(0);
  * deflated on its own and ends on a sync flush (byte aligned, not final), so the pieces join into
  * one deflate stream, as pigz joins its blocks; the CRC-32 runs on across pieces. The result is
  * one ordinary gzip member. A piece starts without the previous 32 KB as history: with pieces of
- * 256 KB the body is ~0.5 % larger than gzipBody's, for the same CPU. (Node's zlib streams cannot
- * be driven synchronously piece by piece: its sync path closes the stream after one call.)
+ * 256 KB the body is ~0.5 % larger than gzipBody's, for the same CPU. Pieces start afresh so that
+ * any of them can be kept and sent again (part(), append()): each is deflated on the process's kept
+ * stream (KeptDeflateStream), reset before it.
  *
  * Blocks deflated earlier (DeflatedBlock) are appended as they are: their CRC joins with
  * crc32Combine. Only when `blocks` is true (a Node with zlib.crc32, not `whole`).
@@ -480,8 +486,7 @@ export class GzipStream {
     const trailer = Buffer.alloc(10);
     trailer[0] = FINAL_EMPTY_BLOCK[0];
     trailer[1] = FINAL_EMPTY_BLOCK[1];
-    trailer.writeUInt32LE(this.#crc >>> 0, 2);
-    trailer.writeUInt32LE(this.#size % 2 ** 32, 6);
+    writeGzipTrailer(trailer, 2, this.#crc, this.#size);
     this.#parts.push(trailer);
     return Buffer.concat(this.#parts);
   }
