@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs every compiled test file (packages/*/dist/test/**/*.test.js) with node's test runner.
+// Runs every compiled test file (packages/*/dist/test/**/*.test.js), and the benchmarks' own
+// (bench/**/test/**/*.test.mjs, plain JavaScript), with node's test runner.
 //   --unit        only files under a test/unit folder (no external processes)
 //   --filter=TXT  only files whose path contains TXT
 import { spawnSync } from 'node:child_process';
@@ -12,12 +13,13 @@ const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
 const filter = args.find((a) => a.startsWith('--filter='))?.slice('--filter='.length);
 
-function walk(dir, out) {
+function walk(dir, out, suffix = '.test.js') {
   if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) walk(path, out);
-    else if (name.endsWith('.test.js')) out.push(path);
+    if (statSync(path).isDirectory()) {
+      if (name !== 'node_modules' && name !== 'results') walk(path, out, suffix);
+    } else if (name.endsWith(suffix)) out.push(path);
   }
   return out;
 }
@@ -29,8 +31,8 @@ for (const pkg of readdirSync(join(root, 'packages'))) walk(join(root, 'packages
 const compiled = files.map((f) => relative(root, f));
 const stale = compiled.filter((f) => !existsSync(join(root, f.replace('/dist/test/', '/test/').replace(/\.js$/, '.ts'))));
 for (const f of stale) console.error(`run-tests: skipping ${f}: its source is gone (a renamed or removed test; \`npm run clean && npm run build\` clears it)`);
-const selected = compiled
-  .filter((f) => !stale.includes(f))
+const benchTests = walk(join(root, 'bench'), [], '.test.mjs').map((f) => relative(root, f));
+const selected = [...compiled.filter((f) => !stale.includes(f)), ...benchTests]
   .filter((f) => !unitOnly || f.includes('/test/unit/'))
   .filter((f) => !filter || f.includes(filter))
   .sort();

@@ -12,6 +12,42 @@ export function cpuMs(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
+/**
+ * The main thread of process `pid` as the scheduler saw it (/proc/<pid>/task/<pid>/schedstat):
+ * time on a CPU and time spent runnable but waiting for one (the run queue), in ms since it started;
+ * undefined where the kernel keeps no such file. The difference of two readings around a scrape
+ * tells how much of the scrape the thread worked and how much it waited for a CPU that others held.
+ */
+export function mainThreadSched(pid) {
+  try {
+    const [onCpuNs, waitNs] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ');
+    return { cpuMs: Number(onCpuNs) / 1e6, waitMs: Number(waitNs) / 1e6 };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What waiting for a CPU did to a set of latencies: `ms[i]` a latency, `waitMs[i]` how long the
+ * side measured waited in the run queue during it (mainThreadSched). waitAtP99: the mean wait of
+ * the samples at or above the p99 latency; lessWaitP99: the p99 of the latencies less their waits.
+ * Undefined when the waits are missing (no schedstat).
+ */
+export function waitSummary(ms, waitMs) {
+  if (ms.length === 0 || waitMs.length !== ms.length) return undefined;
+  const p99 = percentile(ms, 99);
+  const tail = waitMs.filter((_, i) => ms[i] >= p99);
+  return {
+    waitP50: percentile(waitMs, 50),
+    waitP99: percentile(waitMs, 99),
+    waitAtP99: tail.reduce((a, b) => a + b, 0) / tail.length,
+    lessWaitP99: percentile(
+      ms.map((v, i) => v - waitMs[i]),
+      99,
+    ),
+  };
+}
+
 /** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, ...), in kB; NaN when absent. */
 export function statusKb(pid, field) {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

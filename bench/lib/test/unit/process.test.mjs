@@ -1,0 +1,65 @@
+// The benchmarks' measuring helpers: what they compute from known input, and what they read from
+// this very process.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { cpuMs, mainThreadSched, percentile, ratioInterval, statusKb, waitSummary } from '../../process.mjs';
+
+test('percentile is nearest-rank', () => {
+  const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
+  assert.equal(percentile(values, 50), 50);
+  assert.equal(percentile(values, 99), 99);
+  assert.equal(percentile(values, 100), 100);
+  assert.equal(percentile([7], 99), 7);
+});
+
+test('waitSummary: the waits, the wait of the tail, and the p99 less the waits', () => {
+  // 100 samples: latency i + 1 ms; the two slowest waited 30 and 20 ms, the others 1 ms.
+  const ms = Array.from({ length: 100 }, (_, i) => i + 1);
+  const wait = ms.map((v) => (v === 100 ? 30 : v === 99 ? 20 : 1));
+  const s = waitSummary(ms, wait);
+  assert.equal(s.waitP50, 1);
+  assert.equal(s.waitP99, 20);
+  // p99 latency is 99 ms: the samples at or above it are 99 and 100, waits 20 and 30.
+  assert.equal(s.waitAtP99, 25);
+  // Less their waits: 0..97 for the others, 79 and 70 for the two slowest; of these 100 values the
+  // 99th smallest is 96.
+  assert.equal(s.lessWaitP99, 96);
+  assert.equal(waitSummary(ms, wait.slice(1)), undefined, 'waits missing for some samples');
+  assert.equal(waitSummary([], []), undefined);
+});
+
+test('ratioInterval brackets the ratio of the pooled p99s and is the same for the same seed', () => {
+  let x = 1;
+  const rand = () => ((x = (x * 48271) % 2147483647) / 2147483647);
+  const blocks = (scale) => Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
+  const exp = blocks(1.3);
+  const floor = blocks(1);
+  const point = percentile(exp.flat(), 99) / percentile(floor.flat(), 99);
+  const a = ratioInterval(exp, floor, { seed: 7 });
+  assert.ok(a.low <= point && point <= a.high, `${a.low}..${a.high} holds ${point}`);
+  assert.ok(a.high > a.low);
+  assert.deepEqual(ratioInterval(exp, floor, { seed: 7 }), a);
+});
+
+test('mainThreadSched reads this process: CPU grows with work, the wait never goes back', () => {
+  const first = mainThreadSched(process.pid);
+  if (process.platform !== 'linux') {
+    assert.equal(first, undefined);
+    return;
+  }
+  assert.ok(first !== undefined, 'schedstat of this process');
+  const until = performance.now() + 30;
+  let spin = 0;
+  while (performance.now() < until) spin++;
+  const second = mainThreadSched(process.pid);
+  assert.ok(spin > 0);
+  assert.ok(second.cpuMs - first.cpuMs >= 20, `on a CPU ${second.cpuMs - first.cpuMs} ms of a 30 ms spin`);
+  assert.ok(second.waitMs >= first.waitMs);
+  assert.equal(mainThreadSched(2 ** 22 + 12345), undefined, 'no such process');
+});
+
+test('cpuMs and statusKb read /proc of this process', { skip: process.platform !== 'linux' && 'procfs only' }, () => {
+  assert.ok(cpuMs(process.pid) >= 0);
+  assert.ok(statusKb(process.pid, 'VmRSS') > 1000);
+  assert.ok(Number.isNaN(statusKb(process.pid, 'NoSuchField')));
+});
