@@ -5,11 +5,13 @@
 //
 // Driven over stdin/stdout, one JSON object per line:
 //   {"op":"connect","nodes":["127.0.0.1:1234", ...]}  -> {"op":"connect","ms":..}
-//   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..}
+//   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..,"waitMs":..}
+// waitMs: how long this process's thread waited for a CPU during the round (mainThreadSched).
 //   {"op":"close"}                                    -> exits
 // kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
+import { mainThreadSched } from '../lib/process.mjs';
 
 const COMMANDS = {
   stats: { text: 'stats\r\n', replies: 1 },
@@ -86,6 +88,7 @@ const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 async function round(kind) {
   const command = COMMANDS[kind];
   if (!command) throw new Error(`unknown round kind ${kind}`);
+  const sched = mainThreadSched(process.pid);
   const started = performance.now();
   let timer;
   const timeout = new Promise((_, reject) => {
@@ -93,7 +96,9 @@ async function round(kind) {
   });
   try {
     const sizes = await Promise.race([Promise.all(sockets.map((s) => s.send(command))), timeout]);
-    return { ms: performance.now() - started, bytes: sizes.reduce((a, b) => a + b, 0) };
+    const ms = performance.now() - started;
+    const waitMs = sched === undefined ? undefined : mainThreadSched(process.pid).waitMs - sched.waitMs;
+    return { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs };
   } finally {
     clearTimeout(timer);
   }

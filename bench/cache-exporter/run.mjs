@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
-import { cpuMs, percentile, ratioInterval, statusKb } from '../lib/process.mjs';
+import { cpuMs, mainThreadSched, percentile, ratioInterval, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
@@ -286,15 +286,21 @@ async function startExporter(label) {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-function get(base, path, { timeoutMs = 30_000, headers = {} } = {}) {
+/**
+ * GET over the keep-alive connection, timed from the request to the last byte. `probe`, when given,
+ * is read right before the request and right after the last byte (probeStart, probeEnd).
+ */
+function get(base, path, { timeoutMs = 30_000, headers = {}, probe } = {}) {
   return new Promise((resolve, reject) => {
+    const probeStart = probe?.();
     const started = performance.now();
     const req = request(`${base}${path}`, { agent, headers, timeout: timeoutMs }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
         const ms = performance.now() - started;
-        resolve({ status: res.statusCode, ms, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'] });
+        const probeEnd = probe?.();
+        resolve({ status: res.statusCode, ms, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'], probeStart, probeEnd });
       });
       res.on('error', reject);
     });
@@ -304,12 +310,16 @@ function get(base, path, { timeoutMs = 30_000, headers = {} } = {}) {
   });
 }
 
+/**
+ * One scrape; `waitMs`: how long the exporter's main thread waited for a CPU while it ran (from the
+ * request to the last byte; undefined without schedstat).
+ */
 async function scrape(exporter, path, timeoutSeconds) {
   const headers = { 'X-Prometheus-Scrape-Timeout-Seconds': String(timeoutSeconds) };
   if (OPTS.gzip) headers['Accept-Encoding'] = 'gzip';
   let res;
   try {
-    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000 });
+    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000, probe: () => mainThreadSched(exporter.pid) });
   } catch (err) {
     await sleep(200);
     const { exitCode, signalCode } = exporter.child;
@@ -319,7 +329,8 @@ async function scrape(exporter, path, timeoutSeconds) {
   }
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
   const text = (res.encoding === 'gzip' ? gunzipSync(res.raw) : res.raw).toString('utf8');
-  return { ms: res.ms, wireBytes: res.raw.length, text };
+  const waitMs = res.probeStart && res.probeEnd ? res.probeEnd.waitMs - res.probeStart.waitMs : undefined;
+  return { ms: res.ms, waitMs, wireBytes: res.raw.length, text };
 }
 
 /** Samples (non-comment, non-empty lines) of an exposition text. */
@@ -393,6 +404,18 @@ function residentByMapping(pid) {
 
 // ---------------------------------------------------------------------------------------------
 // Statistics
+
+/**
+ * How long the exporter's and the floor's main thread waited for a CPU during each scrape or round
+ * (runnable, but the CPUs held by others: the doubles, ZooKeeper, the driver, V8's helper threads),
+ * and the latency less that wait (waitSummary). The difference says how much of a p99 is the
+ * machine's two cores being busy rather than work of the side measured.
+ */
+function runQueue(exp, floor) {
+  const exporter = waitSummary(exp.ms, exp.wait);
+  const floorSide = waitSummary(floor.ms, floor.wait);
+  return exporter && floorSide ? { exporter, floor: floorSide } : undefined;
+}
 
 const summary = (values) => ({
   n: values.length,
@@ -486,10 +509,10 @@ async function runConfig(n, p) {
     const prefixScrapes = Math.max(atLeast, Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)));
     if (prefixScrapes < OPTS.prefixScrapes) log(`${label}: a prefix scrape takes ~${Math.round(warmPrefixMs)} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`);
 
-    const m = { ms: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
-    const pf = { ms: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
-    const fs = { ms: [], rounds: [], bytes: 0 };
-    const fp = { ms: [], rounds: [], bytes: 0 };
+    const m = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
+    const pf = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
+    const fs = { ms: [], wait: [], rounds: [], bytes: 0 };
+    const fp = { ms: [], wait: [], rounds: [], bytes: 0 };
     const idle = { cpuMs: 0, wallMs: 0 };
     let rssMax = 0;
     let rssIdleMin = Infinity;
@@ -511,6 +534,7 @@ async function runConfig(n, p) {
       await paced(times, async () => {
         const r = await scrape(exporter, path, timeoutS);
         acc.ms.push(r.ms);
+        if (Number.isFinite(r.waitMs)) acc.wait.push(r.waitMs);
         acc.series = seriesCount(r.text);
         if (path === '/metrics') lastMetricsText = r.text;
         acc.bytes = r.text.length;
@@ -528,6 +552,7 @@ async function runConfig(n, p) {
       await paced(times, async () => {
         const r = await floor.round(kind);
         acc.ms.push(r.ms);
+        if (Number.isFinite(r.waitMs)) acc.wait.push(r.waitMs);
         acc.bytes = r.bytes;
       });
     };
@@ -592,11 +617,13 @@ async function runConfig(n, p) {
         floor: { ...summary(fs.ms), bytes: fs.bytes },
         // 95 % interval of exporter p99 / floor p99, from the rounds (paired block bootstrap).
         ratioInterval95: ratioInterval(m.rounds, fs.rounds),
+        runQueue: runQueue(m, fs),
       },
       prefixMetrics: {
         exporter: { ...summary(pf.ms), ...cpu(pf), series: pf.series, bodyBytes: pf.bytes, wireBytes: pf.wire, incomplete: pf.incomplete },
         floor: { ...summary(fp.ms), bytes: fp.bytes },
         ratioInterval95: ratioInterval(pf.rounds, fp.rounds),
+        runQueue: runQueue(pf, fp),
       },
       // max: highest VmRSS seen while measuring (sampled every 100 ms and after every scrape);
       // idleMin: lowest at the end of an idle block (what the process settles to between scrapes).
@@ -669,11 +696,46 @@ function table(results) {
       ]);
     }
   }
+  return formatTable(header, rows);
+}
+/** Columns aligned: the first three to the left (what was measured), the figures to the right. */
+function formatTable(header, rows) {
   const all = [header, ...rows].map((row) => row.map(String));
   const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)));
   const line = (row) => row.map((cell, i) => (i <= 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
   return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
 }
+
+/** The run-queue figures (runQueue) of each configuration; undefined when none has them. */
+function waitTable(results) {
+  const header = ['N', 'P', 'endpoint', 'exp wait p50', 'exp wait p99', 'exp wait at p99', 'floor wait p99', 'floor wait at p99', 'exp p99 less wait', 'floor p99 less wait', 'ratio'];
+  const rows = [];
+  for (const r of results) {
+    for (const [name, e] of [
+      ['/metrics', r.metrics],
+      ['/metrics/prefixes', r.prefixMetrics],
+    ]) {
+      const q = e.runQueue;
+      if (e.exporter.n === 0 || q === undefined) continue;
+      rows.push([
+        r.nodes,
+        r.prefixes,
+        name,
+        fmt(q.exporter.waitP50),
+        fmt(q.exporter.waitP99),
+        fmt(q.exporter.waitAtP99),
+        fmt(q.floor.waitP99),
+        fmt(q.floor.waitAtP99),
+        fmt(q.exporter.lessWaitP99),
+        fmt(q.floor.lessWaitP99),
+        `${(q.exporter.lessWaitP99 / q.floor.lessWaitP99).toFixed(2)}x`,
+      ]);
+    }
+  }
+  if (rows.length === 0) return undefined;
+  return formatTable(header, rows);
+}
+
 const fmt = (v) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
 const interval = (i) => (i && Number.isFinite(i.low) ? `${i.low.toFixed(2)}-${i.high.toFixed(2)}x` : '-');
 
@@ -766,6 +828,8 @@ async function main() {
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
   process.stdout.write(`${table(results)}\n\n`);
+  const waits = waitTable(results);
+  if (waits) process.stdout.write(`main thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait\n\n${waits}\n\n`);
   process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
   process.stdout.write('goals:\n');
   for (const g of evaluated) process.stdout.write(`  ${g.status.padEnd(7)} ${g.goal}${g.detail ? `: ${g.detail}` : ''}\n`);

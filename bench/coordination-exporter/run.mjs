@@ -10,7 +10,8 @@
 // Scrapes go like a store's: gzip asked for, timed to the last byte of the compressed body over a
 // keep-alive connection (as bench/cache-exporter does). Prints, per configuration: exporter
 // /metrics p50/p99 (ms), floor p50/p99, p99/floor with a 95 % interval (paired block bootstrap),
-// exporter CPU ms per scrape, series, RSS. Goals: p99 within 1.5x of the floor when every server
+// exporter CPU ms per scrape, series, RSS, and how long each side's main thread waited for a CPU
+// (the run queue) and what its p99 is without that wait. Goals: p99 within 1.5x of the floor when every server
 // answers, and bounded by the scrape deadline when one hangs.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ import { gunzipSync } from 'node:zlib';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
-const { cpuMs, percentile: pct, ratioInterval, statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
+const { cpuMs, mainThreadSched, percentile: pct, ratioInterval, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -45,8 +46,12 @@ const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
 const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-/** One floor round: mntr to every answering server at once, until each has closed. */
-function floorRound(addresses) {
+/**
+ * One floor round: mntr to every answering server at once, until each has closed. Resolves to its
+ * ms; `wait` gets how long this process's main thread waited for a CPU meanwhile (mainThreadSched).
+ */
+function floorRound(addresses, wait) {
+  const sched = mainThreadSched(process.pid);
   const started = performance.now();
   return Promise.all(
     addresses.map(
@@ -59,25 +64,32 @@ function floorRound(addresses) {
           socket.on('close', resolve);
         }),
     ),
-  ).then(() => performance.now() - started);
+  ).then(() => {
+    const ms = performance.now() - started;
+    if (sched !== undefined) wait.push(mainThreadSched(process.pid).waitMs - sched.waitMs);
+    return ms;
+  });
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
 /**
  * One scrape as a store makes it: gzip asked for, timed from the request to the last byte of the
- * (still compressed) body over one keep-alive connection; decompressed afterwards, untimed.
+ * (still compressed) body over one keep-alive connection; decompressed afterwards, untimed. With
+ * `pid`, `waitMs`: how long that process's main thread waited for a CPU meanwhile.
  */
-function scrape(url) {
+function scrape(url, pid) {
   return new Promise((resolve, reject) => {
+    const sched = pid === undefined ? undefined : mainThreadSched(pid);
     const started = performance.now();
     const req = request(url, { agent, headers: { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' } }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
       res.on('end', () => {
         const ms = performance.now() - started;
+        const waitMs = sched === undefined ? undefined : mainThreadSched(pid).waitMs - sched.waitMs;
         const body = Buffer.concat(chunks);
-        resolve({ ms, text: (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') });
+        resolve({ ms, waitMs, text: (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') });
       });
       res.on('error', reject);
     });
@@ -110,6 +122,8 @@ async function measure(size, ensemble, hung) {
     const floor = [];
     const expBlocks = [];
     const floorBlocks = [];
+    const expWait = [];
+    const floorWait = [];
     let cpu = 0;
     let rss = 0;
     let series = 0;
@@ -120,15 +134,16 @@ async function measure(size, ensemble, hung) {
       const floorBlock = [];
       for (let i = 0; i < 10; i++) {
         await sleep(PACE_MS);
-        const { ms, text } = await scrape(url);
+        const { ms, waitMs, text } = await scrape(url, exporter.pid);
         expBlock.push(ms);
+        if (waitMs !== undefined) expWait.push(waitMs);
         series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
       }
       cpu += cpuMs(exporter.pid) - before;
       rss = Math.max(rss, statusKb(exporter.pid, 'VmRSS') / 1024);
       for (let i = 0; i < 10; i++) {
         await sleep(PACE_MS);
-        floorBlock.push(await floorRound(servers));
+        floorBlock.push(await floorRound(servers, floorWait));
       }
       exp.push(...expBlock);
       floor.push(...floorBlock);
@@ -142,6 +157,8 @@ async function measure(size, ensemble, hung) {
       floor: { p50: pct(floor, 50), p99: pct(floor, 99) },
       ratio: { p99: pct(exp, 99) / pct(floor, 99), interval95: ratioInterval(expBlocks, floorBlocks) },
       samples: { exp: expBlocks, floor: floorBlocks },
+      // How long each side's main thread waited for a CPU (waitSummary); undefined without schedstat.
+      runQueue: { exp: waitSummary(exp, expWait), floor: waitSummary(floor, floorWait) },
       cpuMsPerScrape: cpu / exp.length,
       series,
       rssMb: rss,
@@ -185,6 +202,16 @@ for (const r of results) {
   console.log(
     `${String(r.size).padStart(7)}  ${(r.hung ? 'yes' : 'no').padStart(4)}  ${f(r.exp.p50, 7)}  ${f(r.exp.p99, 7)}  ${f(r.floor.p50, 9)}  ${f(r.floor.p99, 9)}  ${r.ratio.p99.toFixed(2).padStart(8)}x  ${(r.hung ? '' : interval(r.ratio.interval95)).padStart(12)}  ${f(r.cpuMsPerScrape, 10)}  ${String(r.series).padStart(6)}  ${f(r.rssMb, 6)}`,
   );
+}
+const waited = results.filter((r) => !r.hung && r.runQueue.exp && r.runQueue.floor);
+if (waited.length > 0) {
+  console.log('\nmain thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait');
+  console.log('servers  exp wait p50  exp wait p99  exp wait at p99  floor wait p99  floor wait at p99  exp p99 less wait  floor p99 less wait  ratio');
+  for (const { size, runQueue: { exp: e, floor: fl } } of waited) {
+    console.log(
+      `${String(size).padStart(7)}  ${f(e.waitP50, 12)}  ${f(e.waitP99, 12)}  ${f(e.waitAtP99, 15)}  ${f(fl.waitP99, 14)}  ${f(fl.waitAtP99, 17)}  ${f(e.lessWaitP99, 17)}  ${f(fl.lessWaitP99, 19)}  ${(e.lessWaitP99 / fl.lessWaitP99).toFixed(2).padStart(4)}x`,
+    );
+  }
 }
 console.log('\ngoals:');
 const deadlineMs = TIMEOUT_S * 1000;
