@@ -6,9 +6,9 @@
 // Driven over stdin/stdout, one JSON object per line:
 //   {"op":"connect","nodes":["127.0.0.1:1234", ...]}  -> {"op":"connect","ms":..}
 //   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..,"waitMs":..}
-// waitMs: how long this process's thread waited for a CPU during the round (mainThreadSched).
 //   {"op":"close"}                                    -> exits
 // kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
+// waitMs: how long this process's main thread waited for a CPU during the round (mainThreadSched).
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { mainThreadSched } from '../lib/process.mjs';
