@@ -8,10 +8,10 @@
 //   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..,"waitMs":..}
 //   {"op":"close"}                                    -> exits
 // kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
-// waitMs: how long this process's main thread waited for a CPU during the round (mainThreadSched).
+// waitMs: how long this process's main thread waited for a CPU during the round (runQueueWait).
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
-import { mainThreadSched } from '../lib/process.mjs';
+import { runQueueWait } from '../lib/process.mjs';
 
 const COMMANDS = {
   stats: { text: 'stats\r\n', replies: 1 },
@@ -88,7 +88,7 @@ const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 async function round(kind) {
   const command = COMMANDS[kind];
   if (!command) throw new Error(`unknown round kind ${kind}`);
-  const sched = mainThreadSched(process.pid);
+  const waited = runQueueWait(process.pid);
   const started = performance.now();
   let timer;
   const timeout = new Promise((_, reject) => {
@@ -97,8 +97,7 @@ async function round(kind) {
   try {
     const sizes = await Promise.race([Promise.all(sockets.map((s) => s.send(command))), timeout]);
     const ms = performance.now() - started;
-    const waitMs = sched === undefined ? undefined : mainThreadSched(process.pid).waitMs - sched.waitMs;
-    return { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs };
+    return { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs: waited() };
   } finally {
     clearTimeout(timer);
   }

@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
-import { cpuMs, mainThreadSched, percentile, ratioInterval, statusKb, waitSummary } from '../lib/process.mjs';
+import { cpuMs, percentile, ratioInterval, runQueueWait, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
@@ -287,20 +287,21 @@ async function startExporter(label) {
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
 /**
- * GET over the keep-alive connection, timed from the request to the last byte. `probe`, when given,
- * is read right before the request and right after the last byte (probeStart, probeEnd).
+ * GET over the keep-alive connection, timed from the request to the last byte. `measure`, when
+ * given, is called right before the request; what it returns right after the last byte, and that
+ * gives `measured`.
  */
-function get(base, path, { timeoutMs = 30_000, headers = {}, probe } = {}) {
+function get(base, path, { timeoutMs = 30_000, headers = {}, measure } = {}) {
   return new Promise((resolve, reject) => {
-    const probeStart = probe?.();
+    const measuring = measure?.();
     const started = performance.now();
     const req = request(`${base}${path}`, { agent, headers, timeout: timeoutMs }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
         const ms = performance.now() - started;
-        const probeEnd = probe?.();
-        resolve({ status: res.statusCode, ms, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'], probeStart, probeEnd });
+        const measured = measuring?.();
+        resolve({ status: res.statusCode, ms, measured, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'] });
       });
       res.on('error', reject);
     });
@@ -319,7 +320,7 @@ async function scrape(exporter, path, timeoutSeconds) {
   if (OPTS.gzip) headers['Accept-Encoding'] = 'gzip';
   let res;
   try {
-    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000, probe: () => mainThreadSched(exporter.pid) });
+    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000, measure: () => runQueueWait(exporter.pid) });
   } catch (err) {
     await sleep(200);
     const { exitCode, signalCode } = exporter.child;
@@ -329,8 +330,7 @@ async function scrape(exporter, path, timeoutSeconds) {
   }
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
   const text = (res.encoding === 'gzip' ? gunzipSync(res.raw) : res.raw).toString('utf8');
-  const waitMs = res.probeStart && res.probeEnd ? res.probeEnd.waitMs - res.probeStart.waitMs : undefined;
-  return { ms: res.ms, waitMs, wireBytes: res.raw.length, text };
+  return { ms: res.ms, waitMs: res.measured, wireBytes: res.raw.length, text };
 }
 
 /** Samples (non-comment, non-empty lines) of an exposition text. */

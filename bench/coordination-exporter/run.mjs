@@ -25,7 +25,7 @@ import { gunzipSync } from 'node:zlib';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
-const { cpuMs, mainThreadSched, percentile: pct, ratioInterval, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
+const { cpuMs, percentile: pct, ratioInterval, runQueueWait, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -48,10 +48,10 @@ const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().sli
 
 /**
  * One floor round: mntr to every answering server at once, until each has closed. Resolves to its
- * ms; `wait` gets how long this process's main thread waited for a CPU meanwhile (mainThreadSched).
+ * ms; `wait` gets how long this process's main thread waited for a CPU meanwhile (runQueueWait).
  */
 function floorRound(addresses, wait) {
-  const sched = mainThreadSched(process.pid);
+  const waited = runQueueWait(process.pid);
   const started = performance.now();
   return Promise.all(
     addresses.map(
@@ -66,7 +66,8 @@ function floorRound(addresses, wait) {
     ),
   ).then(() => {
     const ms = performance.now() - started;
-    if (sched !== undefined) wait.push(mainThreadSched(process.pid).waitMs - sched.waitMs);
+    const waitMs = waited();
+    if (waitMs !== undefined) wait.push(waitMs);
     return ms;
   });
 }
@@ -80,14 +81,14 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
  */
 function scrape(url, pid) {
   return new Promise((resolve, reject) => {
-    const sched = pid === undefined ? undefined : mainThreadSched(pid);
+    const waited = pid === undefined ? undefined : runQueueWait(pid);
     const started = performance.now();
     const req = request(url, { agent, headers: { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' } }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
       res.on('end', () => {
         const ms = performance.now() - started;
-        const waitMs = sched === undefined ? undefined : mainThreadSched(pid).waitMs - sched.waitMs;
+        const waitMs = waited?.();
         const body = Buffer.concat(chunks);
         resolve({ ms, waitMs, text: (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') });
       });

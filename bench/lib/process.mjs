@@ -28,6 +28,18 @@ export function mainThreadSched(pid) {
 }
 
 /**
+ * Starts timing the run-queue wait of process `pid`'s main thread: the function returned gives the
+ * ms it waited for a CPU since (undefined without schedstat, or once the process is gone).
+ */
+export function runQueueWait(pid) {
+  const start = mainThreadSched(pid);
+  return () => {
+    const now = start && mainThreadSched(pid);
+    return now && now.waitMs - start.waitMs;
+  };
+}
+
+/**
  * What waiting for a CPU did to a set of latencies: `ms[i]` a latency, `waitMs[i]` how long the
  * side measured waited in the run queue during it (mainThreadSched). waitAtP99: the mean wait of
  * the samples at or above the p99 latency; lessWaitP99: the p99 of the latencies less their waits.

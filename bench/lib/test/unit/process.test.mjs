@@ -2,7 +2,7 @@
 // this very process.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cpuMs, mainThreadSched, percentile, ratioInterval, statusKb, waitSummary } from '../../process.mjs';
+import { cpuMs, mainThreadSched, percentile, ratioInterval, runQueueWait, statusKb, waitSummary } from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -56,6 +56,17 @@ test('mainThreadSched reads this process: CPU grows with work, the wait never go
   assert.ok(second.cpuMs - first.cpuMs >= 20, `on a CPU ${second.cpuMs - first.cpuMs} ms of a 30 ms spin`);
   assert.ok(second.waitMs >= first.waitMs);
   assert.equal(mainThreadSched(2 ** 22 + 12345), undefined, 'no such process');
+});
+
+test('runQueueWait gives the wait since it started, and undefined for a process that is not there', () => {
+  const waited = runQueueWait(process.pid);
+  const wait = waited();
+  if (process.platform !== 'linux') {
+    assert.equal(wait, undefined);
+    return;
+  }
+  assert.ok(wait >= 0 && wait < 1000, String(wait));
+  assert.equal(runQueueWait(2 ** 22 + 12345)(), undefined);
 });
 
 test('cpuMs and statusKb read /proc of this process', { skip: process.platform !== 'linux' && 'procfs only' }, () => {
