@@ -326,9 +326,11 @@ export class CacheCollector {
  * recovered one is seen again within seconds.
  */
 const NODE_CLIENT_OPTIONS = { backoff: { minMs: 500, maxMs: 5000 } };
+const PREFIX_CLIENT_OPTIONS = { ...NODE_CLIENT_OPTIONS, keepBuffer: false };
 
 function prefixClientOf(state: NodeState, node: CacheNode): ArcusNodeClient {
-  return (state.prefixClient ??= new ArcusNodeClient(node.node, NODE_CLIENT_OPTIONS));
+  // Asked once a minute, 32 nodes at a time: its replies' buffer goes back to the shared pool after each.
+  return (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
 }
 
 /** `previous` when `next` holds the same entries, else `next`. */

@@ -44,6 +44,12 @@ export interface AsciiConnectionOptions {
   maxReplyBytes?: number;
   /** Reconnect backoff; defaults 100 ms .. 30 s, +-20%. */
   backoff?: BackoffOptions;
+  /**
+   * false: the connection keeps no receive buffer while idle (it goes to a pool shared by every
+   * connection at release() or the next request). For connections asked now and then, such as
+   * prefix statistics. Default true.
+   */
+  keepBuffer?: boolean;
 }
 
 export interface RequestOptions {
@@ -98,7 +104,7 @@ export class AsciiConnection {
     this.host = host;
     this.port = port;
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    this.framer = new ReplyFramer(options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES);
+    this.framer = new ReplyFramer(options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES, options.keepBuffer ?? true);
     this.backoff = new Backoff(options.backoff);
   }
 

@@ -57,31 +57,35 @@ const MIN_BUFFER_BYTES = 1024;
 /**
  * Buffers up to this size stay with their connection. Above a `stats` flight's ~7 KB, below the
  * replies of prefix statistics (tens of KB with a few dozen prefixes, once a minute): a buffer
- * grown for those goes back to LARGE_POOL at the connection's next rewind() and the connection
+ * grown for those goes back to POOL at the connection's next rewind() and the connection
  * returns to its small one, so an exporter of 500 nodes neither keeps 500 large buffers nor
  * allocates 500 new ones every prefix scrape (it asks 32 nodes at a time; the pool serves them).
+ * A framer made with `keepBuffer` false keeps none: see ReplyFramer.
  */
 const KEEP_BUFFER_BYTES = 16 * 1024;
 
-/** Large buffers given back by framers, for the next large reply of any connection. */
-const LARGE_POOL: Buffer[] = [];
+/** Buffers given back by framers, for the next large reply of any connection. */
+const POOL: Buffer[] = [];
 /** The pool holds at most this many bytes; a buffer that does not fit is left to the collector. */
-const LARGE_POOL_BYTES = 4 * 1024 * 1024;
-let largePoolBytes = 0;
+const POOL_BYTES = 4 * 1024 * 1024;
+let poolBytes = 0;
 
-/** A buffer of at least `size` bytes: from the pool when `size` is large and one fits. */
-function bufferOf(size: number): Buffer {
-  if (size > KEEP_BUFFER_BYTES) {
+/**
+ * A buffer of at least `size` bytes: the smallest pooled one that fits when `size` is large or
+ * `anySize` (a framer that keeps no buffer of its own), else a new one.
+ */
+function bufferOf(size: number, anySize: boolean): Buffer {
+  if (anySize || size > KEEP_BUFFER_BYTES) {
     let best = -1;
-    for (let i = 0; i < LARGE_POOL.length; i++) {
-      const length = LARGE_POOL[i]!.length;
-      if (length >= size && (best === -1 || length < LARGE_POOL[best]!.length)) best = i;
+    for (let i = 0; i < POOL.length; i++) {
+      const length = POOL[i]!.length;
+      if (length >= size && (best === -1 || length < POOL[best]!.length)) best = i;
     }
     if (best !== -1) {
-      const buffer = LARGE_POOL[best]!;
-      LARGE_POOL[best] = LARGE_POOL[LARGE_POOL.length - 1]!;
-      LARGE_POOL.pop();
-      largePoolBytes -= buffer.length;
+      const buffer = POOL[best]!;
+      POOL[best] = POOL[POOL.length - 1]!;
+      POOL.pop();
+      poolBytes -= buffer.length;
       return buffer;
     }
   }
@@ -89,14 +93,14 @@ function bufferOf(size: number): Buffer {
 }
 
 function giveBack(buffer: Buffer): void {
-  if (largePoolBytes + buffer.length > LARGE_POOL_BYTES) return;
-  LARGE_POOL.push(buffer);
-  largePoolBytes += buffer.length;
+  if (poolBytes + buffer.length > POOL_BYTES) return;
+  POOL.push(buffer);
+  poolBytes += buffer.length;
 }
 
-/** Bytes in the pool of large buffers (for tests). */
+/** Bytes in the pool of given-back buffers (for tests). */
 export function pooledFramerBytes(): number {
-  return largePoolBytes;
+  return poolBytes;
 }
 
 export class ReplyFramer {
@@ -118,7 +122,17 @@ export class ReplyFramer {
   /** Length of the text to return when it is shorter than what is consumed (ERROR + echoes). */
   private resultLength = -1;
 
-  constructor(private readonly maxReplyBytes: number) {}
+  /**
+   * @param keepBuffer false for a connection used now and then (prefix statistics, once a
+   *   minute): at rewind() every buffer it holds goes to the shared pool, and its next reply takes
+   *   one from there. An exporter of 500 nodes then keeps one set of buffers for the 32 nodes it
+   *   asks at a time instead of one per node (~5 MB at 50 prefixes). true (the default) keeps a
+   *   small buffer for the connection's next reply, for connections read on every scrape.
+   */
+  constructor(
+    private readonly maxReplyBytes: number,
+    private readonly keepBuffer = true,
+  ) {}
 
   /** Bytes received and not yet returned as a reply. */
   get buffered(): number {
@@ -143,7 +157,7 @@ export class ReplyFramer {
       // Half again what is needed now: a reply arriving in several reads is copied a few times at
       // most, and a large one (prefix statistics) does not leave a buffer twice its size behind.
       const needed = pending + length;
-      const grown = bufferOf(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)));
+      const grown = bufferOf(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)), !this.keepBuffer);
       this.buf.copy(grown, 0, this.start, this.end);
       // A small buffer is kept for after the large reply; a large one (growing again) is dropped:
       // replies handed out may still view either, so neither is written to before rewind().
@@ -164,7 +178,12 @@ export class ReplyFramer {
    */
   rewind(): void {
     if (this.start !== this.end) return;
-    if (this.buf.length > KEEP_BUFFER_BYTES) {
+    if (!this.keepBuffer) {
+      if (this.buf !== EMPTY) giveBack(this.buf);
+      if (this.small !== undefined) giveBack(this.small);
+      this.buf = EMPTY;
+      this.small = undefined;
+    } else if (this.buf.length > KEEP_BUFFER_BYTES) {
       giveBack(this.buf);
       this.buf = this.small ?? EMPTY;
       this.small = undefined;

@@ -295,6 +295,38 @@ describe('ReplyFramer buffer reuse', () => {
     assert.ok(pooledFramerBytes() > before);
   });
 
+  it('a framer that keeps no buffer gives every buffer to the pool at rewind() and takes its next one from there', () => {
+    const framer = new ReplyFramer(1 << 24, false);
+    const reply = stats(100); // ~2 KB: a keeping framer would hold on to its buffer
+    framer.push(reply);
+    const first = framer.next('multi')!;
+    assert.deepEqual(first, reply);
+    const before = pooledFramerBytes();
+    framer.rewind();
+    assert.ok(pooledFramerBytes() >= before + reply.length, 'the buffer went to the pool');
+    assert.equal(framer.buffered, 0);
+
+    const other = new ReplyFramer(1 << 24, false);
+    other.push(reply);
+    assert.equal(other.next('multi')!.buffer, first.buffer, 'the next framer reads into the pooled buffer');
+    assert.equal(pooledFramerBytes(), before);
+    other.rewind();
+    // Back to the first framer: it reads into a pooled buffer again, byte for byte.
+    framer.push(stats(7));
+    assert.deepEqual(framer.next('multi'), stats(7));
+    framer.rewind();
+
+    // A keeping framer, by contrast, keeps a small buffer across rewind().
+    const keeping = new ReplyFramer(1 << 24);
+    keeping.push(reply);
+    const kept = keeping.next('multi')!.buffer;
+    const pooled = pooledFramerBytes();
+    keeping.rewind();
+    assert.equal(pooledFramerBytes(), pooled);
+    keeping.push(reply);
+    assert.equal(keeping.next('multi')!.buffer, kept);
+  });
+
   it('the pool keeps at most 4 MB; large replies beyond it are left to the garbage collector', () => {
     const framers = Array.from({ length: 100 }, () => new ReplyFramer(1 << 24));
     const large = stats(3000);

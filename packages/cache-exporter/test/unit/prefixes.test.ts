@@ -158,3 +158,25 @@ test('totals: not shown for a service code that stopped collecting; dropped for 
   assert.ok(text.includes(`${next} 10`), text);
   assert.ok(text.includes(`arcus_prefix_commands_total{command="get",prefix="app",${base}} 1`), 'app unchanged: no increase');
 });
+
+test('each line is summed under its own prefix when nodes list different names at the same place', () => {
+  const aggregator = new PrefixAggregator();
+  const sums = aggregator.newSums();
+  const reply = (...lines: Array<[string, number]>): Buffer =>
+    Buffer.from(`${lines.map(([name, itm]) => `PREFIX ${name} itm ${itm} kitm ${itm} time 20261121133144\r\n`).join('')}END\r\n`, 'utf8');
+  // The same names in the same places, then other names there: ASCII, a name one byte longer,
+  // UTF-8 names, and the Latin-1 reading of a UTF-8 name, which must not pass for it.
+  sums.addNode('s', 'n1', 'ok', [reply(['a', 1], ['bb', 10], ['é', 100], ['Ã©', 1000])], []);
+  sums.addNode('s', 'n2', 'ok', [reply(['a', 2], ['bb', 20], ['é', 200], ['Ã©', 2000])], []);
+  sums.addNode('s', 'n3', 'ok', [reply(['bb', 30], ['a', 3], ['Ã©', 3000], ['é', 300])], []);
+  sums.addNode('s', 'n4', 'ok', [reply(['a', 4], ['bbb', 40], ['é', 400])], []);
+  const text = render(aggregator, sums);
+  const base4 = 'service_code="s"';
+  const kv = (prefix: string, value: number) => has(text, `arcus_prefix_items{type="kv",prefix="${prefix}",ensemble="zk1",${base4}} ${value}`);
+  kv('a', 10);
+  kv('bb', 60);
+  kv('bbb', 40);
+  kv('é', 1000);
+  kv('Ã©', 6000);
+  assert.deepEqual(sums.prefixesOf('s').sort(), ['a', 'bb', 'bbb', 'Ã©', 'é'].sort());
+});
