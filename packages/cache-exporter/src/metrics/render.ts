@@ -37,11 +37,11 @@ export interface RenderedStats {
   /** The node's byte area, holding this reply's sample lines. */
   readonly bytes: Buffer;
   /**
-   * Per family index of the plan: its lines as a view of `bytes` (undefined: none), and at
-   * segments[3i .. 3i + 2] their start, end and sample count. Views are made again only when a
-   * segment moves: copying a whole Buffer allocates nothing, copying a range of one does.
+   * Per family index i of the plan, at segments[3i .. 3i + 2]: where its lines are in `bytes`
+   * (start and end; equal: none) and how many samples they hold. Offsets rather than a view
+   * (subarray) per family: at 500 nodes those were 17,000 objects kept, and made again whenever a
+   * value's length moved the segments after it.
    */
-  readonly views: ReadonlyArray<Buffer | undefined>;
   readonly segments: Uint32Array;
   /**
    * Per family index of the plan: a number that changes (to one never used before, by any node)
@@ -140,7 +140,6 @@ interface NodeSeries {
   areaPlan: StatsPlan | undefined;
   valueLengths: Int32Array;
   segments: Uint32Array;
-  views: Array<Buffer | undefined>;
   /** RenderedStats.changes. */
   changes: Float64Array;
   versionLine: { version: string; libevent: string; line: Buffer } | undefined;
@@ -297,13 +296,13 @@ export class NodeMetricsRenderer {
     this.family(out, UP, (emit) => {
       for (let i = 0; i < count; i++) {
         const line = series[i]!.upLines[snapshots[i]!.up ? 1 : 0];
-        emit(line, 1, line);
+        emit(line, 0, line.length, 1, line);
       }
     });
     this.family(out, NODE_REGISTERED, (emit) => {
       for (let i = 0; i < count; i++) {
         const line = series[i]!.registeredLines[snapshots[i]!.node.live ? 1 : 0];
-        emit(line, 1, line);
+        emit(line, 0, line.length, 1, line);
       }
     });
     let family = new FamilyBlock(out, NODE_ERROR);
@@ -320,7 +319,7 @@ export class NodeMetricsRenderer {
       for (let i = 0; i < count; i++) {
         const { up, stats } = snapshots[i]!;
         const line = up && stats ? versionLine(series[i]!, stats) : undefined;
-        emit(line, 1, line);
+        if (line !== undefined) emit(line, 0, line.length, 1, line);
       }
     });
 
@@ -329,7 +328,10 @@ export class NodeMetricsRenderer {
         for (const snapshot of snapshots) {
           const stats = snapshot.up ? snapshot.stats : undefined;
           const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-          if (index >= 0) emit(stats!.views[index], stats!.segments[index * 3 + 2]!, stats!.changes[index]);
+          if (index >= 0) {
+            const segments = stats!.segments;
+            emit(stats!.bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, stats!.changes[index]);
+          }
         }
       });
     });
@@ -341,7 +343,10 @@ export class NodeMetricsRenderer {
       const encoded = snapshots.map((_, i) => linesOf(i));
       families.forEach((spec, index) => {
         this.family(out, spec, (emit) => {
-          for (const lines of encoded) if (lines !== undefined) emit(lines.views[index], lines.counts[index]!, lines.views[index]);
+          for (const lines of encoded) {
+            const view = lines?.views[index];
+            if (view !== undefined) emit(view, 0, view.length, lines!.counts[index]!, view);
+          }
         });
       });
     }
@@ -350,18 +355,19 @@ export class NodeMetricsRenderer {
   }
 
   /**
-   * Writes one family whose lines `each` gives, node by node: bytes (undefined: none), their
-   * sample count, and a mark that is the same object or number only while the bytes are the same.
+   * Writes one family whose lines `each` gives, node by node: bytes [start, end) of a buffer
+   * (none when equal), their sample count, and a mark that is the same object or number only while
+   * the bytes are the same.
    * When the sink makes blocks, the family is one block, kept: if every mark is what it was in the
    * last body, in the same order, the block is sent again as it was, neither copied nor compressed.
    * Families of counters that did not move, of settings, state and versions mostly stay; on a
    * machine with 2 cores, compressing the whole body (2 MB at 100 nodes) was the largest part of
    * a scrape's own time.
    */
-  private family(out: ExpositionBuffer, spec: FamilySpec, each: (emit: (bytes: Buffer | undefined, samples: number, mark: unknown) => void) => void): void {
+  private family(out: ExpositionBuffer, spec: FamilySpec, each: (emit: (bytes: Buffer, start: number, end: number, samples: number, mark: unknown) => void) => void): void {
     if (!out.blocks) {
       const block = new FamilyBlock(out, spec);
-      each((bytes, samples) => block.lines(bytes, samples));
+      each((bytes, start, end, samples) => block.lines(bytes, start, end, samples));
       return;
     }
     let kept = this.blocks.get(spec);
@@ -376,8 +382,8 @@ export class NodeMetricsRenderer {
       // Compressed while the replies came: usable when it holds the lines of exactly the nodes
       // written here (in the order they answered, which is as good as any).
       let all = true;
-      each((bytes, _samples, mark) => {
-        if (bytes === undefined) return;
+      each((_bytes, start, end, _samples, mark) => {
+        if (start === end) return;
         if (!streamed.marks.has(mark as number)) all = false;
         count++;
       });
@@ -389,8 +395,8 @@ export class NodeMetricsRenderer {
       }
       count = 0;
       if (block !== undefined) {
-        each((bytes, _samples, mark) => {
-          if (bytes !== undefined) marks[count++] = mark;
+        each((_bytes, start, end, _samples, mark) => {
+          if (start !== end) marks[count++] = mark;
         });
         marks.length = count;
         kept.block = block;
@@ -401,8 +407,8 @@ export class NodeMetricsRenderer {
     }
     let same = kept.block !== undefined;
     if (same) {
-      each((bytes, _samples, mark) => {
-        if (bytes === undefined) return;
+      each((_bytes, start, end, _samples, mark) => {
+        if (start === end) return;
         if (same && marks[count] !== mark) same = false;
         count++;
       });
@@ -415,10 +421,10 @@ export class NodeMetricsRenderer {
     count = 0;
     out.beginBlock();
     const block = new FamilyBlock(out, spec);
-    each((bytes, samples, mark) => {
-      if (bytes === undefined) return;
+    each((bytes, start, end, samples, mark) => {
+      if (start === end) return;
       marks[count++] = mark;
-      block.lines(bytes, samples);
+      block.lines(bytes, start, end, samples);
     });
     marks.length = count;
     kept.block = out.endBlock();
@@ -446,7 +452,6 @@ export class NodeMetricsRenderer {
         areaPlan: undefined,
         valueLengths: new Int32Array(0),
         segments: new Uint32Array(0),
-        views: [],
         changes: new Float64Array(0),
         versionLine: undefined,
         settingsLines: undefined,
@@ -489,13 +494,15 @@ export class NodeMetricsRenderer {
 
 /** A node's lines of a streamed family to its deflater, after the family's HELP and TYPE. */
 function writeStreamed(family: StreamedFamily, stats: RenderedStats, index: number): void {
-  const view = stats.views[index];
-  if (view === undefined) return;
+  const start = stats.segments[index * 3]!;
+  const end = stats.segments[index * 3 + 1]!;
+  if (start === end) return;
   const mark = stats.changes[index]!;
   // A node's lines twice in one collection would pass render()'s check of the marks: refuse.
   if (family.marks.has(mark)) throw new CachemonError(Errors.INTERNAL, `${family.spec.name}: the same lines twice in one collection`);
   if (family.deflater.length === 0) family.deflater.write(headOf(family.spec));
-  family.deflater.write(view, stats.segments[index * 3 + 2]!);
+  // A view for as long as the write takes (zlib's crc32 takes no range).
+  family.deflater.write(stats.bytes.subarray(start, end), stats.segments[index * 3 + 2]!);
   family.marks.add(mark);
 }
 
@@ -639,17 +646,13 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
     length = 0;
     valueLengths = valueLengths.length === order.length ? valueLengths.fill(-1) : new Int32Array(order.length).fill(-1);
     series.segments = new Uint32Array(plan.families.length * 3);
-    series.views = new Array<Buffer | undefined>(plan.families.length).fill(undefined);
     if (series.changes.length !== plan.families.length) series.changes = new Float64Array(plan.families.length);
     series.areaPlan = plan;
   }
-  const { segments, views, changes } = series;
+  const { segments, changes } = series;
   let at = 0;
   for (let f = 0; f < plan.families.length; f++) {
-    const oldStart = segments[f * 3]!;
-    const oldEnd = segments[f * 3 + 1]!;
     segments[f * 3] = at;
-    const start = at;
     let samples = 0;
     let changed = fresh;
     for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
@@ -710,13 +713,12 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
     segments[f * 3 + 1] = at;
     segments[f * 3 + 2] = samples;
     if (changed) changes[f] = ++lastChange;
-    if (fresh || start !== oldStart || at !== oldEnd) views[f] = at > start ? area.subarray(start, at) : undefined;
   }
   series.area = area;
   series.areaLength = length;
   series.valueLengths = valueLengths;
   const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
-  return { plan, bytes: area, views, segments, changes, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
+  return { plan, bytes: area, segments, changes, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
 /**
@@ -853,9 +855,9 @@ class FamilyBlock {
     this.head().text(lines).countSamples(1);
   }
 
-  /** A node's lines of this family, `samples` of them (none when `bytes` is undefined). */
-  lines(bytes: Buffer | undefined, samples: number): void {
-    if (bytes !== undefined) this.head().bytes(bytes, 0, bytes.length, samples);
+  /** A node's lines of this family: bytes [start, end), `samples` of them (none when empty). */
+  lines(bytes: Buffer, start: number, end: number, samples: number): void {
+    if (end > start) this.head().bytes(bytes, start, end, samples);
   }
 
   private head(): ExpositionBuffer {

@@ -166,9 +166,8 @@ test("a node's area holds its lines and room for one more reply's values, and li
   const rendered = accept(n);
   let lines = 0;
   let values = 0;
-  for (let f = 0; f < rendered.views.length; f++) {
-    const view = rendered.views[f];
-    if (view === undefined) continue;
+  for (let f = 0; f < rendered.segments.length / 3; f++) {
+    const view = rendered.bytes.subarray(rendered.segments[f * 3], rendered.segments[f * 3 + 1]);
     lines += view.length;
     for (const line of view.toString('latin1').split('\n')) if (line !== '') values += line.length - line.lastIndexOf(' ') - 1;
   }
