@@ -16,12 +16,14 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
-import { cpuMs, percentile, ratioInterval, runQueueWait, statusKb, waitSummary } from '../lib/process.mjs';
+import { cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
 const ROOT = join(HERE, '..', '..');
 const EXPORTER_BIN = join(ROOT, 'bin', 'cache-exporter');
+/** The node flags bin/cache-exporter runs with (its first line): the exporter is measured as shipped. */
+const EXPORTER_BIN_NODE_FLAGS = shebangNodeFlags(EXPORTER_BIN);
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -242,7 +244,8 @@ async function startExporter(label) {
     ),);
   const logFile = join(dir, 'exporter.log');
   const fd = openSync(logFile, 'a');
-  const nodeFlags = [...OPTS.exporterNodeFlags];
+  // --exporter-node-flags come after the shipped ones: for a V8 flag given twice, the last counts.
+  const nodeFlags = [...EXPORTER_BIN_NODE_FLAGS, ...OPTS.exporterNodeFlags];
   let profileDir;
   if (OPTS.profile) {
     profileDir = join(HERE, 'results', 'profiles', label);
@@ -814,6 +817,7 @@ async function main() {
     when: new Date().toISOString(),
     machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
     code: codeAtStart,
+    exporterNodeFlags: [...EXPORTER_BIN_NODE_FLAGS, ...OPTS.exporterNodeFlags],
     options: OPTS,
     wallSeconds: Math.round((Date.now() - started) / 1000),
     ...(mixed.length ? { warning: `the build changed during the run: ${mixed.join(', ')} ran a newer build than the first configuration (see results[].build)` } : {}),
@@ -825,6 +829,7 @@ async function main() {
 
   const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
   process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s)\n`);
+  process.stdout.write(`exporter node flags: ${report.exporterNodeFlags.join(' ') || 'none'}\n`);
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
   process.stdout.write(`${table(results)}\n\n`);

@@ -108,3 +108,16 @@ export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 200
   ratios.sort();
   return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
 }
+
+/**
+ * The node flags of an executable script's first line, `#!/usr/bin/env -S node <flags>` (none for
+ * a plain `#!/usr/bin/env node`): what the script runs with when executed itself, which a benchmark
+ * that starts it as `node <flags> <script>` must pass to measure the same thing.
+ */
+export function shebangNodeFlags(file) {
+  const first = readFileSync(file, 'utf8').split('\n', 1)[0];
+  if (!first.startsWith('#!')) return [];
+  const words = first.slice(2).trim().split(/\s+/);
+  const at = words.findIndex((word) => word === 'node' || word.endsWith('/node'));
+  return at === -1 ? [] : words.slice(at + 1).filter((word) => word.startsWith('-'));
+}

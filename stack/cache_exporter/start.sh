@@ -3,6 +3,8 @@
 #   start.sh <name>     uses conf/<name>.json, writes run/<name>.pid, and sends the process's
 #                       own output to log/<name>.out (its log goes where the config's log block says;
 #                       relative log paths are under this directory)
+#   CACHE_EXPORTER_FLAGS       extra exporter flags (e.g. -qos-interval=10s)
+#   CACHE_EXPORTER_NODE_FLAGS  node flags instead of bin/cache-exporter's own (e.g. --max-old-space-size=2048)
 set -euo pipefail
 DIR=$(cd "$(dirname "$0")" && pwd)
 LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
@@ -19,4 +21,12 @@ checked=$("$bin" -config-file="$conf" -check-config)
 listen=${checked##*, listen }
 listen=${listen%)}
 can_start "cache_exporter $name" "$DIR/run/$name.pid" "$listen" "by another process; change listen in $conf" || exit 1
-daemon_start "cache_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.out" "$bin" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-}
+# bin/cache-exporter carries node flags of its own (its first line); CACHE_EXPORTER_NODE_FLAGS
+# runs it with these instead, e.g. a larger heap for an ensemble of many thousand nodes.
+run=("$bin")
+if [ -n "${CACHE_EXPORTER_NODE_FLAGS:-}" ]; then
+  node=$(command -v node) || { echo "cache_exporter $name: CACHE_EXPORTER_NODE_FLAGS is set but node is not on PATH" >&2; exit 1; }
+  # shellcheck disable=SC2206 # the flags are words
+  run=("$node" ${CACHE_EXPORTER_NODE_FLAGS} "$bin")
+fi
+daemon_start "cache_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.out" "${run[@]}" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-}

@@ -17,12 +17,14 @@ describe('cache_exporter start.sh / stop.sh', () => {
   let node: ArcusDouble;
   let installDir: string;
   let componentDir: string;
-  const sh = (script: string, ...args: string[]) =>
+  const shWith = (env: Record<string, string>, script: string, ...args: string[]) =>
     spawnSync('bash', [join(componentDir, script), ...args], {
       encoding: 'utf8',
-      env: { ...process.env, CACHEMON_HOME: root },
+      env: { ...process.env, CACHEMON_HOME: root, ...env },
       timeout: 30_000,
     });
+  const sh = (script: string, ...args: string[]) => shWith({}, script, ...args);
+  const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 
   before(async () => {
     zk = await startZooKeeper();
@@ -57,6 +59,9 @@ describe('cache_exporter start.sh / stop.sh', () => {
     const pid = Number(readFileSync(pidFile, 'utf8'));
     assert.ok(pid > 0);
     process.kill(pid, 0);
+    // bin/cache-exporter's own node flags (its first line) bound the heap.
+    const args = commandLine(pid);
+    assert.ok(args.includes('--max-semi-space-size=8') && args.includes('--max-old-space-size=512'), args.join(' '));
 
     const again = sh('start.sh', 'ens1');
     assert.notEqual(again.status, 0);
@@ -76,6 +81,26 @@ describe('cache_exporter start.sh / stop.sh', () => {
     assert.ok(!existsSync(pidFile));
     assert.throws(() => process.kill(pid, 0), /ESRCH/);
     assert.match(sh('stop.sh', 'ens1').stdout, /not running/);
+  });
+
+  test('CACHE_EXPORTER_NODE_FLAGS runs the exporter with those node flags instead of its own', async () => {
+    const port = await freePort();
+    writeFileSync(join(componentDir, 'conf', 'ens2.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens2: [zk.address] } }));
+    const started = shWith({ CACHE_EXPORTER_NODE_FLAGS: '--max-old-space-size=300 --stack-size=900' }, 'start.sh', 'ens2');
+    try {
+      assert.equal(started.status, 0, started.stderr);
+      const pid = Number(readFileSync(join(componentDir, 'run', 'ens2.pid'), 'utf8'));
+      const args = commandLine(pid);
+      assert.ok(args.includes('--max-old-space-size=300') && args.includes('--stack-size=900'), args.join(' '));
+      assert.ok(!args.includes('--max-old-space-size=512'), args.join(' '));
+      await eventually(async () => {
+        const samples = parseExposition(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+        assert.equal(valueOf(samples, 'arcus_up', { node: node.address, ensemble: 'ens2' }), 1);
+      });
+    } finally {
+      const stopped = sh('stop.sh', 'ens2');
+      assert.equal(stopped.status, 0, stopped.stderr);
+    }
   });
 
   test('start.sh refuses a listen port already in use, naming it and the config, and starts nothing', async () => {

@@ -2,7 +2,10 @@
 // this very process.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cpuMs, mainThreadSched, percentile, ratioInterval, runQueueWait, statusKb, waitSummary } from '../../process.mjs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cpuMs, mainThreadSched, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -73,4 +76,23 @@ test('cpuMs and statusKb read /proc of this process', { skip: process.platform !
   assert.ok(cpuMs(process.pid) >= 0);
   assert.ok(statusKb(process.pid, 'VmRSS') > 1000);
   assert.ok(Number.isNaN(statusKb(process.pid, 'NoSuchField')));
+});
+
+test('shebangNodeFlags reads the node flags of a script\'s first line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shebang-'));
+  try {
+    const flags = (firstLine) => {
+      writeFileSync(join(dir, 'bin'), `${firstLine}\nimport './main.js';\n`);
+      return shebangNodeFlags(join(dir, 'bin'));
+    };
+    assert.deepEqual(flags('#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=512'), ['--max-semi-space-size=8', '--max-old-space-size=512']);
+    assert.deepEqual(flags('#!/usr/local/bin/node --stack-size=900'), ['--stack-size=900']);
+    assert.deepEqual(flags('#!/usr/bin/env node'), []);
+    assert.deepEqual(flags('#!/bin/sh'), []);
+    assert.deepEqual(flags('// no shebang'), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The exporter as shipped runs with flags of its own.
+  assert.ok(shebangNodeFlags(new URL('../../../../bin/cache-exporter', import.meta.url)).some((flag) => flag.startsWith('--max-old-space-size=')));
 });
