@@ -81,8 +81,8 @@ export interface NodeSnapshot {
  *   moves the rest of the area once; a line appears or goes when a value becomes or stops being a
  *   number. Only a reply whose field list differs from the node's plan is parsed (once, to find or
  *   make its plan). Nothing per line is allocated.
- * - Per node and family, a view of its segment of the area, made again only when the segment
- *   moves; the body is then, family by family and node by node, one copy of each view.
+ * - Per node and family, where its segment of the area starts and ends; the body is then, family
+ *   by family and node by node, one copy of each segment.
  * - State, settings and QoS lines are kept encoded per node, re-encoded only when they change.
  */
 
