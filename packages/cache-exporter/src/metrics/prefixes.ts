@@ -384,7 +384,7 @@ export class PrefixSums {
  * True when bytes [start, end) are `text` and it is ASCII (so that its UTF-8 bytes are its
  * characters' codes); false for any other text, which is then decoded.
  */
-export function isAsciiText(bytes: Buffer, start: number, end: number, text: string): boolean {
+function isAsciiText(bytes: Buffer, start: number, end: number, text: string): boolean {
   if (text.length !== end - start) return false;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
