@@ -39,6 +39,9 @@ ${section('/metrics')}
 
 ### Exporter health (\`cachemon_*\`, same endpoint)
 
+Every \`cachemon_*\` series carries \`ensemble\` as well, as the node series do, so that an alert on
+the exporter itself names its ensemble; the labels listed below come on top of it.
+
 | metric | type | meaning |
 |---|---|---|
 ${selfRows()}

@@ -278,7 +278,10 @@ export class CacheExporter {
     }
     const previous = this.config;
     this.config = { ...next, listen: previous.listen };
-    if (next.ensemble.name !== previous.ensemble.name) this.renderer = new NodeMetricsRenderer(next.ensemble.name);
+    if (next.ensemble.name !== previous.ensemble.name) {
+      this.renderer = new NodeMetricsRenderer(next.ensemble.name);
+      this.self.setEnsemble(next.ensemble.name);
+    }
     this.qos.setSimple(next.simpleQos);
     const sameEnsemble =
       next.ensemble.name === previous.ensemble.name &&

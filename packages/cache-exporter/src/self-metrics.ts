@@ -3,7 +3,11 @@ import type { Registry } from 'prom-client';
 import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
 import type { ReloadMetrics } from '@cachemon/core';
 
-/** The exporter's own health, `cachemon_*`, served after the node series on /metrics. */
+/**
+ * The exporter's own health, `cachemon_*`, served after the node series on /metrics. Every series
+ * carries `ensemble`, as the node series do, so that an alert on the exporter itself (ZooKeeper
+ * lost, a reload refused) names the ensemble without a join.
+ */
 export class SelfMetrics {
   readonly scrapeDuration: Histogram<'path'>;
   readonly nodeErrors: Counter<'service_code' | 'node' | 'reason'>;
@@ -14,8 +18,12 @@ export class SelfMetrics {
   readonly topologyProblems: Gauge;
   readonly reload: ReloadMetrics;
   readonly sharedScrapes: Counter<'path'>;
+  private ensemble: string | undefined;
 
-  constructor(registry: Registry, info: { version: string; ensemble: () => string }) {
+  constructor(
+    private readonly registry: Registry,
+    info: { version: string; ensemble: () => string },
+  ) {
     const registers = [registry];
     const scrapes = createScrapeMetrics(registry);
     this.scrapeDuration = scrapes.duration;
@@ -54,5 +62,17 @@ export class SelfMetrics {
     });
     this.reload = createReloadMetrics(registry);
     registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter', ensemble: info.ensemble() }));
+    this.setEnsemble(info.ensemble());
+  }
+
+  /**
+   * The ensemble's name, on every series (a default label of the registry). A reload that renames
+   * the ensemble starts the node error counts afresh: those nodes were the old ensemble's.
+   */
+  setEnsemble(name: string): void {
+    if (name === this.ensemble) return;
+    if (this.ensemble !== undefined) this.nodeErrors.reset();
+    this.ensemble = name;
+    this.registry.setDefaultLabels({ ensemble: name });
   }
 }

@@ -70,8 +70,8 @@ describe('cache exporter discovery and collection', () => {
     assert.equal(valueOf(samples, 'arcus_version_info', { node: doubleA.address, version: '1.15.0' }), 1);
     assert.ok((valueOf(samples, 'arcus_commands_total', { node: memcached.address, command: 'get' }) ?? -1) >= 0);
     assert.equal(valueOf(samples, 'arcus_zookeeper_connected', { node: doubleA.address }), 1);
-    assert.equal(valueOf(samples, 'cachemon_zookeeper_connected'), 1);
-    assert.equal(valueOf(samples, 'cachemon_topology_nodes', { state: 'live' }), 3);
+    assert.equal(valueOf(samples, 'cachemon_zookeeper_connected', { ensemble: 'zk1' }), 1);
+    assert.equal(valueOf(samples, 'cachemon_topology_nodes', { state: 'live', ensemble: 'zk1' }), 3);
   });
 
   test('kv QoS probes are measured for every live node', async () => {

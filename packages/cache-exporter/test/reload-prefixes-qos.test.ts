@@ -177,6 +177,19 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     });
   });
 
+  test('a reload that renames the ensemble relabels the node series and the exporter\'s own', async () => {
+    exporter.writeConfig({ ensembleByName: { renamed: [zk.address] }, serviceCodes: ['test'] });
+    assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    await eventually(async () => {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: app.address, ensemble: 'renamed' }), 1);
+      const own = samples.filter((s) => s.name.startsWith('cachemon_'));
+      assert.ok(own.some((s) => s.name === 'cachemon_zookeeper_connected'));
+      for (const s of own) assert.equal(s.labels['ensemble'], 'renamed', `${s.name} ${JSON.stringify(s.labels)}`);
+      assert.deepEqual(samples.filter((s) => s.labels['ensemble'] === 'zk1'), []);
+    });
+  });
+
   test('a replication node that stops is reported down with its group and the role it last registered with', async () => {
     exporter.writeConfig({ ...zkConfig(), serviceCodes: ['repl'] });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
