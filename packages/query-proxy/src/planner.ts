@@ -9,6 +9,7 @@
  * does not choose groups; the others do (see planQuery).
  */
 import { parser } from '@prometheus-io/lezer-promql';
+import { RE2JS } from 're2js';
 import type { PartialParse, SyntaxNode, Tree } from '@lezer/common';
 import type { ServerGroup } from './config.js';
 
@@ -301,32 +302,14 @@ export function parseSelectors(query: string): Selector[] {
   return [...parseQuery(query).selectors];
 }
 
-/**
- * Where a pattern may mean something else in RE2 (the stores' regular expressions) than in
- * JavaScript: RE2-only syntax (`[[:alpha:]]`, `\pL`, `\Q...\E`, `\z`, `\C`, `(?i)` and the other
- * `(?` forms but `(?:`), and the escapes the two read differently (`\s`, `\S`, `\u`, `\c`,
- * back-references).
- * Escape pairs are matched first, so `\\s` (a backslash, then s) is not taken for `\s`.
- */
-const RE2_DIFFERENT_ESCAPE = /^\\[sSpPQEzACckuU1-9]$/;
-const RE2_DIFFERENT_SYNTAX = /\[:|\(\?(?!:)/;
-const ESCAPE_PAIRS = /\\[\s\S]|[^\\]+/g;
-
-function readsDifferently(pattern: string): boolean {
-  if (!pattern.includes('\\') && !pattern.includes('[:') && !pattern.includes('(?')) return false;
-  for (const [piece] of pattern.matchAll(ESCAPE_PAIRS)) {
-    if (piece[0] === '\\' ? RE2_DIFFERENT_ESCAPE.test(piece) : RE2_DIFFERENT_SYNTAX.test(piece)) return true;
-  }
-  return false;
-}
-
 /** Matcher tests, compiled once per matcher of a planned query (plans are cached). */
 const compiled = new WeakMap<LabelMatcher, (value: string) => boolean>();
 
 /**
- * A matcher's test. A regular expression is compiled as Unicode (code points, as RE2 reads runes;
- * where the syntax is stricter than RE2's it fails to compile). One that fails, or that RE2 may
- * read differently, matches every value: routing then asks more groups, never fewer.
+ * A matcher's test. A regular expression is read as the stores read it: RE2 syntax (re2js, a port
+ * of RE2; `(?i)`, `\Q...\E`, `[[:alpha:]]` and `\pL` as the stores take them) and fully anchored.
+ * One RE2 does not compile matches every value: routing then asks more groups, never fewer, and
+ * the stores answer the query with their own error.
  */
 function test(matcher: LabelMatcher): (value: string) => boolean {
   let known = compiled.get(matcher);
@@ -339,16 +322,14 @@ function test(matcher: LabelMatcher): (value: string) => boolean {
       known = (v) => v !== matcher.value;
       break;
     default: {
-      let regex: RegExp | undefined;
-      if (!readsDifferently(matcher.value)) {
-        try {
-          regex = new RegExp(`^(?:${matcher.value})$`, 'su');
-        } catch {
-          regex = undefined;
-        }
+      let regex: RE2JS | undefined;
+      try {
+        regex = RE2JS.compile(`^(?s:${matcher.value})$`);
+      } catch {
+        regex = undefined;
       }
       const negate = matcher.op === '!~';
-      known = regex === undefined ? () => true : (v) => regex.test(v) !== negate;
+      known = regex === undefined ? () => true : (v) => regex.matches(v) !== negate;
     }
   }
   compiled.set(matcher, known);

@@ -143,6 +143,21 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(raw.chunked, undefined);
   });
 
+  test('regular expressions are read as the stores read them (RE2): (?i) and \\Q..\\E route to the one group that holds the series', async () => {
+    for (const q of ['arcus_up{scrape=~"(?i)SHORT"}', 'arcus_up{scrape=~"\\\\Qshort\\\\E"}', 'arcus_up{scrape!~"(?i)LONG"}']) {
+      const answer = await query(q);
+      assert.equal(answer.status, 200, q);
+      assert.equal(answer.headers.get('x-cachemon-route'), 'single', q);
+      assert.match(answer.headers.get('server-timing') ?? '', /^g0;/, q);
+      // The store itself selects the same series with it.
+      const direct = (await (
+        await fetch(`http://${host(short)}/api/v1/query`, { method: 'POST', body: new URLSearchParams({ query: q, time: String(now) }) })
+      ).json()) as Answer['body'];
+      assert.equal(direct.data.result.length, 2, q);
+      assert.deepEqual(seriesOf(answer), seriesOf({ status: 200, headers: new Headers(), body: direct }), q);
+    }
+  });
+
   test('GET and POST forms answer alike, instant and range, as the dashboard server sends them', async () => {
     const get = await query('arcus_up{scrape="short", node="10.0.0.1:11211"}', 'GET');
     const post = await query('arcus_up{scrape="short", node="10.0.0.1:11211"}', 'POST');

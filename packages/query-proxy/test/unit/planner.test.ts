@@ -128,15 +128,26 @@ describe('planQuery', () => {
     assert.deepEqual(route('absent(up{scrape="short"}) or x'), ['spanning']);
   });
 
-  it('a regular expression RE2 may read differently than JavaScript matches any value: more groups, never fewer', () => {
-    for (const pattern of ['[[:alpha:]]+', '\\\\pL+', '\\\\p{L}+', '(?i)SHORT', '\\\\Qshort\\\\E', 'short\\\\z', '\\\\x{73}hort', 'sho\\\\Crt', '(?P<s>short)', 'short\\\\s*']) {
+  it('regular expressions are read as the stores read them (RE2, anchored), also where JavaScript reads them otherwise', () => {
+    // RE2 syntax JavaScript lacks or reads otherwise: routed exactly.
+    for (const pattern of ['(?i)SHORT', '\\\\Qshort\\\\E', 'short\\\\z', '\\\\x{73}hort', '(?P<s>short)', 'short\\\\s*', '\\\\Ashort', 's[[:lower:]]+']) {
+      assert.deepEqual(route(`x{scrape=~"${pattern}"}`), ['single', 'short'], pattern);
+    }
+    for (const pattern of ['[[:alpha:]]+', '\\\\pL+', '\\\\p{L}+']) {
       assert.deepEqual(route(`x{scrape=~"${pattern}"}`), ['several', 'short', 'long'], pattern);
     }
-    assert.deepEqual(route('x{scrape!~"short\\\\s*"}'), ['several', 'short', 'long'], 'negated too');
-    // What both read alike still routes; an escaped backslash is not an escape of what follows.
+    assert.deepEqual(route('x{scrape!~"(?i)SHORT"}'), ['single', 'long'], 'negated too');
+    // Anchored: a pattern matching part of a value does not match it.
+    assert.deepEqual(route('x{scrape=~"sho"}'), ['none']);
     assert.deepEqual(route('x{scrape=~"(?:lo)ng|\\\\\\\\s"}'), ['single', 'long']);
     assert.deepEqual(route('x{scrape=~"l\\\\w+"}'), ['single', 'long']);
     assert.deepEqual(route('x{scrape!~"s.*"}'), ['single', 'long']);
+  });
+
+  it('a regular expression RE2 refuses matches any value: more groups, never fewer, and the stores answer with their error', () => {
+    for (const pattern of ['sho\\\\Crt', 'a(?=b)', '(s)\\\\1', 'sh(ort']) {
+      assert.deepEqual(route(`x{scrape=~"${pattern}"}`), ['several', 'short', 'long'], pattern);
+    }
   });
 
   it('a query the proxy cannot read for its depth goes to every group, with a warning', () => {
