@@ -1,4 +1,4 @@
-export { ARCUS_ROOTS, mappingNodeAddress, parseMappingChild, parseRegistration } from './znodes.js';
+export { ARCUS_ROOTS, addLastJoins, mappingNodeAddress, parseMappingChild, parseRegistration } from './znodes.js';
 export type { ArcusRoot, MappingEntry, Registration, ReplicationRole } from './znodes.js';
 export { EMPTY_TOPOLOGY, buildTopology, nodeKey } from './model.js';
 export type { CacheNode, RootSnapshot, Topology } from './model.js';

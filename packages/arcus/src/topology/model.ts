@@ -1,5 +1,7 @@
 import type { ArcusRoot, Registration, ReplicationRole } from './znodes.js';
+import { isIP } from 'node:net';
 import { mappingNodeAddress, parseMappingChild, parseRegistration } from './znodes.js';
+import { splitHostPort } from './resolve.js';
 
 /** One cache server as discovery sees it. */
 export interface CacheNode {
@@ -110,7 +112,7 @@ export function buildTopology(
       nodes.set(id, {
         serviceCode: mapping.serviceCode,
         node: address,
-        hostname: last?.hostname ?? '',
+        hostname: last?.hostname ?? mappedHostname(address),
         live: false,
         mapped: true,
         ...(mapping.group === undefined ? {} : last?.role === undefined ? { group: mapping.group } : { group: mapping.group, role: last.role }),
@@ -122,6 +124,12 @@ export function buildTopology(
     (a, b) => compare(a.serviceCode, b.serviceCode) || compare(a.node, b.node),
   );
   return { serviceCodes: [...serviceCodes].sort(compare), nodes: sorted, problems };
+}
+
+/** The hostname a mapping keyed `<hostname>:<port>` names ('' for one keyed by address). */
+function mappedHostname(address: string): string {
+  const host = splitHostPort(address)?.host;
+  return host === undefined || isIP(host) !== 0 ? '' : host;
 }
 
 /** A mapping keyed `<hostname>:<port>` matches a live node registered with that hostname. */

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import type { ArcusRoot, Registration } from './znodes.js';
-import { ARCUS_ROOTS, parseRegistration } from './znodes.js';
+import { ARCUS_ROOTS, addLastJoins, parseRegistration } from './znodes.js';
 import type { RootSnapshot, Topology } from './model.js';
 import { EMPTY_TOPOLOGY, buildTopology } from './model.js';
 import type { Resolver } from './resolve.js';
@@ -47,6 +47,11 @@ type ZkClient = zookeeper.Client;
 
 const NO_NODE = zookeeper.Exception.NO_NODE;
 
+/**
+ * How many of the newest `cache_server_log/<date>` folders of a root are read to find the hostname
+ * of a down node this watcher never saw registered (each holds one entry per server start).
+ */
+const JOIN_LOG_DAYS = 31;
 /** The parts of node-zookeeper-client 1.1.3's connection manager that are patched or stopped here. */
 interface ConnectionManagerInternals {
   state: number;
@@ -147,6 +152,10 @@ export class TopologyWatcher extends EventEmitter {
   private serviceCodeFilter: ReadonlySet<string> | undefined;
   /** The registration each node last had (buildTopology: a down node keeps its hostname and role). */
   private readonly lastRegistrations = new Map<string, Registration>();
+  /** Down nodes never seen registered whose last join was looked up in cache_server_log (once each). */
+  private readonly joinLogSearched = new Set<string>();
+  /** A join log lookup is running. */
+  private joinLogReading = false;
   private stateValue: WatcherState = {
     connected: false,
     synced: false,
@@ -442,15 +451,68 @@ export class TopologyWatcher extends EventEmitter {
       }
     }
     const snapshots: ReadonlyMap<ArcusRoot, RootSnapshot> = this.roots;
-    this.topologyValue = buildTopology(snapshots, {
+    const topology = buildTopology(snapshots, {
       ...(this.serviceCodeFilter ? { serviceCodes: this.serviceCodeFilter } : {}),
       lastRegistrations: this.lastRegistrations,
     });
     const firstSync = !this.stateValue.synced;
+    const unknown = topology.nodes.filter((n) => !n.live && n.hostname === '' && !this.joinLogSearched.has(n.node)).map((n) => n.node);
+    if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading) {
+      void this.readJoinLog(this.client, this.generation, unknown);
+      // The first topology waits for it: published without, those nodes' series would start
+      // under hostname="" and move to their hostname a moment later.
+      if (firstSync) return;
+    }
+    this.topologyValue = topology;
     this.setState({ synced: true, updatedAt: Date.now() });
     this.emit('topology', this.topologyValue);
     if (firstSync) {
       for (const waiter of this.syncedWaiters.splice(0)) waiter.done();
     }
+  }
+
+  /**
+   * The hostnames of down nodes this watcher never saw registered (it started while they were
+   * down), from their last join in `cache_server_log`, where an ARCUS server records every start
+   * as `<ip>:<port>-<hostname>-<sequence>` under the day's folder. Their series then carry the
+   * hostname they had before, as those of a node seen going down do. The newest JOIN_LOG_DAYS
+   * folders of each root are read, newest first, until every node is found. Each node is looked
+   * up once; one not found (or a read that failed) keeps hostname="" until it registers.
+   */
+  private async readJoinLog(client: ZkClient, generation: number, nodes: readonly string[]): Promise<void> {
+    this.joinLogReading = true;
+    const wanted = new Set(nodes);
+    const found = new Map<string, Registration>();
+    try {
+      for (const root of ARCUS_ROOTS) {
+        if (found.size === wanted.size) break;
+        const days = ((await this.childrenOf(client, `${root}/cache_server_log`)) ?? []).sort().reverse().slice(0, JOIN_LOG_DAYS);
+        for (const day of days) {
+          if (found.size === wanted.size) break;
+          addLastJoins(found, (await this.childrenOf(client, `${root}/cache_server_log/${day}`)) ?? [], wanted);
+        }
+      }
+    } catch (err) {
+      this.options.logger?.debug({ nodes: nodes.length, error: String(err) }, 'reading cache_server_log failed; down nodes never seen registered keep hostname=""');
+    } finally {
+      this.joinLogReading = false;
+    }
+    for (const node of nodes) this.joinLogSearched.add(node);
+    for (const [node, registration] of found) if (!this.lastRegistrations.has(node)) this.lastRegistrations.set(node, registration);
+    if (found.size > 0) this.options.logger?.debug({ nodes: [...found.keys()] }, 'hostnames of down nodes never seen registered taken from their last join (cache_server_log)');
+    if (this.closed || generation !== this.generation || this.client !== client) return;
+    if (this.debounceTimer === undefined) this.publish();
+  }
+
+  /** A path's children (undefined when it does not exist); rejects on any other error. */
+  private childrenOf(client: ZkClient, path: string): Promise<string[] | undefined> {
+    this.requests++;
+    return new Promise((resolve, reject) => {
+      client.getChildren(path, (error, children) => {
+        if (!error) resolve(children);
+        else if ((error as zookeeper.Exception).getCode?.() === NO_NODE) resolve(undefined);
+        else reject(error);
+      });
+    });
   }
 }

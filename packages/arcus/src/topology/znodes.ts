@@ -49,6 +49,29 @@ export function parseRegistration(name: string): Registration | undefined {
   return group === undefined ? registration : { ...registration, group, role: role! };
 }
 
+/** A `cache_server_log/<date>` entry: `<registration name>-<sequence>` (`<ip>:<port>-<hostname>-0000000042`). */
+const JOIN_LOG_ENTRY = /^(.*)-(\d+)$/;
+
+/**
+ * Adds to `found` the last join of each `wanted` node (`ip:port`) not in it yet among the entries
+ * of one `cache_server_log/<date>` folder: the entry with the highest sequence. Folders are given
+ * newest first, so a node found in a newer one is not looked at again. Entries that are not
+ * `<registration name>-<sequence>` are skipped.
+ */
+export function addLastJoins(found: Map<string, Registration>, entries: readonly string[], wanted: ReadonlySet<string>): void {
+  const sequences = new Map<string, number>();
+  for (const entry of entries) {
+    const match = JOIN_LOG_ENTRY.exec(entry);
+    const registration = match ? parseRegistration(match[1]!) : undefined;
+    if (registration === undefined || !wanted.has(registration.node)) continue;
+    const sequence = Number(match![2]);
+    const best = sequences.get(registration.node);
+    if (best === undefined ? found.has(registration.node) : sequence <= best) continue;
+    sequences.set(registration.node, sequence);
+    found.set(registration.node, registration);
+  }
+}
+
 export interface MappingEntry {
   readonly serviceCode: string;
   readonly group?: string;

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  addLastJoins,
   buildTopology,
   mappingNodeAddress,
   parseMappingChild,
@@ -133,3 +134,36 @@ test('a mapping keyed by hostname:port matches the live node registered with tha
     ['10.1.1.1:11211', true, true],
   );
 });
+
+test('a down node mapped by hostname:port carries that hostname; one mapped by address has none', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([['/arcus', snapshot({ s: [] }, { 'cache9:11211': ['s'], '10.1.1.2:11211': ['s'] })]]);
+  const topology = buildTopology(roots);
+  assert.deepEqual(
+    topology.nodes.map((n) => [n.node, n.live, n.hostname]),
+    [
+      ['10.1.1.2:11211', false, ''],
+      ['cache9:11211', false, 'cache9'],
+    ],
+  );
+});
+
+test('join log entries: the highest sequence of the newest day folder that has the node', () => {
+  const wanted = new Set(['10.0.0.1:11211', '10.0.0.2:11211', '10.0.0.3:11211', '10.0.0.4:11211']);
+  const found = new Map<string, ReturnType<typeof parseRegistration> & object>();
+  // Newest day first. Its entries come in no particular order (as ZooKeeper lists them).
+  addLastJoins(found, ['10.0.0.1:11211-a-new-0000000012', 'garbage', '10.0.0.1:11211-a-old-0000000003', '10.0.0.9:11211-other-0000000004', '10.0.0.1:11211-a-mid-0000000010'], wanted);
+  addLastJoins(
+    found,
+    ['10.0.0.1:11211-a-older-day-0000000099', '10.0.0.2:11211-b-0000000001', '10.0.0.2:11211-b-host-2-0000000002', 'g1^M^10.0.0.3:11211-c-repl-0000000005', '10.0.0.4:11211-0000000001'],
+    wanted,
+  );
+  assert.deepEqual(Object.fromEntries([...found].map(([node, r]) => [node, r.hostname])), {
+    '10.0.0.1:11211': 'a-new',
+    '10.0.0.2:11211': 'b-host-2',
+    '10.0.0.3:11211': 'c-repl',
+  });
+  assert.equal(found.get('10.0.0.3:11211')!.role, 'master');
+  assert.equal(found.has('10.0.0.9:11211'), false, 'only wanted nodes');
+  assert.equal(found.has('10.0.0.4:11211'), false, 'an entry without a hostname is no registration');
+});
+
