@@ -1,5 +1,5 @@
-import type { ArcusRoot, Registration, ReplicationRole } from './znodes.js';
 import { isIP } from 'node:net';
+import type { ArcusRoot, Registration, ReplicationRole } from './znodes.js';
 import { mappingNodeAddress, parseMappingChild, parseRegistration } from './znodes.js';
 import { splitHostPort } from './resolve.js';
 
