@@ -457,12 +457,10 @@ export class TopologyWatcher extends EventEmitter {
     });
     const firstSync = !this.stateValue.synced;
     const unknown = topology.nodes.filter((n) => !n.live && n.hostname === '' && !this.joinLogSearched.has(n.node)).map((n) => n.node);
-    if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading) {
-      void this.readJoinLog(this.client, this.generation, unknown);
-      // The first topology waits for it: published without, those nodes' series would start
-      // under hostname="" and move to their hostname a moment later.
-      if (firstSync) return;
-    }
+    if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading) void this.readJoinLog(this.client, this.generation, unknown);
+    // The first topology waits for the lookup (it publishes when done): published without, those
+    // nodes' series would start under hostname="" and move to their hostname a moment later.
+    if (firstSync && this.joinLogReading) return;
     this.topologyValue = topology;
     this.setState({ synced: true, updatedAt: Date.now() });
     this.emit('topology', this.topologyValue);
