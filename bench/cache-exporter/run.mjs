@@ -7,7 +7,7 @@
 //        [--prefix-scrapes=20] [--quick] [--no-gzip] [--traffic] [--profile] [--per-code=100]
 //        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
-//        [--out=bench/cache-exporter/results/latest.json]
+//        [--client=bare|node] [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
 import { cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
@@ -45,6 +46,7 @@ if (args.help) {
   process.exit(0);
 }
 const quick = args.quick === 'true';
+if (args.client !== undefined && args.client !== 'bare' && args.client !== 'node') throw new Error(`--client=${args.client}: bare or node`);
 const list = (value, fallback) => (value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number));
 const OPTS = {
   nodes: list(args.nodes, quick ? [10, 100] : [10, 100, 500]),
@@ -54,6 +56,8 @@ const OPTS = {
   /** Wall-time budget for the prefix scrapes (and as much floor) of one configuration. */
   prefixBudgetMs: Number(args['prefix-budget-ms'] ?? (quick ? 15_000 : 30_000)),
   gzip: args['no-gzip'] !== 'true',
+  /** What times the scrapes: `bare` (bench/lib/bare-http.mjs) or `node` (node:http's client). */
+  client: String(args.client ?? 'bare'),
   /** The doubles' counters move all the time, as if they served requests (every node's change between two scrapes). */
   traffic: args.traffic === 'true',
   profile: args.profile === 'true',
@@ -272,15 +276,21 @@ async function startExporter(label) {
     if (Date.now() - startedAt > 30_000) throw new Error(`exporter not ready within 30 s:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     await sleep(100);
   }
+  // The timed scrapes go through this client; readiness above through node:http, untimed.
+  const client = OPTS.client === 'node' ? new NodeHttpClient('127.0.0.1', port) : new BareHttpClient('127.0.0.1', port);
   return {
     child,
     pid: child.pid,
     url,
+    client,
     logFile,
     profileDir,
     heapDir,
     startedAt,
-    stop: () => stopChild(child, { graceMs: 10_000 }),
+    stop: () => {
+      client.close();
+      return stopChild(child, { graceMs: 10_000 });
+    },
   };
 }
 
@@ -323,7 +333,9 @@ async function scrape(exporter, path, timeoutSeconds) {
   if (OPTS.gzip) headers['Accept-Encoding'] = 'gzip';
   let res;
   try {
-    res = await get(exporter.url, path, { headers, timeoutMs: timeoutSeconds * 1000 + 30_000, measure: () => runQueueWait(exporter.pid) });
+    const waited = runQueueWait(exporter.pid);
+    const { status, headers: answerHeaders, body, ms } = await exporter.client.get(path, headers, { timeoutMs: timeoutSeconds * 1000 + 30_000 });
+    res = { status, ms, measured: waited(), raw: body, encoding: answerHeaders['content-encoding'] };
   } catch (err) {
     await sleep(200);
     const { exitCode, signalCode } = exporter.child;
@@ -801,7 +813,7 @@ async function main() {
   const started = Date.now();
   const codeAtStart = codeVersion();
   log(`code: commit ${codeAtStart.commit}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
-  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}`);
+  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}, scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client`);
   zk = await startBenchZooKeeper();
   log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
   const results = [];
@@ -828,7 +840,7 @@ async function main() {
   writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
 
   const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
-  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s)\n`);
+  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client)\n`);
   process.stdout.write(`exporter node flags: ${report.exporterNodeFlags.join(' ') || 'none'}\n`);
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');

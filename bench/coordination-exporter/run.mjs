@@ -6,16 +6,18 @@
 //   node bench/coordination-exporter/run.mjs [--sizes=3,7] [--scrapes=1000] [--pace-ms=50]
 //                                            [--timeout-s=1] [--out=PATH]
 //                                            [--exporter-node-flags="--cpu-prof --cpu-prof-dir=DIR"]
+//                                            [--client=bare|node] [--compare-clients]
 //
 // Scrapes go like a store's: gzip asked for, timed to the last byte of the compressed body over a
-// keep-alive connection (as bench/cache-exporter does). Prints, per configuration: exporter
+// keep-alive connection (as bench/cache-exporter does), by a bare HTTP client (bench/lib/bare-http.mjs)
+// that, like the floor's sockets, does next to nothing itself; `--client=node` times them through
+// node:http's client instead, and `--compare-clients` times every round through both. Prints, per configuration: exporter
 // /metrics p50/p99 (ms), floor p50/p99, p99/floor with a 95 % interval (paired block bootstrap),
 // exporter CPU ms per scrape, series, RSS, and how long each side's main thread waited for a CPU
 // (the run queue) and what its p99 is without that wait. Goals: p99 within 1.5x of the floor when every server
 // answers, and bounded by the scrape deadline when one hangs.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +28,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
 const { cpuMs, percentile: pct, ratioInterval, runQueueWait, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
+const { BareHttpClient, NodeHttpClient } = await import(join(HERE, '..', 'lib', 'bare-http.mjs'));
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -41,6 +44,11 @@ const PACE_MS = Number(args['pace-ms'] ?? 50);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
 /** The exporter's --log.level (debug logs each scrape's read and render times, on stdout). */
+/** How scrapes are timed: `bare` (bench/lib/bare-http.mjs, the default) or `node` (node:http's client). */
+const CLIENT = args.client ?? 'bare';
+if (CLIENT !== 'bare' && CLIENT !== 'node') throw new Error(`--client=${CLIENT}: bare or node`);
+/** Also time every round through the other client (its own connection), to show what the client adds. */
+const COMPARE_CLIENTS = args['compare-clients'] === 'true';
 const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
 /** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
@@ -72,31 +80,19 @@ function floorRound(addresses, wait) {
   });
 }
 
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-
 /**
  * One scrape as a store makes it: gzip asked for, timed from the request to the last byte of the
  * (still compressed) body over one keep-alive connection; decompressed afterwards, untimed. With
- * `pid`, `waitMs`: how long that process's main thread waited for a CPU meanwhile.
+ * `pid`, `waitMs`: how long that process's main thread waited for a CPU meanwhile. `client` is a
+ * BareHttpClient (the default: a client that does next to nothing, like the floor's sockets) or,
+ * with `--client=node` and in the comparison of `--compare-clients`, a NodeHttpClient.
  */
-function scrape(url, pid) {
-  return new Promise((resolve, reject) => {
-    const waited = pid === undefined ? undefined : runQueueWait(pid);
-    const started = performance.now();
-    const req = request(url, { agent, headers: { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' } }, (res) => {
-      const chunks = [];
-      res.on('data', (chunk) => chunks.push(chunk));
-      res.on('end', () => {
-        const ms = performance.now() - started;
-        const waitMs = waited?.();
-        const body = Buffer.concat(chunks);
-        resolve({ ms, waitMs, text: (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+async function scrape(client, pid) {
+  const waited = pid === undefined ? undefined : runQueueWait(pid);
+  const { status, headers, body, ms } = await client.get('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' }, { timeoutMs: TIMEOUT_S * 1000 + 30_000 });
+  const waitMs = waited?.();
+  if (status !== 200) throw new Error(`GET /metrics: HTTP ${status}`);
+  return { ms, waitMs, text: (headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') };
 }
 
 async function measure(size, ensemble, hung) {
@@ -106,11 +102,13 @@ async function measure(size, ensemble, hung) {
   const exporter = spawn(process.execPath, [...EXPORTER_NODE_FLAGS, join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, `--log.level=${EXPORTER_LOG_LEVEL}`], {
     stdio: ['ignore', EXPORTER_LOG_LEVEL === 'warn' ? 'ignore' : 'inherit', 'inherit'],
   });
-  const url = `http://127.0.0.1:${port}/metrics`;
+  const client = CLIENT === 'node' ? new NodeHttpClient('127.0.0.1', port) : new BareHttpClient('127.0.0.1', port);
+  // --compare-clients: the other client too, on a connection of its own, in the same rounds.
+  const other = COMPARE_CLIENTS && !hung ? (CLIENT === 'node' ? new BareHttpClient('127.0.0.1', port) : new NodeHttpClient('127.0.0.1', port)) : undefined;
   try {
     for (let i = 0; ; i++) {
       try {
-        const { text } = await scrape(url);
+        const { text } = await scrape(client);
         if ((text.match(/^zk_up\{[^}]*\} 1$/gm) ?? []).length === size) break;
       } catch {
         // not listening yet
@@ -118,39 +116,58 @@ async function measure(size, ensemble, hung) {
       if (i > 200) throw new Error('exporter not ready');
       await sleep(100);
     }
-    for (let i = 0; i < 5; i++) await scrape(url);
+    for (let i = 0; i < 5; i++) await scrape(client);
+    for (let i = 0; i < 5 && other; i++) await scrape(other);
     const exp = [];
     const floor = [];
     const expBlocks = [];
     const floorBlocks = [];
     const expWait = [];
     const floorWait = [];
+    const otherMs = [];
     let cpu = 0;
     let rss = 0;
     let series = 0;
-    // With a hung server every scrape lasts the whole deadline: fewer of them.
+    const sides = {
+      exp: async () => {
+        const before = cpuMs(exporter.pid);
+        const expBlock = [];
+        for (let i = 0; i < 10; i++) {
+          await sleep(PACE_MS);
+          const { ms, waitMs, text } = await scrape(client, exporter.pid);
+          expBlock.push(ms);
+          if (waitMs !== undefined) expWait.push(waitMs);
+          series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+        }
+        cpu += cpuMs(exporter.pid) - before;
+        rss = Math.max(rss, statusKb(exporter.pid, 'VmRSS') / 1024);
+        exp.push(...expBlock);
+        expBlocks.push(expBlock);
+      },
+      floor: async () => {
+        const floorBlock = [];
+        for (let i = 0; i < 10; i++) {
+          await sleep(PACE_MS);
+          floorBlock.push(await floorRound(servers, floorWait));
+        }
+        floor.push(...floorBlock);
+        floorBlocks.push(floorBlock);
+      },
+      other: async () => {
+        for (let i = 0; i < 10; i++) {
+          await sleep(PACE_MS);
+          otherMs.push((await scrape(other)).ms);
+        }
+      },
+    };
+    const order = other ? ['exp', 'floor', 'other'] : ['exp', 'floor'];
+    // With a hung server every scrape lasts the whole deadline: fewer of them. The order of the
+    // sides turns every round, so that none always follows the other.
     for (let block = 0; block < (hung ? 2 : SCRAPES / 10); block++) {
-      const before = cpuMs(exporter.pid);
-      const expBlock = [];
-      const floorBlock = [];
-      for (let i = 0; i < 10; i++) {
-        await sleep(PACE_MS);
-        const { ms, waitMs, text } = await scrape(url, exporter.pid);
-        expBlock.push(ms);
-        if (waitMs !== undefined) expWait.push(waitMs);
-        series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
-      }
-      cpu += cpuMs(exporter.pid) - before;
-      rss = Math.max(rss, statusKb(exporter.pid, 'VmRSS') / 1024);
-      for (let i = 0; i < 10; i++) {
-        await sleep(PACE_MS);
-        floorBlock.push(await floorRound(servers, floorWait));
-      }
-      exp.push(...expBlock);
-      floor.push(...floorBlock);
-      expBlocks.push(expBlock);
-      floorBlocks.push(floorBlock);
+      for (let k = 0; k < order.length; k++) await sides[order[(block + k) % order.length]]();
     }
+    // The paired bootstrap wants each round's exporter and floor blocks side by side.
+    if (expBlocks.length !== floorBlocks.length) throw new Error('unpaired blocks');
     return {
       size,
       hung: Boolean(hung),
@@ -163,8 +180,12 @@ async function measure(size, ensemble, hung) {
       cpuMsPerScrape: cpu / exp.length,
       series,
       rssMb: rss,
+      // --compare-clients: the same exporter through the other client, in the same rounds.
+      other: other ? { client: CLIENT === 'node' ? 'bare' : 'node', p50: pct(otherMs, 50), p99: pct(otherMs, 99), ratio: pct(otherMs, 99) / pct(floor, 99) } : undefined,
     };
   } finally {
+    client.close();
+    other?.close();
     exporter.kill('SIGTERM');
     await new Promise((resolve) => exporter.once('exit', resolve));
   }
@@ -196,13 +217,23 @@ try {
 }
 
 const f = (v, w) => (typeof v === 'number' ? v.toFixed(1) : String(v)).padStart(w);
-console.log(`\ncoordination exporter benchmark (${SCRAPES} scrapes per configuration, scrape timeout header ${TIMEOUT_S} s)\n`);
+console.log(`\ncoordination exporter benchmark (${SCRAPES} scrapes per configuration, scrape timeout header ${TIMEOUT_S} s, scrapes timed by the ${CLIENT === 'bare' ? 'bare HTTP client' : "node:http client"})\n`);
 console.log('servers  hung  exp p50  exp p99  floor p50  floor p99  p99/floor  95% interval  CPU ms/scr  series  RSS MB');
 const interval = ({ low, high }) => (Number.isFinite(low) ? `${low.toFixed(2)}-${high.toFixed(2)}x` : '-');
 for (const r of results) {
   console.log(
     `${String(r.size).padStart(7)}  ${(r.hung ? 'yes' : 'no').padStart(4)}  ${f(r.exp.p50, 7)}  ${f(r.exp.p99, 7)}  ${f(r.floor.p50, 9)}  ${f(r.floor.p99, 9)}  ${r.ratio.p99.toFixed(2).padStart(8)}x  ${(r.hung ? '' : interval(r.ratio.interval95)).padStart(12)}  ${f(r.cpuMsPerScrape, 10)}  ${String(r.series).padStart(6)}  ${f(r.rssMb, 6)}`,
   );
+}
+const compared = results.filter((r) => r.other);
+if (compared.length > 0) {
+  console.log(`\nthe same exporter timed through the ${compared[0].other.client === 'node' ? 'node:http' : 'bare'} client, in the same rounds (its own connection)`);
+  console.log('servers  exp p50  exp p99  p99/floor  adds at p50  adds at p99');
+  for (const r of compared) {
+    console.log(
+      `${String(r.size).padStart(7)}  ${f(r.other.p50, 7)}  ${f(r.other.p99, 7)}  ${r.other.ratio.toFixed(2).padStart(8)}x  ${f(r.other.p50 - r.exp.p50, 11)}  ${f(r.other.p99 - r.exp.p99, 11)}`,
+    );
+  }
 }
 const waited = results.filter((r) => !r.hung && r.runQueue.exp && r.runQueue.floor);
 if (waited.length > 0) {
@@ -224,6 +255,6 @@ for (const r of results) {
   console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${r.size} servers${r.hung ? ' + hung' : ''}: ${what}`);
 }
 mkdirSync(dirname(OUT), { recursive: true });
-writeFileSync(OUT, JSON.stringify({ at: new Date().toISOString(), scrapes: SCRAPES, timeoutS: TIMEOUT_S, results }, null, 2));
+writeFileSync(OUT, JSON.stringify({ at: new Date().toISOString(), scrapes: SCRAPES, timeoutS: TIMEOUT_S, client: CLIENT, results }, null, 2));
 console.log(`\nresults: ${OUT}`);
 process.exit(0);
