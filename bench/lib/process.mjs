@@ -84,16 +84,7 @@ export function percentile(values, p) {
 export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 2000, seed = 1 } = {}) {
   const n = Math.min(expBlocks.length, floorBlocks.length);
   if (n < 2) return { low: NaN, high: NaN };
-  let state = seed >>> 0 || 1;
-  const random = () => {
-    // xorshift32
-    state ^= state << 13;
-    state >>>= 0;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state / 4294967296;
-  };
+  const random = xorshift(seed);
   const ratios = new Float64Array(iterations);
   for (let it = 0; it < iterations; it++) {
     const exp = [];
@@ -107,6 +98,49 @@ export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 200
   }
   ratios.sort();
   return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
+}
+
+/**
+ * ratioInterval over several runs pooled (each with its own start of the servers measured, whose
+ * tail can differ from one start to the next): a two-level bootstrap. Each iteration draws as many
+ * runs as there are, with replacement, then within each drawn run its blocks with replacement (the
+ * same indices for both sides), and computes the ratio of the pooled percentiles. The spread
+ * between runs thus widens the interval as much as it should. `runs`: [{ expBlocks, floorBlocks }].
+ */
+export function pooledRatioInterval(runs, { p = 99, iterations = 2000, seed = 1 } = {}) {
+  const usable = runs.filter((r) => Math.min(r.expBlocks.length, r.floorBlocks.length) >= 2);
+  if (usable.length < 2) return usable.length === 1 ? ratioInterval(usable[0].expBlocks, usable[0].floorBlocks, { p, iterations, seed }) : { low: NaN, high: NaN };
+  const random = xorshift(seed);
+  const ratios = new Float64Array(iterations);
+  for (let it = 0; it < iterations; it++) {
+    const exp = [];
+    const floor = [];
+    for (let r = 0; r < usable.length; r++) {
+      const { expBlocks, floorBlocks } = usable[Math.floor(random() * usable.length)];
+      const n = Math.min(expBlocks.length, floorBlocks.length);
+      for (let b = 0; b < n; b++) {
+        const pick = Math.floor(random() * n);
+        for (const v of expBlocks[pick]) exp.push(v);
+        for (const v of floorBlocks[pick]) floor.push(v);
+      }
+    }
+    ratios[it] = percentile(exp, p) / percentile(floor, p);
+  }
+  ratios.sort();
+  return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
+}
+
+/** xorshift32 in [0, 1), seeded: the bootstraps print the same interval for the same samples. */
+function xorshift(seed) {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state / 4294967296;
+  };
 }
 
 /**

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuMs, mainThreadSched, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
+import { cpuMs, mainThreadSched, percentile, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -42,6 +42,25 @@ test('ratioInterval brackets the ratio of the pooled p99s and is the same for th
   assert.ok(a.low <= point && point <= a.high, `${a.low}..${a.high} holds ${point}`);
   assert.ok(a.high > a.low);
   assert.deepEqual(ratioInterval(exp, floor, { seed: 7 }), a);
+});
+
+test('pooledRatioInterval: runs that disagree widen the interval beyond drawing their blocks alone', () => {
+  let x = 3;
+  const rand = () => ((x = (x * 48271) % 2147483647) / 2147483647);
+  const blocks = (scale) => Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
+  // Three runs: the floor's tail is light in one, heavy in another, so their ratios differ.
+  const runs = [1, 1.6, 1.2].map((floorScale) => ({ expBlocks: blocks(1.3), floorBlocks: blocks(floorScale) }));
+  const pooledExp = runs.flatMap((r) => r.expBlocks.flat());
+  const pooledFloor = runs.flatMap((r) => r.floorBlocks.flat());
+  const point = percentile(pooledExp, 99) / percentile(pooledFloor, 99);
+  const pooled = pooledRatioInterval(runs, { seed: 5 });
+  assert.ok(pooled.low <= point && point <= pooled.high, `${pooled.low}..${pooled.high} holds ${point}`);
+  // Drawing runs as well as blocks: the spread between runs is in the interval.
+  const flat = ratioInterval(runs.flatMap((r) => r.expBlocks), runs.flatMap((r) => r.floorBlocks), { seed: 5 });
+  assert.ok(pooled.high - pooled.low > flat.high - flat.low, 'wider than drawing the pooled blocks alone');
+  assert.deepEqual(pooledRatioInterval(runs, { seed: 5 }), pooled);
+  // One run: the same as ratioInterval.
+  assert.deepEqual(pooledRatioInterval(runs.slice(0, 1), { seed: 5 }), ratioInterval(runs[0].expBlocks, runs[0].floorBlocks, { seed: 5 }));
 });
 
 test('mainThreadSched reads this process: CPU grows with work, the wait never goes back', () => {
