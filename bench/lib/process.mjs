@@ -84,20 +84,7 @@ export function percentile(values, p) {
 export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 2000, seed = 1 } = {}) {
   const n = Math.min(expBlocks.length, floorBlocks.length);
   if (n < 2) return { low: NaN, high: NaN };
-  const random = xorshift(seed);
-  const ratios = new Float64Array(iterations);
-  for (let it = 0; it < iterations; it++) {
-    const exp = [];
-    const floor = [];
-    for (let b = 0; b < n; b++) {
-      const pick = Math.floor(random() * n);
-      for (const v of expBlocks[pick]) exp.push(v);
-      for (const v of floorBlocks[pick]) floor.push(v);
-    }
-    ratios[it] = percentile(exp, p) / percentile(floor, p);
-  }
-  ratios.sort();
-  return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
+  return bootstrap({ p, iterations, seed }, (random, exp, floor) => drawBlocks(random, expBlocks, floorBlocks, exp, floor));
 }
 
 /**
@@ -110,20 +97,35 @@ export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 200
 export function pooledRatioInterval(runs, { p = 99, iterations = 2000, seed = 1 } = {}) {
   const usable = runs.filter((r) => Math.min(r.expBlocks.length, r.floorBlocks.length) >= 2);
   if (usable.length < 2) return usable.length === 1 ? ratioInterval(usable[0].expBlocks, usable[0].floorBlocks, { p, iterations, seed }) : { low: NaN, high: NaN };
+  return bootstrap({ p, iterations, seed }, (random, exp, floor) => {
+    for (let r = 0; r < usable.length; r++) {
+      const { expBlocks, floorBlocks } = usable[Math.floor(random() * usable.length)];
+      drawBlocks(random, expBlocks, floorBlocks, exp, floor);
+    }
+  });
+}
+
+/** As many blocks as a run has, drawn with replacement, the same indices for both sides. */
+function drawBlocks(random, expBlocks, floorBlocks, exp, floor) {
+  const n = Math.min(expBlocks.length, floorBlocks.length);
+  for (let b = 0; b < n; b++) {
+    const pick = Math.floor(random() * n);
+    for (const v of expBlocks[pick]) exp.push(v);
+    for (const v of floorBlocks[pick]) floor.push(v);
+  }
+}
+
+/**
+ * The middle 95 % of `iterations` ratios of the p-th percentiles of samples that `draw(random, exp,
+ * floor)` fills anew each time.
+ */
+function bootstrap({ p, iterations, seed }, draw) {
   const random = xorshift(seed);
   const ratios = new Float64Array(iterations);
   for (let it = 0; it < iterations; it++) {
     const exp = [];
     const floor = [];
-    for (let r = 0; r < usable.length; r++) {
-      const { expBlocks, floorBlocks } = usable[Math.floor(random() * usable.length)];
-      const n = Math.min(expBlocks.length, floorBlocks.length);
-      for (let b = 0; b < n; b++) {
-        const pick = Math.floor(random() * n);
-        for (const v of expBlocks[pick]) exp.push(v);
-        for (const v of floorBlocks[pick]) floor.push(v);
-      }
-    }
+    draw(random, exp, floor);
     ratios[it] = percentile(exp, p) / percentile(floor, p);
   }
   ratios.sort();
