@@ -271,8 +271,7 @@ async function startExporter(label) {
   const startedAt = Date.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`exporter exited ${child.exitCode}:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
-    const res = await get(url, '/-/ready', { timeoutMs: 2000 }).catch(() => undefined);
-    if (res?.status === 200) break;
+    if ((await statusOf(url, '/-/ready', 2000)) === 200) break;
     if (Date.now() - startedAt > 30_000) throw new Error(`exporter not ready within 30 s:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     await sleep(100);
   }
@@ -295,31 +294,21 @@ async function startExporter(label) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTP: one keep-alive connection, like a store's scraper.
+// HTTP. Scrapes go over one keep-alive connection per exporter, like a store's scraper, through
+// exporter.client (bench/lib/bare-http.mjs); this is the untimed readiness check.
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-/**
- * GET over the keep-alive connection, timed from the request to the last byte. `measure`, when
- * given, is called right before the request; what it returns right after the last byte, and that
- * gives `measured`.
- */
-function get(base, path, { timeoutMs = 30_000, headers = {}, measure } = {}) {
-  return new Promise((resolve, reject) => {
-    const measuring = measure?.();
-    const started = performance.now();
-    const req = request(`${base}${path}`, { agent, headers, timeout: timeoutMs }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const ms = performance.now() - started;
-        const measured = measuring?.();
-        resolve({ status: res.statusCode, ms, measured, raw: Buffer.concat(chunks), encoding: res.headers['content-encoding'] });
-      });
-      res.on('error', reject);
+/** The status of GET `path`, or undefined when nothing answers within `timeoutMs`. */
+function statusOf(base, path, timeoutMs) {
+  return new Promise((resolve) => {
+    const req = request(`${base}${path}`, { agent, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+      res.on('error', () => resolve(undefined));
     });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(undefined));
     req.end();
   });
 }
