@@ -9,9 +9,10 @@
 //                                            [--client=bare|node] [--compare-clients] [--runs=K]
 //
 // Scrapes go like a store's: gzip asked for, timed to the last byte of the compressed body over a
-// keep-alive connection (as bench/cache-exporter does), by a bare HTTP client (bench/lib/bare-http.mjs)
-// that, like the floor's sockets, does next to nothing itself; `--client=node` times them through
-// node:http's client instead, and `--compare-clients` times every round through both. Prints, per configuration: exporter
+// keep-alive connection (as bench/cache-exporter does), by a bare HTTP client
+// (bench/lib/bare-http.mjs) that, like the floor's sockets, does next to nothing itself;
+// `--client=node` times them through node:http's client instead, and `--compare-clients` through
+// both. `--runs=K` pools K runs, each on a new ensemble. Prints, per configuration: exporter
 // /metrics p50/p99 (ms), floor p50/p99, p99/floor with a 95 % interval (paired block bootstrap),
 // exporter CPU ms per scrape, series, RSS, and how long each side's main thread waited for a CPU
 // (the run queue) and what its p99 is without that wait. Goals: p99 within 1.5x of the floor when every server
@@ -43,15 +44,16 @@ const SCRAPES = Number(args.scrapes ?? 1000);
 // A freshly started ensemble has a tail of its own, which the floor's p99 follows: K runs, each on
 // a new ensemble, pooled (the hung-server case is measured in the first only).
 const RUNS = Number(args.runs ?? 1);
+if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs=${args.runs}: a whole number of runs, 1 or more`);
 const PACE_MS = Number(args['pace-ms'] ?? 50);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
-/** The exporter's --log.level (debug logs each scrape's read and render times, on stdout). */
 /** How scrapes are timed: `bare` (bench/lib/bare-http.mjs, the default) or `node` (node:http's client). */
 const CLIENT = args.client ?? 'bare';
 if (CLIENT !== 'bare' && CLIENT !== 'node') throw new Error(`--client=${CLIENT}: bare or node`);
 /** Also time every round through the other client (its own connection), to show what the client adds. */
 const COMPARE_CLIENTS = args['compare-clients'] === 'true';
+/** The exporter's --log.level (debug logs each scrape's read and render times, on stdout). */
 const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
 /** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
