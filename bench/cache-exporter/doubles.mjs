@@ -15,14 +15,9 @@
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { ArcusZk, startArcusDoubles } from '../../packages/testkit/dist/src/index.js';
+import { parseArgs } from '../lib/args.mjs';
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const m = /^--([^=]+)(?:=(.*))?$/.exec(a);
-    if (!m) throw new Error(`bad argument ${a}`);
-    return [m[1], m[2] ?? 'true'];
-  }),
-);
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const ZK = args.zk;
 const N = Number(args.nodes ?? 10);
 const P = Number(args.prefixes ?? 0);

@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
 import { cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
@@ -29,22 +30,7 @@ const EXPORTER_BIN_NODE_FLAGS = shebangNodeFlags(EXPORTER_BIN);
 // ---------------------------------------------------------------------------------------------
 // Options
 
-function parseArgs(argv) {
-  const out = {};
-  for (const arg of argv) {
-    const m = /^--([^=]+)(?:=(.*))?$/.exec(arg);
-    if (!m) throw new Error(`unknown argument ${arg} (see the header of run.mjs)`);
-    out[m[1]] = m[2] ?? 'true';
-  }
-  return out;
-}
-const args = parseArgs(process.argv.slice(2));
-if (args.help) {
-  const header = readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1);
-  const usage = header.slice(0, header.findIndex((l) => !l.startsWith('//')));
-  process.stdout.write(`${usage.map((l) => l.replace(/^\/\/ ?/, '')).join('\n')}\n`);
-  process.exit(0);
-}
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const quick = args.quick === 'true';
 if (args.client !== undefined && args.client !== 'bare' && args.client !== 'node') throw new Error(`--client=${args.client}: bare or node`);
 const list = (value, fallback) => (value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number));

@@ -31,12 +31,8 @@ const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/t
 const { cpuMs, percentile: pct, pooledRatioInterval, ratioInterval, runQueueWait, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 const { BareHttpClient, NodeHttpClient } = await import(join(HERE, '..', 'lib', 'bare-http.mjs'));
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, ...v] = a.replace(/^--/, '').split('=');
-    return [k, v.length > 0 ? v.join('=') : 'true'];
-  }),
-);
+const { parseArgs } = await import(join(HERE, '..', 'lib', 'args.mjs'));
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const SIZES = (args.sizes ?? '3,7').split(',').map(Number);
 // The p99 of 100 samples is the single slowest; 1000 make it the 10th, and a ratio of two of them
 // moves far less from run to run (the interval printed beside it says how much).

@@ -8,21 +8,17 @@
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from './args.mjs';
 import { BareHttpClient, NodeHttpClient } from './bare-http.mjs';
 import { percentile } from './process.mjs';
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, ...v] = a.replace(/^--/, '').split('=');
-    return [k, v.length > 0 ? v.join('=') : 'true'];
-  }),
-);
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const REQUESTS = Number(args.requests ?? 1000);
 const PACE_MS = Number(args['pace-ms'] ?? 50);
 const BYTES = Number(args.bytes ?? 20_000);
 
-if (process.argv[2] === '--serve') {
-  const body = Buffer.alloc(Number(process.argv[3]), 'a');
+if (args.serve === 'true') {
+  const body = Buffer.alloc(BYTES, 'a');
   const server = createServer((req, res) => {
     res.setHeader('Content-Type', 'text/plain; version=0.0.4');
     res.setHeader('Content-Length', body.length);
@@ -30,7 +26,7 @@ if (process.argv[2] === '--serve') {
   });
   server.listen(0, '127.0.0.1', () => process.send?.(server.address().port));
 } else {
-  const child = fork(process.argv[1], ['--serve', String(BYTES)]);
+  const child = fork(process.argv[1], ['--serve', `--bytes=${BYTES}`]);
   try {
     const port = await new Promise((resolve) => child.once('message', resolve));
     const node = new NodeHttpClient('127.0.0.1', port);

@@ -28,6 +28,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
+import { parseArgs } from '../lib/args.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -38,17 +39,7 @@ const { summarizeProfile } = await import(join(HERE, '..', 'cache-exporter', 'pr
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const args = {};
-for (const arg of process.argv.slice(2)) {
-  const m = /^--([^=]+)(?:=(.*))?$/.exec(arg);
-  if (!m) throw new Error(`unknown argument ${arg} (see the header of run.mjs, or --help)`);
-  args[m[1]] = m[2] ?? 'true';
-}
-if (args.help) {
-  const header = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  process.stdout.write(`${header.slice(0, header.findIndex((l) => !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n')}\n`);
-  process.exit(0);
-}
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const int = (name, fallback) => {
   const v = Number(args[name] ?? fallback);
   if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);

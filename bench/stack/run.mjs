@@ -17,11 +17,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from '../lib/args.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
-const args = Object.fromEntries(process.argv.slice(2).map((a) => { const [k, v] = a.replace(/^--/, '').split('='); return [k, v ?? 'true']; }));
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const RUNS = Number(args.runs ?? 2);
 const SETTLE_S = Number(args.settle ?? 30);
 

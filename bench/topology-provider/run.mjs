@@ -27,12 +27,8 @@ const ROOT = join(HERE, '..', '..');
 const { startZooKeeper, freePort, fourLetterWord, seededRandom, serviceCodeData, mappingData } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
 const { cpuMs, percentile: pct, statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, '').split('=');
-    return [k, v ?? 'true'];
-  }),
-);
+const { parseArgs } = await import(join(HERE, '..', 'lib', 'args.mjs'));
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 const ENSEMBLES = Number(args.ensembles ?? 5);
 const SERVICE_CODES = Number(args['service-codes'] ?? 100);
 const NODES = Number(args.nodes ?? 20);
