@@ -62,7 +62,7 @@ ${section('/metrics/prefixes')}
 /** The exporter's own cachemon_* metrics, as it registers them: one row each. */
 function selfRows(): string {
   const registry = new Registry();
-  new SelfMetrics(registry, { version: '', ensemble: () => '' });
+  new SelfMetrics(registry, { version: '', ensemble: '' });
   return registry
     .getMetricsAsArray()
     .map((object) => {

@@ -62,7 +62,7 @@ export class CacheExporter {
 
   constructor(config: CacheExporterConfig, private readonly options: CacheExporterOptions) {
     this.config = config;
-    this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: () => this.config.ensemble.name });
+    this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: config.ensemble.name });
     this.collector = new CacheCollector({ logger: options.logger });
     this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
     this.watcher = this.createWatcher(config);

@@ -22,7 +22,7 @@ export class SelfMetrics {
 
   constructor(
     private readonly registry: Registry,
-    info: { version: string; ensemble: () => string },
+    info: { version: string; ensemble: string },
   ) {
     const registers = [registry];
     const scrapes = createScrapeMetrics(registry);
@@ -61,8 +61,9 @@ export class SelfMetrics {
       registers,
     });
     this.reload = createReloadMetrics(registry);
-    registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter', ensemble: info.ensemble() }));
-    this.setEnsemble(info.ensemble());
+    // Its ensemble label, like every series', is the registry's default label (setEnsemble).
+    registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter' }));
+    this.setEnsemble(info.ensemble);
   }
 
   /**

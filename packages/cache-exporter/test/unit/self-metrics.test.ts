@@ -6,8 +6,7 @@ import { SelfMetrics } from '../../src/self-metrics.js';
 
 test('every cachemon_* series carries the ensemble; a rename relabels them and restarts the node error counts', async () => {
   const registry = new Registry();
-  let ensemble = 'zk1';
-  const self = new SelfMetrics(registry, { version: '1.2.3', ensemble: () => ensemble });
+  const self = new SelfMetrics(registry, { version: '1.2.3', ensemble: 'zk1' });
   self.zookeeperConnected.set(1);
   self.nodeErrors.inc({ service_code: 'svc', node: '127.0.0.1:11211', reason: 'timeout' });
   self.topologyNodes.set({ state: 'live' }, 3);
@@ -21,7 +20,6 @@ test('every cachemon_* series carries the ensemble; a rename relabels them and r
   self.setEnsemble('zk1');
   assert.equal(select(parseExposition(await registry.metrics()), 'cachemon_node_errors_total').length, 1);
 
-  ensemble = 'renamed';
   self.setEnsemble('renamed');
   samples = parseExposition(await registry.metrics());
   for (const s of samples) assert.equal(s.labels['ensemble'], 'renamed', `${s.name} ${JSON.stringify(s.labels)}`);
