@@ -142,6 +142,19 @@ function groupParams(params: Readonly<Record<string, string>>): GroupParams {
   return { encoded: new URLSearchParams(params).toString(), present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`) };
 }
 
+/** Per group (a reload makes new ones): its encoded query_params. */
+const paramsOf = new WeakMap<ServerGroup, GroupParams>();
+
+/** The query string the group's stores receive for the client's `search` (without `?`). */
+export function groupSearch(group: ServerGroup, search: string): string {
+  let own = paramsOf.get(group);
+  if (own === undefined) {
+    own = groupParams(group.queryParams);
+    paramsOf.set(group, own);
+  }
+  return withParams(search, group.queryParams, own);
+}
+
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
@@ -158,7 +171,7 @@ function answerOf(answer: IncomingMessage, status: number, target: string): Upst
 }
 
 /** A replica's base URL, parsed once: what each request to it needs. */
-interface Target {
+export interface Target {
   readonly https: boolean;
   readonly hostname: string;
   readonly port: number;
@@ -166,10 +179,18 @@ interface Target {
   readonly prefix: string;
 }
 
-function parseTarget(base: string): Target {
-  const url = new URL(base);
-  const https = url.protocol === 'https:';
-  return { https, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (https ? 443 : 80), prefix: url.pathname.replace(/\/$/, '') };
+const targets = new Map<string, Target>();
+
+/** A replica's base URL (a group's target), parsed. */
+export function storeTarget(base: string): Target {
+  let target = targets.get(base);
+  if (target === undefined) {
+    const url = new URL(base);
+    const https = url.protocol === 'https:';
+    target = { https, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (https ? 443 : 80), prefix: url.pathname.replace(/\/$/, '') };
+    targets.set(base, target);
+  }
+  return target;
 }
 
 async function readPrefix(body: Readable, limit: number): Promise<string> {
@@ -190,10 +211,8 @@ export class Upstreams {
   private readonly http = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
   private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
   private readonly failedAt = new Map<string, number>();
-  /** Per group (a reload makes new ones): the next replica to start with, its encoded query_params. */
+  /** Per group (a reload makes new ones): the next replica to start with. */
   private readonly next = new WeakMap<ServerGroup, number>();
-  private readonly params = new WeakMap<ServerGroup, GroupParams>();
-  private readonly targets = new Map<string, Target>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -210,12 +229,7 @@ export class Upstreams {
     call: GroupCall,
     started?: (request: ClientRequest) => void,
   ): Promise<IncomingMessage> {
-    let target = this.targets.get(base);
-    if (target === undefined) {
-      target = parseTarget(base);
-      this.targets.set(base, target);
-    }
-    const { https, hostname, port, prefix } = target;
+    const { https, hostname, port, prefix } = storeTarget(base);
     return new Promise((resolve, reject) => {
       const send = https ? httpsRequest : httpRequest;
       const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, resolve);
@@ -242,12 +256,7 @@ export class Upstreams {
    * (the caller streams or reads it, and says when the call is done).
    */
   async send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
-    let own = this.params.get(group);
-    if (own === undefined) {
-      own = groupParams(group.queryParams);
-      this.params.set(group, own);
-    }
-    const search = withParams(req.search, group.queryParams, own);
+    const search = groupSearch(group, req.search);
     const pathAndQuery = search === '' ? req.path : `${req.path}?${search}`;
     const headers: Record<string, string> = {};
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
@@ -385,7 +394,7 @@ export class Upstreams {
 }
 
 /** A store's error body, short: the Prometheus `error` field when it is one. */
-function errorText(text: string): string {
+export function errorText(text: string): string {
   try {
     const parsed = JSON.parse(text) as { error?: unknown };
     if (typeof parsed.error === 'string') return parsed.error;
