@@ -243,7 +243,12 @@ function own(socket: OwnedSocket, owner: StoreSocketOwner | undefined): void {
   socket[OWNER] = owner;
   if (socket.laneListening) return;
   socket.laneListening = true;
-  socket.on('data', (chunk: Buffer) => socket[OWNER]?.data(chunk));
+  socket.on('data', (chunk: Buffer) => {
+    const owner = socket[OWNER];
+    // Bytes no request asked for: the connection's framing is lost.
+    if (owner === undefined) socket.destroy();
+    else owner.data(chunk);
+  });
   socket.on('error', (err) => socket[OWNER]?.gone(err));
   socket.on('close', () => socket[OWNER]?.gone(undefined));
 }
@@ -304,6 +309,13 @@ export class FastLane {
   }
 }
 
+/** Writes `bytes` to `to`; when its buffer is full, `from` is paused until it drains (one listener at a time). */
+function writeHeld(to: Socket | Duplex, bytes: Buffer, from: Socket | Duplex): void {
+  if (to.write(bytes) || from.isPaused()) return;
+  from.pause();
+  to.once('drain', () => from.resume());
+}
+
 /** One client connection. */
 class LaneConnection {
   private buffered: Buffer | undefined;
@@ -332,7 +344,11 @@ class LaneConnection {
     if (this.piped) return;
     this.buffered = this.buffered === undefined || this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
     if (!this.busy) this.next();
+    // Requests sent ahead of their turn: read no more of them until this one is answered.
+    else if (this.buffered.length > this.lane.options.bodyLimitBytes + MAX_LANE_HEAD_BYTES) this.socket.pause();
   };
+  /** When the request being read began to arrive (it is not all there yet). */
+  private partialSince: number | undefined;
 
   private readonly onEnd = (): void => {
     this.ended = true;
@@ -358,6 +374,10 @@ class LaneConnection {
       if (this.ended || this.lane.closing) this.socket.end();
       return;
     }
+    // A request that takes longer to arrive than node:http allows a head: node:http's, with its timeouts.
+    const now = Date.now();
+    this.partialSince ??= now;
+    if (now - this.partialSince > this.lane.server.headersTimeout) return this.pipe();
     const end = buffered.indexOf(HEAD_END);
     if (end < 0) {
       // Lines ended by LF alone, or a head past what the lane reads: node:http's to read.
@@ -371,6 +391,7 @@ class LaneConnection {
     if (buffered.length < total) return;
     const request = buffered.subarray(0, total);
     this.buffered = buffered.subarray(total);
+    this.partialSince = undefined;
     this.busy = true;
     this.socket.setTimeout(0);
     const at = head.target.indexOf('?');
@@ -399,6 +420,7 @@ class LaneConnection {
       return;
     }
     this.socket.setTimeout(this.lane.keepAliveMs());
+    if (this.socket.isPaused()) this.socket.resume();
     this.next();
   }
 
@@ -438,10 +460,7 @@ class LaneConnection {
         inner.destroy();
         return;
       }
-      if (!this.socket.write(used === chunk.length ? chunk : chunk.subarray(0, used))) {
-        inner.pause();
-        this.socket.once('drain', () => inner.resume());
-      }
+      writeHeld(this.socket, used === chunk.length ? chunk : chunk.subarray(0, used), inner);
       if (!framer.done) return;
       inner.off('data', onData);
       const close = framer.headers.get('connection')?.toLowerCase() === 'close';
@@ -461,20 +480,10 @@ class LaneConnection {
     this.buffered = undefined;
     if (rest !== undefined && rest.length > 0) inner.write(rest);
     this.socket.off('data', this.onData);
-    this.socket.on('data', (chunk: Buffer) => {
-      if (!inner.write(chunk)) {
-        this.socket.pause();
-        inner.once('drain', () => this.socket.resume());
-      }
-    });
+    this.socket.on('data', (chunk: Buffer) => writeHeld(inner, chunk, this.socket));
     if (this.ended) inner.end();
     else this.socket.once('end', () => inner.end());
-    inner.on('data', (chunk: Buffer) => {
-      if (!this.socket.write(chunk)) {
-        inner.pause();
-        this.socket.once('drain', () => inner.resume());
-      }
-    });
+    inner.on('data', (chunk: Buffer) => writeHeld(this.socket, chunk, inner));
   }
 }
 
@@ -542,7 +551,11 @@ class LaneExchange {
           });
         },
       });
-      socket.write(Buffer.concat([Buffer.from(this.call.requestHead, 'latin1'), this.call.body]));
+      // One write, one segment: head and body leave together, with no copy of either made here.
+      socket.cork();
+      socket.write(this.call.requestHead, 'latin1');
+      if (this.call.body.length > 0) socket.write(this.call.body);
+      socket.uncork();
     };
     pool.take(use);
   }
@@ -575,7 +588,7 @@ class LaneExchange {
         this.chunked = framer.headers.get('content-length') === undefined;
         const held = this.held!;
         this.held = undefined;
-        this.client.write(Buffer.from(this.head(this.chunked ? undefined : Number(framer.headers.get('content-length'))), 'latin1'));
+        this.client.write(this.head(this.chunked ? undefined : Number(framer.headers.get('content-length'))), 'latin1');
         this.stream(held, framer.done);
       }
     }
@@ -653,11 +666,8 @@ class LaneExchange {
   }
 
   private write(bytes: Buffer): void {
-    if (!this.client.write(bytes) && this.socket !== undefined) {
-      const socket = this.socket;
-      socket.pause();
-      this.client.once('drain', () => socket.resume());
-    }
+    if (this.socket === undefined) this.client.write(bytes);
+    else writeHeld(this.client, bytes, this.socket);
   }
 
   /** The store's answer is all in: the client's too, if it was held. */
@@ -667,9 +677,12 @@ class LaneExchange {
     this.client.off('close', this.clientGone);
     if (!this.streaming) {
       const held = this.held!;
-      const body = held.length === 1 ? held[0]! : Buffer.concat(held, this.heldBytes);
       this.held = undefined;
-      this.client.write(Buffer.concat([Buffer.from(this.head(body.length), 'latin1'), body]));
+      // Head and body in one writev: the body's pieces are not copied together.
+      this.client.cork();
+      this.client.write(this.head(this.heldBytes), 'latin1');
+      for (const piece of held) this.client.write(piece);
+      this.client.uncork();
     }
     this.call.finished();
     this.done(this.keeps());
@@ -709,6 +722,7 @@ class LaneExchange {
     this.client.write(
       `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n${answer.headers}content-length: ${length}\r\ndate: ${httpDate()}\r\n${connection}\r\n${answer.body}`,
     );
+    this.call.finished();
     this.done(this.keeps());
   }
 }
