@@ -17,6 +17,7 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.j
 import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
 import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
+import { FastLane, type LaneRouter } from './fast-lane.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
@@ -48,6 +49,12 @@ export interface HttpServer {
    * CACHEMON_WEB_CONFIG_INVALID and changes nothing. Nothing to do without webConfigFile.
    */
   reloadWebConfig(): Promise<void>;
+  /**
+   * Puts the fast lane (fast-lane.ts) in front of the routes: requests `router` takes are answered
+   * on the client's socket, the rest by the routes as before. Not with a web config: behind TLS or
+   * basic auth every request passes the framework's checks (returns false, nothing installed).
+   */
+  fastLane(router: LaneRouter): boolean;
 }
 
 export interface ErrorAnswer {
@@ -246,6 +253,11 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
       ready = value;
     },
     listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https'),
+    fastLane: (router: LaneRouter): boolean => {
+      if (webConfig !== undefined) return false;
+      new FastLane(app.server, { router, bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT });
+      return true;
+    },
     reloadWebConfig: async () => {
       const file = options.webConfigFile;
       if (file === undefined || security === undefined) return;

@@ -38,6 +38,10 @@ export { formatHostPort, listenAddressSchema, parseListenAddress, serverAddressS
 export type { ListenAddress } from './listen-address.js';
 
 export { createHttpServer, scrapeDeadline, toErrorAnswer } from './http.js';
+export { answer, FastLane, statusLine, writeHeld } from './fast-lane.js';
+export type { FastLaneOptions, LaneHandler, LaneReply, LaneRequest, LaneRouter } from './fast-lane.js';
+export { AnswerFramer, HEAD_END, parseRequestHead } from './http-framing.js';
+export type { RequestHead } from './http-framing.js';
 export type {
   BoundAddress,
   ErrorAnswer,

@@ -1,36 +1,16 @@
 /**
- * The fast lane: the query proxy's single-group path, read and answered on the client's socket
- * itself, with the store asked over a kept-alive socket of its own, and no HTTP framework, request
- * or response object, stream or agent in between. Everything else on the same connection is
- * passed to the node:http server (and fastify) unchanged.
- *
- * Why: on the 2-vCPU VM of bench/query-proxy, a hop through node:http's server and client cost
- * ~0.4 ms a request at one client, and the proxy through fastify ~0.6-0.85 ms, against ~0.1 ms for
- * a bare socket relay in Node or for nginx (bench/query-proxy/README.md, "The fast lane"). Dashboard
- * queries take the stores 2-10 ms: the framework's share alone broke the 1.1x goal.
- *
- * How a connection is served. Requests are read one at a time, in order:
- * - a request the lane takes (parseRequestHead: HTTP/1.1 GET or POST with at most a Content-Length
- *   body) is offered to the router (server.ts). If the router gives a LaneCall, the lane asks the
- *   store and answers; if not, the request's bytes go to node:http through an in-process
- *   connection (a Duplex pair, which node:http serves as it serves a socket), and its answer's
- *   bytes back to the client, read by AnswerFramer to know where the answer ends;
- * - a request the lane does not read exactly as node:http would (another method or version, a
- *   chunked body, Expect, Upgrade, a repeated header, a head past 64 KB) hands the rest of the
- *   connection to node:http: every byte from then on is piped both ways.
- * So node:http answers everything the lane does not, as before, on the same connection.
+ * The query proxy's single-group path on the fast lane (core's fast-lane.ts): a query that routes
+ * to one group of one plain-HTTP store is read on the client's socket, written to a kept-alive
+ * socket of the lane's own to the store, and its answer written back: held and written in one
+ * piece when it ends within LANE_HOLD_BYTES, streamed past that. Failures answer as the routes
+ * do (server.ts builds the LaneCall, with the same messages, metrics and log lines).
  */
-import { STATUS_CODES } from 'node:http';
-import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { Duplex } from 'node:stream';
-import { AnswerFramer, HEAD_END, parseRequestHead } from './http-framing.js';
-import type { RequestHead } from './http-framing.js';
+import { AnswerFramer, answer, statusLine, writeHeld } from '@cachemon/core';
+import type { LaneHandler, LaneReply } from '@cachemon/core';
 import { errorText } from './upstream.js';
 
-/** Longest request head the lane reads; a longer one (a GET carrying a long query) goes to node:http. */
-const MAX_LANE_HEAD_BYTES = 64 * 1024;
 /** An answer that ends within this many bytes is written to the client in one write. */
 export const LANE_HOLD_BYTES = 64 * 1024;
 /** Most of a failed (5xx) answer's body read for the error message. */
@@ -39,15 +19,6 @@ const ERROR_BODY_BYTES = 4096;
 const SOCKETS_PER_STORE = 64;
 /** A kept socket to a store unused this long is closed. */
 const IDLE_STORE_SOCKET_MS = 60_000;
-
-export interface LaneRequest {
-  readonly head: RequestHead;
-  /** The request-target's path, without the query string. */
-  readonly path: string;
-  /** The query string, without `?`. */
-  readonly search: string;
-  readonly body: Buffer;
-}
 
 /** How a lane call ended without a complete answer. */
 export interface LaneFailure {
@@ -78,81 +49,28 @@ export interface LaneCall {
   finished(): void;
 }
 
-export type LaneRouter = (request: LaneRequest) => LaneCall | undefined;
+/** The stores' sockets of one query proxy, and the handlers of its lane calls. */
+export class ProxyLane {
+  private readonly pools = new Map<string, StorePool>();
 
-export interface FastLaneOptions {
-  readonly router: LaneRouter;
-  /** Largest request body read by the lane (a larger one goes to node:http, which refuses it). */
-  readonly bodyLimitBytes: number;
-}
-
-/** The `Date` header's value, made at most once a second. */
-let dateSecond = -1;
-let dateText = '';
-function httpDate(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    dateText = new Date(now).toUTCString();
-  }
-  return dateText;
-}
-
-/** One side of an in-process connection. */
-class Half extends Duplex {
-  peer!: Half;
-  private pending: (() => void) | undefined;
-  constructor(private readonly real: Socket) {
-    super();
-  }
-  override _read(): void {
-    const pending = this.peer.pending;
-    if (pending !== undefined) {
-      this.peer.pending = undefined;
-      pending();
+  pool(host: string, port: number): StorePool {
+    const key = `${host}:${port}`;
+    let pool = this.pools.get(key);
+    if (pool === undefined) {
+      pool = new StorePool(host, port);
+      this.pools.set(key, pool);
     }
+    return pool;
   }
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.peer.push(chunk)) callback();
-    else this.pending = callback;
+
+  /** The lane's handler for `call`. */
+  handler(call: LaneCall): LaneHandler {
+    return (reply) => new LaneExchange(this, call, reply).start();
   }
-  override _final(callback: (error?: Error | null) => void): void {
-    this.peer.push(null);
-    callback();
-  }
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    const pending = this.pending;
-    this.pending = undefined;
-    pending?.();
-    if (!this.peer.destroyed) this.peer.destroy();
-    callback(error);
-  }
-  // What node:http and fastify read of a socket: the client's.
-  get remoteAddress(): string | undefined {
-    return this.real.remoteAddress;
-  }
-  get remotePort(): number | undefined {
-    return this.real.remotePort;
-  }
-  get remoteFamily(): string | undefined {
-    return this.real.remoteFamily;
-  }
-  get localAddress(): string | undefined {
-    return this.real.localAddress;
-  }
-  get localPort(): number | undefined {
-    return this.real.localPort;
-  }
-  // Timeouts and socket options are the client socket's business (the lane's).
-  setTimeout(_ms: number, _callback?: () => void): this {
-    return this;
-  }
-  setNoDelay(_noDelay?: boolean): this {
-    return this;
-  }
-  setKeepAlive(_enable?: boolean, _delay?: number): this {
-    return this;
+
+  close(): void {
+    for (const pool of this.pools.values()) pool.close();
+    this.pools.clear();
   }
 }
 
@@ -253,240 +171,6 @@ function own(socket: OwnedSocket, owner: StoreSocketOwner | undefined): void {
   socket.on('close', () => socket[OWNER]?.gone(undefined));
 }
 
-export class FastLane {
-  private readonly connections = new Set<LaneConnection>();
-  private readonly pools = new Map<string, StorePool>();
-  /** node:http's own listeners for new connections: given the connections (or parts) the lane does not serve. */
-  private readonly serve: Array<(socket: Duplex) => void>;
-  closing = false;
-
-  constructor(
-    readonly server: Server,
-    readonly options: FastLaneOptions,
-  ) {
-    this.serve = server.listeners('connection') as Array<(socket: Duplex) => void>;
-    server.removeAllListeners('connection');
-    server.on('connection', (socket: Socket) => {
-      const connection = new LaneConnection(this, socket);
-      this.connections.add(connection);
-      socket.once('close', () => this.connections.delete(connection));
-    });
-    // close() sweeps idle connections with these (core/http.ts); the lane's are its own to close.
-    const closeIdle = server.closeIdleConnections.bind(server);
-    const closeAll = server.closeAllConnections.bind(server);
-    server.closeIdleConnections = () => {
-      this.closing = true;
-      for (const connection of this.connections) connection.closeIfIdle();
-      closeIdle();
-    };
-    server.closeAllConnections = () => {
-      this.closing = true;
-      for (const connection of this.connections) connection.destroy();
-      closeAll();
-    };
-    server.once('close', () => {
-      for (const pool of this.pools.values()) pool.close();
-    });
-  }
-
-  /** Gives node:http a connection to serve. */
-  hand(socket: Duplex): void {
-    for (const listener of this.serve) listener.call(this.server, socket);
-  }
-
-  pool(host: string, port: number): StorePool {
-    const key = `${host}:${port}`;
-    let pool = this.pools.get(key);
-    if (pool === undefined) {
-      pool = new StorePool(host, port);
-      this.pools.set(key, pool);
-    }
-    return pool;
-  }
-
-  keepAliveMs(): number {
-    return this.server.keepAliveTimeout > 0 ? this.server.keepAliveTimeout : 5000;
-  }
-}
-
-/** Writes `bytes` to `to`; when its buffer is full, `from` is paused until it drains (one listener at a time). */
-function writeHeld(to: Socket | Duplex, bytes: Buffer, from: Socket | Duplex): void {
-  if (to.write(bytes) || from.isPaused()) return;
-  from.pause();
-  to.once('drain', () => from.resume());
-}
-
-/** One client connection. */
-class LaneConnection {
-  private buffered: Buffer | undefined;
-  private busy = false;
-  /** The client has sent its last byte (FIN). */
-  private ended = false;
-  /** The in-process connection to node:http, once a request needed it. */
-  private inner: Half | undefined;
-  /** Everything goes to node:http from now on. */
-  private piped = false;
-
-  constructor(
-    private readonly lane: FastLane,
-    private readonly socket: Socket,
-  ) {
-    socket.setNoDelay(true);
-    socket.on('data', this.onData);
-    socket.on('end', this.onEnd);
-    socket.on('error', () => undefined); // 'close' follows
-    socket.on('close', () => this.inner?.destroy());
-    socket.on('timeout', () => socket.destroy());
-    socket.setTimeout(lane.keepAliveMs());
-  }
-
-  private readonly onData = (chunk: Buffer): void => {
-    if (this.piped) return;
-    this.buffered = this.buffered === undefined || this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
-    if (!this.busy) this.next();
-    // Requests sent ahead of their turn: read no more of them until this one is answered.
-    else if (this.buffered.length > this.lane.options.bodyLimitBytes + MAX_LANE_HEAD_BYTES) this.socket.pause();
-  };
-  /** When the request being read began to arrive (it is not all there yet). */
-  private partialSince: number | undefined;
-
-  private readonly onEnd = (): void => {
-    this.ended = true;
-    if (this.piped) return;
-    // A client that ends its side while a request is under way has given up on it (node:http
-    // takes it so, too): the request is canceled.
-    if (this.busy) this.socket.destroy();
-    else this.socket.end();
-  };
-
-  closeIfIdle(): void {
-    if (!this.busy && !this.piped && (this.buffered === undefined || this.buffered.length === 0)) this.socket.destroy();
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-
-  /** Reads the next request, if it is all there. */
-  private next(): void {
-    const buffered = this.buffered;
-    if (buffered === undefined || buffered.length === 0) {
-      if (this.ended || this.lane.closing) this.socket.end();
-      return;
-    }
-    // A request that takes longer to arrive than node:http allows a head: node:http's, with its timeouts.
-    const now = Date.now();
-    this.partialSince ??= now;
-    if (now - this.partialSince > this.lane.server.headersTimeout) return this.pipe();
-    const end = buffered.indexOf(HEAD_END);
-    if (end < 0) {
-      // Lines ended by LF alone, or a head past what the lane reads: node:http's to read.
-      if (buffered.length > MAX_LANE_HEAD_BYTES || buffered.includes('\n\n')) this.pipe();
-      return;
-    }
-    if (end > MAX_LANE_HEAD_BYTES) return this.pipe();
-    const head = parseRequestHead(buffered.toString('latin1', 0, end));
-    if (head === undefined || head.contentLength > this.lane.options.bodyLimitBytes) return this.pipe();
-    const total = end + 4 + head.contentLength;
-    if (buffered.length < total) return;
-    const request = buffered.subarray(0, total);
-    this.buffered = buffered.subarray(total);
-    this.partialSince = undefined;
-    this.busy = true;
-    this.socket.setTimeout(0);
-    const at = head.target.indexOf('?');
-    let call: LaneCall | undefined;
-    try {
-      call = this.lane.closing
-        ? undefined
-        : this.lane.options.router({
-            head,
-            path: at < 0 ? head.target : head.target.slice(0, at),
-            search: at < 0 ? '' : head.target.slice(at + 1),
-            body: request.subarray(end + 4),
-          });
-    } catch {
-      call = undefined; // node:http and the routes answer it, errors included
-    }
-    if (call === undefined) this.viaServer(request);
-    else new LaneExchange(this.lane, call, this.socket, head.keepAlive && !this.ended, (keep) => this.done(keep)).start();
-  }
-
-  /** The request answered; the next one, or the connection closed. */
-  private done(keep: boolean): void {
-    this.busy = false;
-    if (!keep || this.socket.destroyed) {
-      if (!this.socket.destroyed) this.socket.end();
-      return;
-    }
-    this.socket.setTimeout(this.lane.keepAliveMs());
-    if (this.socket.isPaused()) this.socket.resume();
-    this.next();
-  }
-
-  private innerSide(): Half {
-    if (this.inner !== undefined && !this.inner.destroyed) return this.inner;
-    const ours = new Half(this.socket);
-    const theirs = new Half(this.socket);
-    ours.peer = theirs;
-    theirs.peer = ours;
-    ours.on('error', () => undefined);
-    theirs.on('error', () => undefined);
-    // node:http ended or dropped it (Connection: close, a malformed request, its timeouts): the
-    // client's connection follows, unless it is idle. What node:http wrote before has been passed on.
-    const gone = (): void => {
-      if (this.inner !== ours) return;
-      this.inner = undefined;
-      if (this.piped) this.socket.end();
-      else if (this.busy) this.socket.destroy(); // its answer did not end
-    };
-    ours.on('end', gone);
-    ours.on('close', gone);
-    this.inner = ours;
-    this.lane.hand(theirs);
-    return ours;
-  }
-
-  /** One request answered by node:http: its answer's bytes passed on until the answer ends. */
-  private viaServer(request: Buffer): void {
-    const inner = this.innerSide();
-    const framer = new AnswerFramer(() => undefined);
-    const onData = (chunk: Buffer): void => {
-      let used: number;
-      try {
-        used = framer.push(chunk);
-      } catch {
-        this.socket.destroy();
-        inner.destroy();
-        return;
-      }
-      writeHeld(this.socket, used === chunk.length ? chunk : chunk.subarray(0, used), inner);
-      if (!framer.done) return;
-      inner.off('data', onData);
-      const close = framer.headers.get('connection')?.toLowerCase() === 'close';
-      if (close) inner.destroy();
-      this.done(!close);
-    };
-    inner.on('data', onData);
-    inner.write(request);
-  }
-
-  /** The rest of the connection is node:http's: bytes piped both ways. */
-  private pipe(): void {
-    this.piped = true;
-    this.socket.setTimeout(0);
-    const inner = this.innerSide();
-    const rest = this.buffered;
-    this.buffered = undefined;
-    if (rest !== undefined && rest.length > 0) inner.write(rest);
-    this.socket.off('data', this.onData);
-    this.socket.on('data', (chunk: Buffer) => writeHeld(inner, chunk, this.socket));
-    if (this.ended) inner.end();
-    else this.socket.once('end', () => inner.end());
-    inner.on('data', (chunk: Buffer) => writeHeld(this.socket, chunk, inner));
-  }
-}
-
 /** One request to a store and its answer to the client. */
 class LaneExchange {
   private socket: OwnedSocket | undefined;
@@ -504,13 +188,15 @@ class LaneExchange {
   /** A 5xx answer's first bytes, for the message. */
   private errorText: string | undefined;
 
+  private readonly client: Socket;
+
   constructor(
-    private readonly lane: FastLane,
+    private readonly lane: ProxyLane,
     private readonly call: LaneCall,
-    private readonly client: Socket,
-    private readonly keepAlive: boolean,
-    private readonly done: (keep: boolean) => void,
-  ) {}
+    private readonly reply: LaneReply,
+  ) {
+    this.client = reply.socket;
+  }
 
   private readonly clientGone = (): void => this.fail({ kind: 'canceled', phase: this.framer?.headDone ? 'body' : 'head', problem: 'the client went away' });
 
@@ -638,19 +324,21 @@ class LaneExchange {
   private head(length: number | undefined): string {
     const framer = this.framer!;
     const status = framer.status;
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${this.extra}`;
+    let head = `${statusLine(status)}${this.extra}`;
     const type = framer.headers.get('content-type');
     if (type !== undefined) head += `content-type: ${type}\r\n`;
     const encoding = framer.headers.get('content-encoding');
     if (encoding !== undefined) head += `content-encoding: ${encoding}\r\n`;
     head += length === undefined ? 'transfer-encoding: chunked\r\n' : `content-length: ${length}\r\n`;
-    head += `date: ${httpDate()}\r\n`;
-    head += this.keeps() ? `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(this.lane.keepAliveMs() / 1000)}\r\n\r\n` : 'connection: close\r\n\r\n';
-    return head;
+    return head + this.reply.tail();
   }
 
   private keeps(): boolean {
-    return this.keepAlive && !this.lane.closing;
+    return this.reply.keeps();
+  }
+
+  private done(keep: boolean): void {
+    this.reply.done(keep);
   }
 
   /** Past what is held: the answer streamed from here (chunked, unless the store said its length). */
@@ -711,19 +399,14 @@ class LaneExchange {
       return;
     }
     if (failure.phase === 'body') this.call.brokeOff(failure, false);
-    const answer = this.call.failed(failure);
-    if (answer === undefined || this.client.destroyed) {
+    const failed = this.call.failed(failure);
+    if (failed === undefined || this.client.destroyed) {
       this.client.destroy();
       this.done(false);
       return;
     }
-    const length = Buffer.byteLength(answer.body);
-    const connection = this.keeps() ? `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(this.lane.keepAliveMs() / 1000)}\r\n` : 'connection: close\r\n';
-    this.client.write(
-      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n${answer.headers}content-length: ${length}\r\ndate: ${httpDate()}\r\n${connection}\r\n${answer.body}`,
-    );
     this.call.finished();
-    this.done(this.keeps());
+    answer(this.reply, failed.status, failed.headers, failed.body);
   }
 }
 

@@ -11,7 +11,7 @@ import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { createHttpServer, errorMessage, isCachemonError, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
-import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
+import type { FastifyReply, FastifyRequest, LaneHandler, LaneRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
 import { combiningProblem, matchesForGroup, parseQuery, planMatches, planQuery, PromQLParseError, queryForGroup } from './planner.js';
@@ -20,8 +20,8 @@ import { groupWarnings, mergeMetadata, MergeError, mergeQueryData, mergeSeriesDa
 import type { GroupAnswer, Merged } from './merge.js';
 import { ProxyMetrics } from './self-metrics.js';
 import { GroupCall, GroupFailure, groupSearch, storeTarget, Upstreams } from './upstream.js';
-import { FastLane } from './fast-lane.js';
-import type { LaneCall, LaneFailure, LaneRequest } from './fast-lane.js';
+import { ProxyLane } from './fast-lane.js';
+import type { LaneCall, LaneFailure } from './fast-lane.js';
 import type { UpstreamRequest } from './upstream.js';
 
 /** Largest request body: a dashboard's POSTed query with every node of a variable in a regex. */
@@ -475,7 +475,12 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     ['/api/v1/query', 'query'],
     ['/api/v1/query_range', 'query_range'],
   ]);
-  const laneRoute = (request: LaneRequest): LaneCall | undefined => {
+  const proxyLane = new ProxyLane();
+  const laneRoute = (request: LaneRequest): LaneHandler | undefined => {
+    const call = laneCall(request);
+    return call === undefined ? undefined : proxyLane.handler(call);
+  };
+  const laneCall = (request: LaneRequest): LaneCall | undefined => {
     const endpoint = laneEndpoints.get(request.path);
     if (endpoint === undefined) return undefined;
     const { head } = request;
@@ -561,13 +566,14 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     };
   };
   // Behind a web config (TLS, basic auth) every request goes through fastify's checks.
-  if (options.webConfig === undefined) new FastLane(app.server, { router: laneRoute, bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES });
+  server.fastLane(laneRoute);
 
   let bound;
   try {
     bound = await server.listen(options.listen);
   } catch (err) {
     await upstreams.close();
+    proxyLane.close();
     throw err;
   }
   server.setReady(true);
@@ -581,6 +587,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     close: async () => {
       await server.close();
       await upstreams.close();
+      proxyLane.close();
     },
   };
 }

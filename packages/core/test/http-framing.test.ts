@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AnswerFramer, parseRequestHead } from '../../src/http-framing.js';
+import { AnswerFramer, parseRequestHead } from '../src/http-framing.js';
 
 /** Feeds `bytes` cut at `cuts`; returns the framer, the body and how many bytes it took. */
 function feed(bytes: Buffer, cuts: number[], noBody = false): { framer: AnswerFramer; body: string; used: number } {
