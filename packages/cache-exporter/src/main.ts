@@ -3,6 +3,7 @@ import {
   CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createHttpServer,
+  expositionLane,
   runCli,
   createLogger,
   createProcessMetrics,
@@ -14,7 +15,7 @@ import {
   sendExposition,
   acceptsGzip,
 } from '@cachemon/core';
-import type { FlagSpec } from '@cachemon/core';
+import type { ExpositionSource, FlagSpec, LaneRequest } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { loadCacheExporterConfig } from './config.js';
 import { CacheExporter } from './exporter.js';
@@ -74,6 +75,17 @@ async function main(argv: string[]): Promise<number> {
   };
   app.get('/metrics', serve((deadline, gzip) => exporter.metrics(deadline, gzip)));
   app.get('/metrics/prefixes', serve((deadline) => exporter.prefixMetrics(deadline)));
+  // The same answers on the client's socket, past the framework (core's fast-lane.ts): what a store's scrape takes.
+  const laneDeadline = (request: LaneRequest) => scrapeDeadline(request.head.headers.get('x-prometheus-scrape-timeout-seconds'), values['scrape-timeout']);
+  server.fastLane(
+    expositionLane(
+      logger,
+      new Map<string, ExpositionSource>([
+        ['/metrics', (request, gzip) => exporter.metrics(laneDeadline(request), gzip)],
+        ['/metrics/prefixes', (request) => exporter.prefixMetrics(laneDeadline(request))],
+      ]),
+    ),
+  );
 
   const reload = async (): Promise<{ restartNeeded: string[] }> => {
     try {

@@ -529,17 +529,21 @@ export function expositionBody(made: { readonly bytes?: Buffer; readonly gzipped
   };
 }
 
+/** The bytes sent for an exposition body: gzipped (gzipBody) when `gzip`. */
+export function expositionPayload(body: string | Buffer | ExpositionBody, gzip: boolean): Buffer {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) {
+    const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);
+    return gzip ? gzipBody(bytes) : bytes;
+  }
+  return gzip ? body.gzipped() : body.bytes();
+}
+
 /** Sends an exposition body, gzipped (gzipBody) when the scraper accepts it. */
 export async function sendExposition(request: FastifyRequest, reply: FastifyReply, body: string | Buffer | ExpositionBody): Promise<void> {
   reply.header('Content-Type', EXPOSITION_CONTENT_TYPE).header('Vary', 'Accept-Encoding');
   const gzip = acceptsGzip(request.headers['accept-encoding']);
-  if (typeof body === 'string' || Buffer.isBuffer(body)) {
-    if (gzip) reply.header('Content-Encoding', 'gzip').send(gzipBody(Buffer.isBuffer(body) ? body : Buffer.from(body)));
-    else reply.send(body);
-    return;
-  }
-  if (gzip) reply.header('Content-Encoding', 'gzip').send(body.gzipped());
-  else reply.send(body.bytes());
+  if (gzip) reply.header('Content-Encoding', 'gzip');
+  reply.send(expositionPayload(body, gzip));
 }
 
 /**

@@ -211,6 +211,8 @@ class LaneConnection {
   private inner: Half | undefined;
   /** Everything goes to node:http from now on. */
   private piped = false;
+  /** The request under way is node:http's (through the inner connection). */
+  private viaServerBusy = false;
 
   constructor(
     private readonly lane: FastLane,
@@ -340,7 +342,7 @@ class LaneConnection {
       if (this.inner !== ours) return;
       this.inner = undefined;
       if (this.piped) this.socket.end();
-      else if (this.busy) this.socket.destroy(); // its answer did not end
+      else if (this.viaServerBusy) this.socket.destroy(); // its answer did not end
     };
     ours.on('end', gone);
     ours.on('close', gone);
@@ -352,6 +354,7 @@ class LaneConnection {
   /** One request answered by node:http: its answer's bytes passed on until the answer ends. */
   private viaServer(request: Buffer): void {
     const inner = this.innerSide();
+    this.viaServerBusy = true;
     const framer = new AnswerFramer(() => undefined);
     const onData = (chunk: Buffer): void => {
       let used: number;
@@ -365,6 +368,7 @@ class LaneConnection {
       writeHeld(this.socket, used === chunk.length ? chunk : chunk.subarray(0, used), inner);
       if (!framer.done) return;
       inner.off('data', onData);
+      this.viaServerBusy = false;
       const close = framer.headers.get('connection')?.toLowerCase() === 'close';
       if (close) inner.destroy();
       this.done(!close);

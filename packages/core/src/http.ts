@@ -17,7 +17,8 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.j
 import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
 import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
-import { FastLane, type LaneRouter } from './fast-lane.js';
+import { answer as laneAnswer, FastLane, type LaneRequest, type LaneRouter } from './fast-lane.js';
+import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayload, type ExpositionBody } from './exposition.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
@@ -160,11 +161,17 @@ function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => 
   });
 }
 
+/** The answer to a request that failed with `err`, logged when it is a failure of the daemon. */
+export function failedRequest(err: unknown, url: string, logger: Logger): ErrorAnswer {
+  const answered = toErrorAnswer(err);
+  // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
+  if (answered.status >= 500 && answered.body.code !== Errors.NOT_READY.code) logger.error({ err, url }, 'request failed');
+  return answered;
+}
+
 function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
-    const { status, body } = toErrorAnswer(err);
-    // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
-    if (status >= 500 && body.code !== Errors.NOT_READY.code) request.log.error({ err, url: request.url }, 'request failed');
+    const { status, body } = failedRequest(err, request.url, request.log as Logger);
     return reply.code(status).type(JSON_TYPE).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -280,6 +287,33 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
         clearInterval(sweeper);
       }
     },
+  };
+}
+
+/** What an exporter's scrape path answers with, from the request and whether gzip is accepted. */
+export type ExpositionSource = (request: LaneRequest, gzip: boolean) => Promise<string | Buffer | ExpositionBody>;
+
+/**
+ * A fast-lane router for an exporter's scrape paths (`GET /metrics` and the like): answered on the
+ * socket as sendExposition answers them through the routes (Content-Type, Vary, gzip when
+ * accepted; a failure in the routes' JSON shape, logged the same way). Every other request is the
+ * routes'.
+ */
+export function expositionLane(logger: Logger, paths: ReadonlyMap<string, ExpositionSource>): LaneRouter {
+  const headers = `Content-Type: ${EXPOSITION_CONTENT_TYPE}\r\nVary: Accept-Encoding\r\n`;
+  return (request) => {
+    const source = paths.get(request.path);
+    if (source === undefined || request.head.method !== 'GET' || request.body.length > 0) return undefined;
+    return (reply) => {
+      const gzip = acceptsGzip(request.head.headers.get('accept-encoding'));
+      source(request, gzip).then(
+        (body) => laneAnswer(reply, 200, gzip ? `${headers}Content-Encoding: gzip\r\n` : headers, expositionPayload(body, gzip)),
+        (err: unknown) => {
+          const { status, body } = failedRequest(err, request.head.target, logger);
+          laneAnswer(reply, status, `Content-Type: ${JSON_TYPE}\r\n`, JSON.stringify(body));
+        },
+      );
+    };
   };
 }
 
