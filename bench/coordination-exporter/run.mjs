@@ -25,6 +25,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 
+/** Exporter processes started and not yet exited. */
+const running = new Set();
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
@@ -103,6 +105,8 @@ async function measure(size, ensemble, hung) {
   const exporter = spawn(process.execPath, [...EXPORTER_NODE_FLAGS, join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, `--log.level=${EXPORTER_LOG_LEVEL}`], {
     stdio: ['ignore', EXPORTER_LOG_LEVEL === 'warn' ? 'ignore' : 'inherit', 'inherit'],
   });
+  running.add(exporter);
+  exporter.once('exit', () => running.delete(exporter));
   const client = CLIENT === 'node' ? new NodeHttpClient('127.0.0.1', port) : new BareHttpClient('127.0.0.1', port);
   // --compare-clients: the other client too, on a connection of its own, in the same rounds.
   const other = COMPARE_CLIENTS && !hung ? (CLIENT === 'node' ? new BareHttpClient('127.0.0.1', port) : new NodeHttpClient('127.0.0.1', port)) : undefined;
@@ -190,6 +194,17 @@ async function measure(size, ensemble, hung) {
     exporter.kill('SIGTERM');
     await new Promise((resolve) => exporter.once('exit', resolve));
   }
+}
+
+// An interrupted run leaves no exporter behind (ZooKeeper is stopped by the testkit's own exit hook).
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    log(`${signal}: stopping the exporter`);
+    process.exit(130);
+  });
 }
 
 const results = [];
