@@ -264,7 +264,8 @@ class LaneConnection {
     // A request that takes longer to arrive than node:http allows a head: node:http's, with its timeouts.
     const now = Date.now();
     this.partialSince ??= now;
-    if (now - this.partialSince > this.lane.server.headersTimeout) return this.pipe();
+    const limit = this.lane.server.headersTimeout;
+    if (limit > 0 && now - this.partialSince > limit) return this.pipe();
     const end = buffered.indexOf(HEAD_END);
     if (end < 0) {
       // Lines ended by LF alone, or a head past what the lane reads: node:http's to read.

@@ -218,6 +218,21 @@ describe('the fast lane', () => {
     assert.equal(await counter('cachemon_query_proxy_fast_lane_requests_total', { endpoint: 'query' }), 1 + 5);
   });
 
+  test('a request that arrives in pieces (head cut, body in a later packet) is still the lane\'s', async () => {
+    const c = client();
+    const before = await counter('cachemon_query_proxy_fast_lane_requests_total', { endpoint: 'query' });
+    const request = post('arcus_up{scrape="long"}');
+    const cut = request.indexOf('\r\n\r\n');
+    const answered = c.send(request.slice(0, 20));
+    for (const piece of [request.slice(20, cut + 2), request.slice(cut + 2, cut + 4), request.slice(cut + 4)]) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      c.socket.write(piece);
+    }
+    const [answer] = await answered;
+    assert.deepEqual(storesOf(answer!), ['long']);
+    assert.equal(await counter('cachemon_query_proxy_fast_lane_requests_total', { endpoint: 'query' }), (before ?? 0) + 1);
+  });
+
   test('a request the lane does not read (a chunked body) is node:http\'s, and so is the rest of that connection; answers stay right', async () => {
     const c = client();
     const body = form('arcus_up{scrape="short"}');
