@@ -77,6 +77,8 @@ export class ProxyLane {
 /** A store's kept-alive sockets. */
 class StorePool {
   private readonly idle: Socket[] = [];
+  /** The proxy is closing: sockets given back are closed. */
+  private closed = false;
   private open = 0;
   private readonly waiting: Array<(socket: Socket | undefined, err?: Error) => void> = [];
 
@@ -127,6 +129,10 @@ class StorePool {
 
   /** Back for the next request (its answer was read to the end). */
   give(socket: Socket): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
     const next = this.waiting.shift();
     if (next !== undefined) {
       next(socket);
@@ -144,6 +150,7 @@ class StorePool {
   }
 
   close(): void {
+    this.closed = true;
     for (const socket of this.idle.splice(0)) socket.destroy();
     for (const next of this.waiting.splice(0)) next(undefined, new Error('the proxy is closing'));
   }
