@@ -304,17 +304,23 @@ class LaneConnection {
     const lane = this.lane;
     let answered = false;
     const keeps = (): boolean => keepAlive && !lane.closing;
-    handler({
-      socket: this.socket,
-      keeps,
-      tail: () =>
-        `Date: ${httpDate()}\r\n${keeps() ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(lane.keepAliveMs() / 1000)}\r\n` : 'Connection: close\r\n'}\r\n`,
-      done: (keep) => {
-        if (answered) return;
-        answered = true;
-        this.done(keep);
-      },
-    });
+    try {
+      handler({
+        socket: this.socket,
+        keeps,
+        tail: () =>
+          `Date: ${httpDate()}\r\n${keeps() ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(lane.keepAliveMs() / 1000)}\r\n` : 'Connection: close\r\n'}\r\n`,
+        done: (keep) => {
+          if (answered) return;
+          answered = true;
+          this.done(keep);
+        },
+      });
+    } catch {
+      // A handler that throws has no answer to give: the connection cannot be trusted to be in step.
+      this.socket.destroy();
+      this.busy = false;
+    }
   }
 
   /** The request answered; the next one, or the connection closed. */
