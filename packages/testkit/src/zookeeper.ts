@@ -167,11 +167,19 @@ async function prepareDir(dir: string, cfg: string, myid?: number): Promise<void
 
 /** A standalone ZooKeeper 3.8 on a free loopback port, ready when `srvr` reports its Mode. */
 export async function startZooKeeper(options: ZooKeeperOptions = {}): Promise<ZooKeeperServer> {
-  const dir = await tempDir('cachemon-zk-');
-  const port = await freePort();
-  const server = new ZooKeeperProcess(port, dir, true);
-  await prepareDir(dir, zooCfg(server.dataDir, port, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, []));
-  return startedOrKilled(server);
+  // freePort's port was free a moment ago; a test file running beside this one can take it before
+  // the JVM binds it. Then the server exits saying so, and is started again on another port.
+  for (let attempt = 1; ; attempt++) {
+    const dir = await tempDir('cachemon-zk-');
+    const port = await freePort();
+    const server = new ZooKeeperProcess(port, dir, true);
+    await prepareDir(dir, zooCfg(server.dataDir, port, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, []));
+    try {
+      return await startedOrKilled(server);
+    } catch (err) {
+      if (attempt >= 3 || !/BindException: Address already in use/.test(String((err as Error).message))) throw err;
+    }
+  }
 }
 
 class Ensemble implements ZooKeeperEnsemble {
