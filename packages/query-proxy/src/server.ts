@@ -19,7 +19,7 @@ import type { Plan, RouteDecision } from './planner.js';
 import { groupWarnings, mergeMetadata, MergeError, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from './merge.js';
 import type { GroupAnswer, Merged } from './merge.js';
 import { ProxyMetrics } from './self-metrics.js';
-import { GroupCall, GroupFailure, groupSearch, storeTarget, Upstreams } from './upstream.js';
+import { breakFailure, callFailure, GroupCall, GroupFailure, groupSearch, storeTarget, Upstreams } from './upstream.js';
 import { ProxyLane } from './fast-lane.js';
 import type { LaneCall, LaneFailure } from './fast-lane.js';
 import type { UpstreamRequest } from './upstream.js';
@@ -123,10 +123,21 @@ function requestParams(request: FastifyRequest): { search: string; body: string 
   const at = request.url.indexOf('?');
   const search = at === -1 ? '' : request.url.slice(at + 1);
   const body = typeof request.body === 'string' ? request.body : undefined;
-  if (!body) return { search, body, params: new URLSearchParams(search) };
+  return { search, body, params: formParams(search, body) };
+}
+
+/** The parameters of a query string and a form-encoded body: the body's first (requestParams). */
+function formParams(search: string, body: string | undefined): URLSearchParams {
+  if (!body) return new URLSearchParams(search);
   const params = new URLSearchParams(body);
   if (search !== '') for (const [k, v] of new URLSearchParams(search)) params.append(k, v);
-  return { search, body, params };
+  return params;
+}
+
+/** What a query answers when no group has anything for it, in the shape its result would have. */
+function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']): { resultType: string; result: unknown[] } {
+  const resultType = endpoint === 'query_range' ? 'matrix' : parsed.instantResultType;
+  return { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
 }
 
 function uiFiles(): Map<string, { type: string; body: Buffer }> {
@@ -209,6 +220,12 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     return { group, ms, ...(failure ? { failure: failure.kind === 'timeout' ? 'timeout' : failure.detail } : {}) };
   };
 
+  /** An answer that broke off after it began: logged and counted (`passedOn`: part of it reached the client). */
+  const brokeOff = (endpoint: Endpoint, failure: GroupFailure, passedOn: boolean): void => {
+    logger.warn({ group: failure.group.name, endpoint, error: failure.detail, passedOn }, 'a streamed answer broke off');
+    metrics.groupErrors.inc({ group: failure.group.name, kind: failure.kind });
+  };
+
   /** The warning of an answer given without a group that failed (ignore_error). */
   const missingPart = (failure: GroupFailure) => `${failure.message}; its part of the result is missing (ignore_error)`;
 
@@ -253,11 +270,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     // is cut off then, as one that never answers is.
     await relay(answer.status, { ...own, ...answer.headers }, answer.body, reply.raw, (err, sent) => {
       if (call.canceled) return undefined;
-      const failure = call.timedOut
-        ? new GroupFailure(group, 'timeout', `the answer did not end within the group's timeout of ${group.timeoutMs} ms`)
-        : new GroupFailure(group, 'unavailable', `the store broke off its answer: ${errorMessage(err)}`);
-      logger.warn({ group: group.name, endpoint, error: failure.detail, passedOn: sent }, 'a streamed answer broke off');
-      metrics.groupErrors.inc({ group: group.name, kind: failure.kind });
+      const failure = breakFailure(group, call.timedOut, errorMessage(err));
+      brokeOff(endpoint, failure, sent);
       if (sent) return undefined;
       // Nothing of it has reached the client yet: say so in the API's shape, as for a failed group.
       return { ...singleFailure(endpoint, group, failure, empty), headers: { ...own, 'content-type': JSON_TYPE } };
@@ -358,8 +372,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       }
       return plan(query);
     });
-    const resultType = endpoint === 'query_range' ? 'matrix' : planned.parsed.instantResultType;
-    const empty = { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
+    const empty = emptyResult(endpoint, planned.parsed);
     if (planned.decision === 'none') return success(reply, endpoint, empty, []);
     if (planned.decision === 'spanning') return success(reply, endpoint, empty, [planned.reason!]);
     const path = `/api/v1/${endpoint}`;
@@ -490,13 +503,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       if (type === undefined || !/^application\/x-www-form-urlencoded\s*(?:;|$)/i.test(type)) return undefined;
       body = request.body.toString('utf8');
     } else if (request.body.length > 0) return undefined;
-    // As requestParams(): the body's parameters first, then the query string's.
-    let params: URLSearchParams;
-    if (body) {
-      params = new URLSearchParams(body);
-      if (request.search !== '') for (const [k, v] of new URLSearchParams(request.search)) params.append(k, v);
-    } else params = new URLSearchParams(request.search);
-    const query = params.get('query');
+    const query = formParams(request.search, body).get('query');
     if (query === null || query.length > maxQueryLength) return undefined;
     let planned: Plan;
     try {
@@ -514,8 +521,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     const started = performance.now();
     metrics.requests.inc({ endpoint, decision: planned.decision });
     metrics.laneAnswers.inc({ endpoint });
-    const resultType = endpoint === 'query_range' ? 'matrix' : planned.parsed.instantResultType;
-    const empty = { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
+    const empty = emptyResult(endpoint, planned.parsed);
     const search = groupSearch(group, request.search);
     const host = store.hostname.includes(':') ? `[${store.hostname}]:${store.port}` : `${store.hostname}:${store.port}`;
     let requestHead = `${head.method} ${store.prefix}${request.path}${search === '' ? '' : `?${search}`} HTTP/1.1\r\nHost: ${host}\r\n`;
@@ -525,10 +531,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     requestHead += 'Connection: keep-alive\r\n\r\n';
     const route = `X-Cachemon-Route: ${planned.decision}\r\n`;
     let answeredLines = route;
-    const bodyFailure = (failure: LaneFailure): GroupFailure =>
-      failure.kind === 'timeout'
-        ? new GroupFailure(group, 'timeout', `the answer did not end within the group's timeout of ${group.timeoutMs} ms`)
-        : new GroupFailure(group, 'unavailable', `the store broke off its answer: ${failure.problem}`);
+    const bodyFailure = (failure: LaneFailure): GroupFailure => breakFailure(group, failure.kind === 'timeout', failure.problem);
     return {
       label,
       host: store.hostname,
@@ -546,21 +549,13 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
           const answer = singleFailure(endpoint, group, bodyFailure(failure), empty);
           return { status: answer.status, headers: `${answeredLines}Content-Type: ${JSON_TYPE}\r\n`, body: answer.text };
         }
-        const groupFailure =
-          failure.kind === 'canceled'
-            ? new GroupFailure(group, 'canceled', 'the client went away')
-            : failure.kind === 'timeout'
-              ? new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms (${failure.problem})`)
-              : new GroupFailure(group, 'unavailable', `no replica answered (${failure.problem})`);
+        const groupFailure = callFailure(group, { canceled: failure.kind === 'canceled', timedOut: failure.kind === 'timeout' }, [failure.problem]);
         const timing = recordGroup(endpoint, group, started, groupFailure);
         const answer = singleFailure(endpoint, group, groupFailure, empty);
         return { status: answer.status, headers: `${route}Server-Timing: ${serverTiming([timing])}\r\nContent-Type: ${JSON_TYPE}\r\n`, body: answer.text };
       },
       brokeOff: (failure, passedOn) => {
-        if (failure.kind === 'canceled') return;
-        const groupFailure = bodyFailure(failure);
-        logger.warn({ group: group.name, endpoint, error: groupFailure.detail, passedOn }, 'a streamed answer broke off');
-        metrics.groupErrors.inc({ group: group.name, kind: groupFailure.kind });
+        if (failure.kind !== 'canceled') brokeOff(endpoint, bodyFailure(failure), passedOn);
       },
       finished: () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000),
     };

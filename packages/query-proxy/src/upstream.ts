@@ -270,21 +270,13 @@ export class Upstreams {
       try {
         answer = await this.requestOnce(target, pathAndQuery, req.method, headers, body, call);
       } catch (err) {
-        throw this.callFailure(group, call, [`${target}: ${errorMessage(err)}`]);
+        throw callFailure(group, call, [`${target}: ${errorMessage(err)}`]);
       }
       const status = answer.statusCode ?? 0;
-      if (status >= 500) throw this.callFailure(group, call, [`${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`]);
+      if (status >= 500) throw callFailure(group, call, [`${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`]);
       return answerOf(answer, status, target);
     }
     return this.race(group, targets, (target, started) => this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started), call);
-  }
-
-  /** Why a call failed: the client gone, the timeout, or (when neither) every replica's problem. */
-  private callFailure(group: ServerGroup, call: GroupCall, problems: readonly string[]): GroupFailure {
-    if (call.canceled) return new GroupFailure(group, 'canceled', 'the client went away');
-    const said = problems.length > 0 ? ` (${problems.join('; ')})` : '';
-    if (call.timedOut) return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
-    return new GroupFailure(group, 'unavailable', `no replica answered${said}`);
   }
 
   /**
@@ -314,7 +306,7 @@ export class Upstreams {
         if (target === undefined) {
           if (waiting.size === 0) {
             settle();
-            reject(this.callFailure(group, call, problems));
+            reject(callFailure(group, call, problems));
           }
           return;
         }
@@ -352,7 +344,7 @@ export class Upstreams {
             if (settled) return;
             if (call.canceled || call.timedOut) {
               settle();
-              reject(this.callFailure(group, call, problems));
+              reject(callFailure(group, call, problems));
               return;
             }
             this.failedAt.set(target, this.now());
@@ -391,6 +383,21 @@ export class Upstreams {
     this.http.destroy();
     this.https.destroy();
   }
+}
+
+/** Why a call failed before its answer began: the client gone, the timeout, or (when neither) every replica's problem. */
+export function callFailure(group: ServerGroup, ended: { readonly canceled: boolean; readonly timedOut: boolean }, problems: readonly string[]): GroupFailure {
+  if (ended.canceled) return new GroupFailure(group, 'canceled', 'the client went away');
+  const said = problems.length > 0 ? ` (${problems.join('; ')})` : '';
+  if (ended.timedOut) return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
+  return new GroupFailure(group, 'unavailable', `no replica answered${said}`);
+}
+
+/** Why an answer that had begun did not end: the group's timeout, or the store breaking it off (`problem`). */
+export function breakFailure(group: ServerGroup, timedOut: boolean, problem: string): GroupFailure {
+  return timedOut
+    ? new GroupFailure(group, 'timeout', `the answer did not end within the group's timeout of ${group.timeoutMs} ms`)
+    : new GroupFailure(group, 'unavailable', `the store broke off its answer: ${problem}`);
 }
 
 /** A store's error body, short: the Prometheus `error` field when it is one. */
