@@ -3,7 +3,6 @@ import {
   CHECK_CONFIG_FLAG,
   answeredHelpOrVersion,
   createHttpServer,
-  expositionLane,
   runCli,
   createLogger,
   createProcessMetrics,
@@ -12,14 +11,12 @@ import {
   loadWebConfig,
   parseFlags,
   scrapeDeadline,
-  sendExposition,
-  acceptsGzip,
+  serveExposition,
 } from '@cachemon/core';
-import type { ExpositionSource, FlagSpec, LaneRequest } from '@cachemon/core';
+import type { ExpositionSource, FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { loadCacheExporterConfig } from './config.js';
 import { CacheExporter } from './exporter.js';
-import type { MetricsBody } from './exporter.js';
 import { VERSION } from './version.js';
 
 const FLAGS = {
@@ -67,24 +64,15 @@ async function main(argv: string[]): Promise<number> {
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
 
-  type Request = Parameters<typeof sendExposition>[0];
-  type Reply = Parameters<typeof sendExposition>[1];
-  const serve = (collect: (deadline: number, gzip: boolean) => Promise<MetricsBody>) => async (request: Request, reply: Reply) => {
-    const deadline = scrapeDeadline(request.headers['x-prometheus-scrape-timeout-seconds'], values['scrape-timeout']);
-    await sendExposition(request, reply, await collect(deadline, acceptsGzip(request.headers['accept-encoding'])));
-  };
-  app.get('/metrics', serve((deadline, gzip) => exporter.metrics(deadline, gzip)));
-  app.get('/metrics/prefixes', serve((deadline) => exporter.prefixMetrics(deadline)));
-  // The same answers on the client's socket, past the framework (core's fast-lane.ts): what a store's scrape takes.
-  const laneDeadline = (request: LaneRequest) => scrapeDeadline(request.head.headers.get('x-prometheus-scrape-timeout-seconds'), values['scrape-timeout']);
-  server.fastLane(
-    expositionLane(
-      logger,
-      new Map<string, ExpositionSource>([
-        ['/metrics', (request, gzip) => exporter.metrics(laneDeadline(request), gzip)],
-        ['/metrics/prefixes', (request) => exporter.prefixMetrics(laneDeadline(request))],
-      ]),
-    ),
+  // Through the routes, and on the fast lane (core's fast-lane.ts): what a store's scrape takes.
+  const deadline = (timeoutHeader: string | string[] | undefined) => scrapeDeadline(timeoutHeader, values['scrape-timeout']);
+  serveExposition(
+    server,
+    logger,
+    new Map<string, ExpositionSource>([
+      ['/metrics', (timeoutHeader, gzip) => exporter.metrics(deadline(timeoutHeader), gzip)],
+      ['/metrics/prefixes', (timeoutHeader) => exporter.prefixMetrics(deadline(timeoutHeader))],
+    ]),
   );
 
   const reload = async (): Promise<{ restartNeeded: string[] }> => {

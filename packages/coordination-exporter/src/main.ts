@@ -5,7 +5,6 @@ import {
   CachemonError,
   Errors,
   createHttpServer,
-  expositionLane,
   runCli,
   createLogger,
   createProcessMetrics,
@@ -16,7 +15,7 @@ import {
   loadWebConfig,
   parseFlags,
   scrapeDeadline,
-  sendExposition,
+  serveExposition,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
@@ -72,11 +71,8 @@ async function main(argv: string[]): Promise<number> {
   const webConfigFile = values['web.config.file'] || undefined;
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
-  const scrape = async (timeoutHeader: string | string[] | undefined) =>
-    exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS));
-  app.get('/metrics', async (request, reply) => sendExposition(request, reply, await scrape(request.headers['x-prometheus-scrape-timeout-seconds'])));
-  // The same answer on the client's socket, past the framework (core's fast-lane.ts): what a store's scrape takes.
-  server.fastLane(expositionLane(logger, new Map([['/metrics', (request) => scrape(request.head.headers.get('x-prometheus-scrape-timeout-seconds'))]])));
+  // Through the routes, and on the fast lane (core's fast-lane.ts): what a store's scrape takes.
+  serveExposition(server, logger, new Map([['/metrics', async (timeoutHeader) => exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS))]]));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
     const list = exporter.endpoints.map((e) => `<li>${formatEndpoint(e).replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</li>`).join('');

@@ -17,8 +17,8 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.j
 import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
 import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
-import { answer as laneAnswer, FastLane, type LaneRequest, type LaneRouter } from './fast-lane.js';
-import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayload, type ExpositionBody } from './exposition.js';
+import { answer as laneAnswer, FastLane, type LaneRouter } from './fast-lane.js';
+import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayload, sendExposition, type ExpositionBody } from './exposition.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
@@ -290,8 +290,26 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
   };
 }
 
-/** What an exporter's scrape path answers with, from the request and whether gzip is accepted. */
-export type ExpositionSource = (request: LaneRequest, gzip: boolean) => Promise<string | Buffer | ExpositionBody>;
+/**
+ * What an exporter's scrape path answers with, from the scraper's X-Prometheus-Scrape-Timeout-Seconds
+ * (scrapeDeadline) and whether it accepts gzip.
+ */
+export type ExpositionSource = (timeoutHeader: string | string[] | undefined, gzip: boolean) => Promise<string | Buffer | ExpositionBody>;
+
+const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
+
+/**
+ * Serves an exporter's scrape paths: `GET <path>` through the routes (sendExposition) and the same
+ * answers on the fast lane (expositionLane), where there is one.
+ */
+export function serveExposition(server: HttpServer, logger: Logger, paths: ReadonlyMap<string, ExpositionSource>): void {
+  for (const [path, source] of paths) {
+    server.app.get(path, async (request, reply) => {
+      await sendExposition(request, reply, await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])));
+    });
+  }
+  server.fastLane(expositionLane(logger, paths));
+}
 
 /**
  * A fast-lane router for an exporter's scrape paths (`GET /metrics` and the like): answered on the
@@ -306,7 +324,7 @@ export function expositionLane(logger: Logger, paths: ReadonlyMap<string, Exposi
     if (source === undefined || request.head.method !== 'GET' || request.body.length > 0) return undefined;
     return (reply) => {
       const gzip = acceptsGzip(request.head.headers.get('accept-encoding'));
-      source(request, gzip).then(
+      source(request.head.headers.get(TIMEOUT_HEADER), gzip).then(
         (body) => laneAnswer(reply, 200, gzip ? `${headers}Content-Encoding: gzip\r\n` : headers, expositionPayload(body, gzip)),
         (err: unknown) => {
           const { status, body } = failedRequest(err, request.head.target, logger);

@@ -78,8 +78,8 @@ describe('expositionLane: scrape paths answered on the socket, past the routes',
         new Map<string, ExpositionSource>([
           [
             '/metrics',
-            async (request, gzip) => {
-              asked.push({ gzip, timeout: request.head.headers.get('x-prometheus-scrape-timeout-seconds') });
+            async (timeout, gzip) => {
+              asked.push({ gzip, timeout: timeout as string | undefined });
               return body;
             },
           ],
