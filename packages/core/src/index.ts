@@ -41,7 +41,7 @@ export { createHttpServer, expositionLane, failedRequest, scrapeDeadline, serveE
 export type { ExpositionSource } from './http.js';
 export { answer, FastLane, statusLine, writeHeld } from './fast-lane.js';
 export type { FastLaneOptions, LaneHandler, LaneReply, LaneRequest, LaneRouter } from './fast-lane.js';
-export { AnswerFramer, HEAD_END, parseRequestHead } from './http-framing.js';
+export { AnswerFramer, parseRequestHead } from './http-framing.js';
 export type { RequestHead } from './http-framing.js';
 export type {
   BoundAddress,

@@ -2,7 +2,7 @@
  * The query proxy's single-group path on the fast lane (core's fast-lane.ts): a query that routes
  * to one group of one plain-HTTP store is read on the client's socket, written to a kept-alive
  * socket of the lane's own to the store, and its answer written back: held and written in one
- * piece when it ends within LANE_HOLD_BYTES, streamed past that. Failures answer as the routes
+ * piece when it ends within RELAY_BUFFER_BYTES, streamed past that. Failures answer as the routes
  * do (server.ts builds the LaneCall, with the same messages, metrics and log lines).
  */
 import { connect } from 'node:net';
@@ -11,8 +11,12 @@ import { AnswerFramer, answer, statusLine, writeHeld } from '@cachemon/core';
 import type { LaneHandler, LaneReply } from '@cachemon/core';
 import { errorText } from './upstream.js';
 
-/** An answer that ends within this many bytes is written to the client in one write. */
-export const LANE_HOLD_BYTES = 64 * 1024;
+/**
+ * Most of a store's answer held back before it is relayed (here and by the routes' relay): an
+ * answer that ends within this many bytes goes to the client in one write; a longer one is
+ * streamed from there on.
+ */
+export const RELAY_BUFFER_BYTES = 64 * 1024;
 /** Most of a failed (5xx) answer's body read for the error message. */
 const ERROR_BODY_BYTES = 4096;
 /** Sockets to one store, as node:http's agent allows the other path. */
@@ -193,7 +197,7 @@ class LaneExchange {
   /** What the client's answer starts with, once the store's began. */
   private extra = '';
   /** A 5xx answer's first bytes, for the message. */
-  private errorText: string | undefined;
+  private failedBody: string | undefined;
 
   private readonly client: Socket;
 
@@ -268,15 +272,15 @@ class LaneExchange {
       this.pieces = undefined;
     }
     if (!wasHead && framer.headDone) this.began();
-    if (this.errorText !== undefined) {
-      for (const piece of pieces) if (this.errorText.length < ERROR_BODY_BYTES) this.errorText += piece.toString('utf8');
+    if (this.failedBody !== undefined) {
+      for (const piece of pieces) if (this.failedBody.length < ERROR_BODY_BYTES) this.failedBody += piece.toString('utf8');
     } else if (this.streaming) {
       this.stream(pieces, framer.done);
     } else {
       for (const piece of pieces) this.held!.push(piece);
       for (const piece of pieces) this.heldBytes += piece.length;
       // Too long to hold: the client's answer begins now, and the rest is streamed as it comes.
-      if (this.heldBytes > LANE_HOLD_BYTES) {
+      if (this.heldBytes > RELAY_BUFFER_BYTES) {
         this.streaming = true;
         this.chunked = framer.headers.get('content-length') === undefined;
         const held = this.held!;
@@ -300,14 +304,14 @@ class LaneExchange {
   /** The store's answer began. */
   private began(): void {
     const status = this.framer!.status;
-    if (status >= 500) this.errorText = '';
+    if (status >= 500) this.failedBody = '';
     else this.extra = this.call.answered(status);
   }
 
   private complete(): void {
     const framer = this.framer!;
-    if (this.errorText !== undefined) {
-      const text = this.errorText.slice(0, ERROR_BODY_BYTES);
+    if (this.failedBody !== undefined) {
+      const text = this.failedBody.slice(0, ERROR_BODY_BYTES);
       this.release(framer.headers.get('connection')?.toLowerCase() !== 'close');
       this.fail({ kind: 'unavailable', phase: 'head', problem: `${this.call.label} answered ${framer.status}: ${errorText(text)}` });
       return;
@@ -340,13 +344,6 @@ class LaneExchange {
     return head + this.reply.tail();
   }
 
-  private keeps(): boolean {
-    return this.reply.keeps();
-  }
-
-  private done(keep: boolean): void {
-    this.reply.done(keep);
-  }
 
   /** Past what is held: the answer streamed from here (chunked, unless the store said its length). */
   private stream(pieces: Buffer[], last: boolean): void {
@@ -380,7 +377,7 @@ class LaneExchange {
       this.client.uncork();
     }
     this.call.finished();
-    this.done(this.keeps());
+    this.reply.done(this.reply.keeps());
   }
 
   private fail(failure: LaneFailure): void {
@@ -396,20 +393,20 @@ class LaneExchange {
     }
     if (failure.kind === 'canceled') {
       this.call.failed(failure);
-      this.done(false);
+      this.reply.done(false);
       return;
     }
     if (this.streaming) {
       this.call.brokeOff(failure, true);
       this.client.destroy();
-      this.done(false);
+      this.reply.done(false);
       return;
     }
     if (failure.phase === 'body') this.call.brokeOff(failure, false);
     const failed = this.call.failed(failure);
     if (failed === undefined || this.client.destroyed) {
       this.client.destroy();
-      this.done(false);
+      this.reply.done(false);
       return;
     }
     this.call.finished();

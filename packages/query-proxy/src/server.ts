@@ -20,7 +20,7 @@ import { groupWarnings, mergeMetadata, MergeError, mergeQueryData, mergeSeriesDa
 import type { GroupAnswer, Merged } from './merge.js';
 import { ProxyMetrics } from './self-metrics.js';
 import { breakFailure, callFailure, GroupCall, GroupFailure, groupSearch, storeTarget, Upstreams } from './upstream.js';
-import { ProxyLane } from './fast-lane.js';
+import { ProxyLane, RELAY_BUFFER_BYTES } from './fast-lane.js';
 import type { LaneCall, LaneFailure } from './fast-lane.js';
 import type { UpstreamRequest } from './upstream.js';
 
@@ -621,11 +621,6 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
   });
 }
 
-/**
- * Most of a store's answer held back before it is relayed: an answer that ends within this many
- * bytes goes to the client in one write; a longer one is streamed from here on.
- */
-export const RELAY_BUFFER_BYTES = 64 * 1024;
 
 /** What the client is told instead of an answer that broke off before any of it was passed on. */
 interface EarlyAnswer {
