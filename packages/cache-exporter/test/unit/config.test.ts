@@ -1,6 +1,6 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CachemonError, Errors } from '@cachemon/core';
@@ -13,6 +13,7 @@ import {
 } from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cache-exporter-config-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 function file(name: string, text: string): string {
   const path = join(dir, name);
   writeFileSync(path, text);
