@@ -43,6 +43,8 @@ export interface LaneCall {
   readonly requestHead: string;
   readonly body: Buffer;
   readonly timeoutMs: number;
+  /** The request is on its way to the store (or has failed to get there): counted, once, after the write. */
+  taken(): void;
   /** The store's answer began (2xx-4xx): the header lines the client's answer gets first (each ending in CRLF). */
   answered(status: number): string;
   /** The call failed before any of the answer went to the client: what the client gets instead. */
@@ -95,8 +97,9 @@ class StorePool {
   take(use: (socket: Socket | undefined, reused: boolean, err?: Error) => void): void {
     const socket = this.idle.pop();
     if (socket !== undefined) {
-      socket.setTimeout(0);
       use(socket, true);
+      // After the write (which also counts as activity): nothing delays the request.
+      socket.setTimeout(0);
       return;
     }
     if (this.open >= SOCKETS_PER_STORE) {
@@ -212,11 +215,6 @@ class LaneExchange {
   private readonly clientGone = (): void => this.fail({ kind: 'canceled', phase: this.framer?.headDone ? 'body' : 'head', problem: 'the client went away' });
 
   start(): void {
-    this.timer = setTimeout(
-      () => this.fail({ kind: 'timeout', phase: this.framer?.headDone ? 'body' : 'head', problem: `${this.call.label}: no answer within ${this.call.timeoutMs} ms` }),
-      this.call.timeoutMs,
-    );
-    this.client.once('close', this.clientGone);
     const pool = this.lane.pool(this.call.host, this.call.port);
     const use = (socket: Socket | undefined, reused: boolean, err?: Error): void => {
       if (this.settled) {
@@ -254,7 +252,16 @@ class LaneExchange {
       if (this.call.body.length > 0) socket.write(this.call.body);
       socket.uncork();
     };
+    // The request is written first (at once, on a kept socket); what only matters later follows it.
     pool.take(use);
+    if (!this.settled) {
+      this.timer = setTimeout(
+        () => this.fail({ kind: 'timeout', phase: this.framer?.headDone ? 'body' : 'head', problem: `${this.call.label}: no answer within ${this.call.timeoutMs} ms` }),
+        this.call.timeoutMs,
+      );
+      this.client.once('close', this.clientGone);
+    }
+    this.call.taken();
   }
 
   data(chunk: Buffer): void {
@@ -310,14 +317,14 @@ class LaneExchange {
 
   private complete(): void {
     const framer = this.framer!;
+    const reusable = framer.headers.get('connection')?.toLowerCase() !== 'close';
     if (this.failedBody !== undefined) {
       const text = this.failedBody.slice(0, ERROR_BODY_BYTES);
-      this.release(framer.headers.get('connection')?.toLowerCase() !== 'close');
+      this.release(reusable);
       this.fail({ kind: 'unavailable', phase: 'head', problem: `${this.call.label} answered ${framer.status}: ${errorText(text)}` });
       return;
     }
-    this.release(framer.headers.get('connection')?.toLowerCase() !== 'close');
-    this.finish();
+    this.finish(reusable);
   }
 
   /** The store's socket back to its pool (or closed), the call's timer stopped. */
@@ -362,11 +369,13 @@ class LaneExchange {
     else writeHeld(this.client, bytes, this.socket);
   }
 
-  /** The store's answer is all in: the client's too, if it was held. */
-  private finish(): void {
+  /**
+   * The store's answer is all in: the client's too, if it was held; then the store's socket goes
+   * back to its pool (`reusable`) before the client's next request is read.
+   */
+  private finish(reusable: boolean): void {
     if (this.settled) return;
     this.settled = true;
-    this.client.off('close', this.clientGone);
     if (!this.streaming) {
       const held = this.held!;
       this.held = undefined;
@@ -376,6 +385,8 @@ class LaneExchange {
       for (const piece of held) this.client.write(piece);
       this.client.uncork();
     }
+    this.client.off('close', this.clientGone);
+    this.release(reusable);
     this.call.finished();
     this.reply.done(this.reply.keeps());
   }

@@ -519,9 +519,6 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     if (store.https) return undefined;
 
     const started = performance.now();
-    metrics.requests.inc({ endpoint, decision: planned.decision });
-    metrics.laneAnswers.inc({ endpoint });
-    const empty = emptyResult(endpoint, planned.parsed);
     const search = groupSearch(group, request.search);
     const host = store.hostname.includes(':') ? `[${store.hostname}]:${store.port}` : `${store.hostname}:${store.port}`;
     let requestHead = `${head.method} ${store.prefix}${request.path}${search === '' ? '' : `?${search}`} HTTP/1.1\r\nHost: ${host}\r\n`;
@@ -531,6 +528,14 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     requestHead += 'Connection: keep-alive\r\n\r\n';
     const route = `X-Cachemon-Route: ${planned.decision}\r\n`;
     let answeredLines = route;
+    // The group's time to its answer's head, taken when the head arrives and recorded once the
+    // client's answer has been written (the histogram is no part of the answer's way back).
+    let answeredMs: number | undefined;
+    const recordAnswered = (): void => {
+      if (answeredMs === undefined) return;
+      metrics.groupDuration.observe({ group: group.name, endpoint }, answeredMs / 1000);
+      answeredMs = undefined;
+    };
     const bodyFailure = (failure: LaneFailure): GroupFailure => breakFailure(group, failure.kind === 'timeout', failure.problem);
     return {
       label,
@@ -539,25 +544,35 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       requestHead,
       body: head.method === 'POST' ? request.body : Buffer.alloc(0),
       timeoutMs: group.timeoutMs,
+      taken: () => {
+        metrics.requests.inc({ endpoint, decision: planned.decision });
+        metrics.laneAnswers.inc({ endpoint });
+      },
       answered: () => {
-        answeredLines = `${route}Server-Timing: ${serverTiming([recordGroup(endpoint, group, started)])}\r\n`;
+        answeredMs = performance.now() - started;
+        answeredLines = `${route}Server-Timing: ${serverTiming([{ group, ms: answeredMs }])}\r\n`;
         return answeredLines;
       },
       failed: (failure) => {
+        recordAnswered();
         if (failure.phase === 'body') {
           if (failure.kind === 'canceled') return undefined;
-          const answer = singleFailure(endpoint, group, bodyFailure(failure), empty);
+          const answer = singleFailure(endpoint, group, bodyFailure(failure), emptyResult(endpoint, planned.parsed));
           return { status: answer.status, headers: `${answeredLines}Content-Type: ${JSON_TYPE}\r\n`, body: answer.text };
         }
         const groupFailure = callFailure(group, { canceled: failure.kind === 'canceled', timedOut: failure.kind === 'timeout' }, [failure.problem]);
         const timing = recordGroup(endpoint, group, started, groupFailure);
-        const answer = singleFailure(endpoint, group, groupFailure, empty);
+        const answer = singleFailure(endpoint, group, groupFailure, emptyResult(endpoint, planned.parsed));
         return { status: answer.status, headers: `${route}Server-Timing: ${serverTiming([timing])}\r\nContent-Type: ${JSON_TYPE}\r\n`, body: answer.text };
       },
       brokeOff: (failure, passedOn) => {
+        recordAnswered();
         if (failure.kind !== 'canceled') brokeOff(endpoint, bodyFailure(failure), passedOn);
       },
-      finished: () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000),
+      finished: () => {
+        recordAnswered();
+        metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000);
+      },
     };
   };
   // Behind a web config (TLS, basic auth) every request goes through fastify's checks.

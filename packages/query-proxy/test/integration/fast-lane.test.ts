@@ -187,6 +187,9 @@ describe('the fast lane', () => {
     assert.equal(long.received.length, 0);
     assert.equal(await counter('cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'single' }), 1);
     assert.equal(await counter('cachemon_query_proxy_fast_lane_requests_total', { endpoint: 'query' }), 1, 'answered by the lane');
+    // Recorded once the answer is written: the group's time to its answer's head, and the request's.
+    assert.equal(await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' }), 1);
+    assert.equal(await counter('cachemon_query_proxy_request_duration_seconds_count', { endpoint: 'query' }), 1);
   });
 
   test('one connection, requests one after another and pipelined: the lane\'s and node:http\'s answers come back in order', async () => {
@@ -272,6 +275,10 @@ describe('the fast lane', () => {
     assert.equal(answer!.headers.get('x-cachemon-route'), 'single');
     assert.match(answer!.headers.get('server-timing') ?? '', /failed/);
     assert.equal(await counter('cachemon_query_proxy_group_errors_total', { group: 'group 0 (scrape=short)', kind: 'unavailable' }), 1);
+    const durations = await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' });
+    const [again] = await client().send(post('fail_now{scrape="short"}'));
+    assert.equal(again!.status, 503);
+    assert.equal(await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' }), (durations ?? 0) + 1, 'a failed call is timed once');
   });
 
   test('a kept connection to the store that the store has closed: the next query goes out on a new one and is answered', async () => {
