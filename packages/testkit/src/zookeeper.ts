@@ -26,6 +26,11 @@ export interface ZooKeeperOptions {
    * allows only `srvr`). `srvr` is always added to a non-empty list: readiness and mode() use it.
    */
   readonly fourLetterWords?: readonly string[];
+  /**
+   * Where the client port comes from (default: freePort). For the kit's own tests: a port taken
+   * by someone else makes the JVM exit, and the server is started again on the next port.
+   */
+  readonly choosePort?: () => Promise<number>;
 }
 
 export interface ZooKeeperServer {
@@ -171,7 +176,7 @@ export async function startZooKeeper(options: ZooKeeperOptions = {}): Promise<Zo
   // the JVM binds it. Then the server exits saying so, and is started again on another port.
   for (let attempt = 1; ; attempt++) {
     const dir = await tempDir('cachemon-zk-');
-    const port = await freePort();
+    const port = await (options.choosePort ?? freePort)();
     const server = new ZooKeeperProcess(port, dir, true);
     await prepareDir(dir, zooCfg(server.dataDir, port, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, []));
     try {

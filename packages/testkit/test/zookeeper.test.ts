@@ -1,9 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
-import { fourLetterWord, startZooKeeper, type ZooKeeperServer } from '../src/index.js';
+import { fourLetterWord, freePort, startZooKeeper, type ZooKeeperServer } from '../src/index.js';
 
 function connected(connectString: string): Promise<Client> {
   const client = zookeeper.createClient(connectString, { sessionTimeout: 5000, spinDelay: 100, retries: 0 });
@@ -122,5 +123,49 @@ describe('startZooKeeper with an empty whitelist', () => {
     assert.match(await fourLetterWord(server.address, 'srvr'), /^Mode: standalone$/m);
     assert.equal(await fourLetterWord(server.address, 'mntr'), 'mntr is not executed because it is not in the whitelist.\n');
     assert.equal(await fourLetterWord(server.address, 'ruok'), 'ruok is not executed because it is not in the whitelist.\n');
+  });
+});
+
+describe('startZooKeeper when its port is taken before the JVM binds it', () => {
+  let taken: Server;
+  let server: ZooKeeperServer | undefined;
+
+  before(async () => {
+    // Whoever holds the port: the kit's readiness probe may knock while the JVM is still starting.
+    taken = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  });
+  after(async () => {
+    await server?.stop();
+    await new Promise((resolve) => taken.close(resolve));
+  });
+
+  test('the JVM exits with BindException and the server is started again on another port', async () => {
+    const busy = (taken.address() as AddressInfo).port;
+    const chosen: number[] = [];
+    server = await startZooKeeper({
+      choosePort: async () => {
+        const port = chosen.length === 0 ? busy : await freePort();
+        chosen.push(port);
+        return port;
+      },
+    });
+    assert.equal(chosen.length, 2, 'a second port after the first was refused');
+    assert.equal(chosen[0], busy);
+    assert.equal(server.address, `127.0.0.1:${chosen[1]}`);
+    assert.match(await fourLetterWord(server.address, 'srvr'), /^Mode: standalone$/m);
+  });
+
+  test('a failure other than a taken port is not retried', async () => {
+    let calls = 0;
+    await assert.rejects(
+      startZooKeeper({
+        choosePort: async () => {
+          calls++;
+          return 70000; // no such port: the JVM refuses the config
+        },
+      }),
+    );
+    assert.equal(calls, 1);
   });
 });
