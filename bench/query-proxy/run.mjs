@@ -5,7 +5,7 @@
 // floor (floor.mjs): a bare node:http pass-through, the least any Node hop costs. See README.md.
 //
 //   node bench/query-proxy/run.mjs [--ensembles=2] [--service-codes=10] [--nodes=20] [--seed=1]
-//        [--requests=1000] [--round=200] [--warmup=200] [--concurrency=32] [--window=2]
+//        [--requests=1000] [--round=200] [--warmup=3000] [--concurrency=32] [--window=2]
 //        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-piped] [--profile]
 //        [--out=PATH]
 //
@@ -53,7 +53,7 @@ const OPTS = {
   /** c=1: measured requests per path, sent in rounds of `round`. */
   requests: int('requests', 1000),
   round: int('round', 200),
-  warmup: int('warmup', 200),
+  warmup: int('warmup', 3000),
   concurrency: int('concurrency', 32),
   /** c=concurrency: seconds per window, windows per path. */
   window: Number(args.window ?? 2),
