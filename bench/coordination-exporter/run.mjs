@@ -3,7 +3,7 @@
 // real ZooKeeper ensemble of 3 and of 7 servers, with and without a server that accepts and never
 // answers; beside it the floor, a bare socket client reading the same `mntr` replies.
 //
-//   node bench/coordination-exporter/run.mjs [--sizes=3,7] [--scrapes=1000] [--pace-ms=50]
+//   node bench/coordination-exporter/run.mjs [--sizes=3,7] [--scrapes=1000] [--warmup=2000] [--pace-ms=50]
 //                                            [--timeout-s=1] [--out=PATH]
 //                                            [--exporter-node-flags="--cpu-prof --cpu-prof-dir=DIR"]
 //                                            [--client=bare|node] [--compare-clients] [--runs=K]
@@ -44,6 +44,13 @@ const SCRAPES = Number(args.scrapes ?? 1000);
 const RUNS = Number(args.runs ?? 1);
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs=${args.runs}: a whole number of runs, 1 or more`);
 const PACE_MS = Number(args['pace-ms'] ?? 50);
+// Scrapes (and as many floor rounds) before measuring, back to back. V8 runs a function in its
+// baseline tier until it has run enough bytecode, and the code that runs once a scrape (the HTTP
+// exchange, the scrape's set-up and rendering) needs ~1,000-2,000 scrapes for that: without them
+// the measurement is of the first hour of an exporter scraped every few seconds, not of one that
+// has been running. A hung server's scrapes last the whole deadline: 5 then.
+const WARMUP = Number(args.warmup ?? 2000);
+if (!Number.isInteger(WARMUP) || WARMUP < 0) throw new Error(`--warmup=${args.warmup}: a whole number of scrapes, 0 or more`);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
 /** How scrapes are timed: `bare` (bench/lib/bare-http.mjs, the default) or `node` (node:http's client). */
@@ -121,8 +128,12 @@ async function measure(size, ensemble, hung) {
       if (i > 200) throw new Error('exporter not ready');
       await sleep(100);
     }
-    for (let i = 0; i < 5; i++) await scrape(client);
-    for (let i = 0; i < 5 && other; i++) await scrape(other);
+    const warmup = hung ? Math.min(WARMUP, 5) : WARMUP;
+    const warmed = Date.now();
+    for (let i = 0; i < warmup; i++) await scrape(client);
+    for (let i = 0; i < warmup; i++) await floorRound(servers, []);
+    for (let i = 0; i < Math.min(warmup, 5) && other; i++) await scrape(other);
+    if (warmup > 5) log(`${size} servers${hung ? ' + hung' : ''}: warmed up with ${warmup} scrapes and floor rounds in ${((Date.now() - warmed) / 1000).toFixed(1)} s`);
     const exp = [];
     const floor = [];
     const expBlocks = [];
