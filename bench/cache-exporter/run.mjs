@@ -7,7 +7,7 @@
 //        [--prefix-scrapes=20] [--quick] [--no-gzip] [--traffic] [--profile] [--per-code=100]
 //        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
-//        [--client=bare|node] [--out=bench/cache-exporter/results/latest.json]
+//        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -64,8 +64,16 @@ const OPTS = {
   block: Number(args.block ?? 5),
   /** Least time between two scrape starts (a store scrapes sequentially; ~10/s at most here). */
   paceMs: Number(args['pace-ms'] ?? 100),
+  /**
+   * `/metrics` scrapes (and as many floor rounds) before measuring, back to back, for at most
+   * warmupS seconds. V8 runs a function in its baseline tier until it has run enough bytecode:
+   * the code that runs once a scrape (the HTTP exchange, the scrape's set-up, the body's end)
+   * needs ~1,000 scrapes for that, which an exporter scraped every 5 s has after ~1.5 hours.
+   */
+  warmup: Number(args.warmup ?? (quick ? 200 : 1000)),
+  warmupS: Number(args['warmup-s'] ?? 20),
 };
-for (const n of [...OPTS.nodes, ...OPTS.prefixes, OPTS.scrapes, OPTS.prefixScrapes]) {
+for (const n of [...OPTS.nodes, ...OPTS.prefixes, OPTS.scrapes, OPTS.prefixScrapes, OPTS.warmup, OPTS.warmupS]) {
   if (!Number.isInteger(n) || n < 0) throw new Error(`bad number in the arguments: ${n}`);
 }
 const METRICS_TIMEOUT_S = 5; // the cache job scrapes every 5 s
@@ -477,7 +485,14 @@ async function runConfig(n, p) {
     await waitForQos(exporter, n);
     log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
 
-    // Warm-up (JIT, connections, first aux read), not measured.
+    // Warm-up (JIT, connections, first aux read), not measured: back to back, then three paced.
+    const warmUntil = Date.now() + OPTS.warmupS * 1000;
+    let warmed = 0;
+    for (; warmed < OPTS.warmup && Date.now() < warmUntil; warmed++) {
+      await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
+      await floor.round('stats');
+    }
+    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds in ${((Date.now() - warmUntil) / 1000 + OPTS.warmupS).toFixed(1)} s`);
     await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
     await paced(3, () => floor.round('stats'));
     let warmPrefixMs = OPTS.paceMs;
