@@ -486,13 +486,14 @@ async function runConfig(n, p) {
     log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
 
     // Warm-up (JIT, connections, first aux read), not measured: back to back, then three paced.
-    const warmUntil = Date.now() + OPTS.warmupS * 1000;
+    const warmStart = Date.now();
+    const warmUntil = warmStart + OPTS.warmupS * 1000;
     let warmed = 0;
     for (; warmed < OPTS.warmup && Date.now() < warmUntil; warmed++) {
       await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
       await floor.round('stats');
     }
-    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds in ${((Date.now() - warmUntil) / 1000 + OPTS.warmupS).toFixed(1)} s`);
+    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds in ${((Date.now() - warmStart) / 1000).toFixed(1)} s`);
     await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
     await paced(3, () => floor.round('stats'));
     let warmPrefixMs = OPTS.paceMs;

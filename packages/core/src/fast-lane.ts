@@ -6,7 +6,7 @@
  * Why: on the 2-vCPU VM of the benchmarks, node:http's server side and fastify cost ~0.25-0.4 ms
  * of a request that arrives at an idle process (~2x what the same code costs back to back), and
  * their tail more: a fixed 17 KB /metrics answer took p50 0.49 / p99 1.3-2.1 ms through fastify
- * against 0.26 / 0.4 ms written on the socket (bench/query-proxy/README.md, "The fast lane").
+ * against 0.26 / 0.4 ms written on the socket (bench/coordination-exporter/README.md, "The fast lane").
  *
  * How a connection is served. Requests are read one at a time, in order:
  * - a request the lane takes (parseRequestHead: HTTP/1.1 GET or POST with at most a Content-Length

@@ -37,10 +37,10 @@ export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-c
 export { formatHostPort, listenAddressSchema, parseListenAddress, serverAddressSchema, serverListSchema } from './listen-address.js';
 export type { ListenAddress } from './listen-address.js';
 
-export { createHttpServer, expositionLane, failedRequest, scrapeDeadline, serveExposition, toErrorAnswer } from './http.js';
+export { createHttpServer, expositionLane, scrapeDeadline, serveExposition, toErrorAnswer } from './http.js';
 export type { ExpositionSource } from './http.js';
-export { answer, FastLane, statusLine, writeHeld } from './fast-lane.js';
-export type { FastLaneOptions, LaneHandler, LaneReply, LaneRequest, LaneRouter } from './fast-lane.js';
+export { answer, statusLine, writeHeld } from './fast-lane.js';
+export type { LaneHandler, LaneReply, LaneRequest, LaneRouter } from './fast-lane.js';
 export { AnswerFramer, parseRequestHead } from './http-framing.js';
 export type { RequestHead } from './http-framing.js';
 export type {
@@ -71,7 +71,6 @@ export {
   gzipBody,
   GzipStream,
   renderLabels,
-  expositionPayload,
   sendExposition,
 } from './exposition.js';
 export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';

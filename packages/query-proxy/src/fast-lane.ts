@@ -71,7 +71,7 @@ export class ProxyLane {
 
   /** The lane's handler for `call`. */
   handler(call: LaneCall): LaneHandler {
-    return (reply) => new LaneExchange(this, call, reply).start();
+    return (reply) => new LaneExchange(this.pool(call.host, call.port), call, reply).start();
   }
 
   close(): void {
@@ -205,7 +205,8 @@ class LaneExchange {
   private readonly client: Socket;
 
   constructor(
-    private readonly lane: ProxyLane,
+    /** The sockets of the call's store. */
+    private readonly pool: StorePool,
     private readonly call: LaneCall,
     private readonly reply: LaneReply,
   ) {
@@ -215,7 +216,7 @@ class LaneExchange {
   private readonly clientGone = (): void => this.fail({ kind: 'canceled', phase: this.framer?.headDone ? 'body' : 'head', problem: 'the client went away' });
 
   start(): void {
-    const pool = this.lane.pool(this.call.host, this.call.port);
+    const pool = this.pool;
     const use = (socket: Socket | undefined, reused: boolean, err?: Error): void => {
       if (this.settled) {
         if (socket !== undefined) pool.give(socket);
@@ -284,8 +285,10 @@ class LaneExchange {
     } else if (this.streaming) {
       this.stream(pieces, framer.done);
     } else {
-      for (const piece of pieces) this.held!.push(piece);
-      for (const piece of pieces) this.heldBytes += piece.length;
+      for (const piece of pieces) {
+        this.held!.push(piece);
+        this.heldBytes += piece.length;
+      }
       // Too long to hold: the client's answer begins now, and the rest is streamed as it comes.
       if (this.heldBytes > RELAY_BUFFER_BYTES) {
         this.streaming = true;
@@ -334,7 +337,7 @@ class LaneExchange {
     clearTimeout(this.timer);
     if (socket === undefined) return;
     own(socket, undefined);
-    if (reusable) this.lane.pool(this.call.host, this.call.port).give(socket);
+    if (reusable) this.pool.give(socket);
     else socket.destroy();
   }
 
@@ -350,7 +353,6 @@ class LaneExchange {
     head += length === undefined ? 'transfer-encoding: chunked\r\n' : `content-length: ${length}\r\n`;
     return head + this.reply.tail();
   }
-
 
   /** Past what is held: the answer streamed from here (chunked, unless the store said its length). */
   private stream(pieces: Buffer[], last: boolean): void {

@@ -636,7 +636,6 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
   });
 }
 
-
 /** What the client is told instead of an answer that broke off before any of it was passed on. */
 interface EarlyAnswer {
   readonly status: number;
