@@ -5,16 +5,26 @@
 //
 // Driven over stdin/stdout, one JSON object per line:
 //   {"op":"connect","nodes":["127.0.0.1:1234", ...]}  -> {"op":"connect","ms":..}
-//   {"op":"round","kind":"stats"|"prefixes"}          -> {"op":"round","ms":..,"bytes":..,"waitMs":..}
+//   {"op":"body","path":"/tmp/x"}                      -> {"op":"body","bytes":..}
+//   {"op":"round","kind":"stats"|"compressed"|"prefixes"} -> {"op":"round","ms":..,"bytes":..,"waitMs":..[,"compressedBytes":..]}
 //   {"op":"close"}                                    -> exits
 // kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
+// kind compressed: `stats`, and the least a collector that sends the exporter's body gzipped must
+// add to it: the body (given by op body: an uncompressed /metrics body of the exporter) is cut in
+// as many slices as there are nodes, and each node's slice is compressed the moment its reply has
+// arrived, on one kept deflate stream at the exporter's level (core's BlockDeflater, as the
+// exporter compresses its largest families while the nodes answer); the round ends when the last
+// slice is compressed and the stream flushed. No parsing, no rendering, no HTTP.
 // waitMs: how long this process's main thread waited for a CPU during the round (runQueueWait).
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
+import { BlockDeflater } from '../../packages/core/dist/src/index.js';
 import { runQueueWait } from '../lib/process.mjs';
 
 const COMMANDS = {
   stats: { text: 'stats\r\n', replies: 1 },
+  compressed: { text: 'stats\r\n', replies: 1, compress: true },
   prefixes: { text: 'stats prefixes\r\nstats detail dump\r\n', replies: 2 },
 };
 // Every reply ends with an END line; no STAT/PREFIX line can hold "\nEND\r\n".
@@ -22,8 +32,13 @@ const END = Buffer.from('\nEND\r\n');
 const TAIL = END.length - 1;
 const ROUND_TIMEOUT_MS = 60_000;
 
+/** The body the compressed rounds compress (op body), its slice per node, and the stream. */
+let body;
+let deflater;
+
 class NodeSocket {
-  constructor(address) {
+  constructor(address, index) {
+    this.index = index;
     const at = address.lastIndexOf(':');
     this.address = address;
     this.socket = connect({ host: address.slice(0, at), port: Number(address.slice(at + 1)) });
@@ -46,6 +61,7 @@ class NodeSocket {
   }
 
   send(command) {
+    this.compress = command.compress === true;
     this.waiting = command.replies;
     this.bytes = 0;
     return new Promise((resolve, reject) => {
@@ -66,6 +82,7 @@ class NodeSocket {
     if (this.waiting <= 0) {
       const done = this.onDone;
       this.onDone = undefined;
+      if (this.compress) deflater.write(body.slices[this.index]);
       done.resolve(this.bytes);
     }
   }
@@ -95,9 +112,13 @@ async function round(kind) {
     timer = setTimeout(() => reject(new Error(`round ${kind} not done within ${ROUND_TIMEOUT_MS} ms`)), ROUND_TIMEOUT_MS);
   });
   try {
+    if (command.compress && body === undefined) throw new Error('round compressed before op body');
     const sizes = await Promise.race([Promise.all(sockets.map((s) => s.send(command))), timeout]);
+    const compressed = command.compress ? deflater.end() : undefined;
     const ms = performance.now() - started;
-    return { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs: waited() };
+    const result = { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs: waited() };
+    if (compressed) result.compressedBytes = compressed.parts.reduce((a, part) => a + part.length, 0);
+    return result;
   } finally {
     clearTimeout(timer);
   }
@@ -107,9 +128,18 @@ async function handle(message) {
   switch (message.op) {
     case 'connect': {
       const started = performance.now();
-      sockets = message.nodes.map((address) => new NodeSocket(address));
+      sockets = message.nodes.map((address, index) => new NodeSocket(address, index));
       await Promise.all(sockets.map((s) => s.ready()));
       return { op: 'connect', ms: performance.now() - started, nodes: sockets.length };
+    }
+    case 'body': {
+      const bytes = readFileSync(message.path);
+      if (sockets.length === 0) throw new Error('op body before op connect');
+      const slices = sockets.map((_, i) => bytes.subarray(Math.floor((i * bytes.length) / sockets.length), Math.floor(((i + 1) * bytes.length) / sockets.length)));
+      body = { bytes, slices };
+      deflater ??= BlockDeflater.create();
+      if (deflater === undefined) throw new Error('no kept deflate stream on this Node (zlib.crc32 missing)');
+      return { op: 'body', bytes: bytes.length };
     }
     case 'round':
       return { op: 'round', kind: message.kind, ...(await round(message.kind)) };

@@ -9,7 +9,7 @@
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
 //        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -222,6 +222,8 @@ async function startFloor(addresses) {
     child,
     pid: child.pid,
     round: (kind) => call({ op: 'round', kind }),
+    /** The body the `compressed` rounds compress (see floor.mjs). */
+    body: (path) => call({ op: 'body', path }),
     stop: () => stopChild(child, { gentle: () => child.stdin.end(`${JSON.stringify({ op: 'close' })}\n`), graceMs: 5000 }),
   };
 }
@@ -484,6 +486,15 @@ async function runConfig(n, p) {
     await waitForNodes(exporter, n);
     await waitForQos(exporter, n);
     log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
+    // The compressing floor compresses a /metrics body of this exporter (see "The compressing floor").
+    const measureMetrics = OPTS.endpoints.includes('metrics');
+    if (measureMetrics) {
+      const bodyDir = await tempDir('bench-cache-exporter-body-');
+      const bodyFile = join(bodyDir, 'metrics.txt');
+      writeFileSync(bodyFile, (await scrape(exporter, '/metrics', METRICS_TIMEOUT_S)).text);
+      await floor.body(bodyFile);
+      rmSync(bodyDir, { recursive: true, force: true });
+    }
 
     // Warm-up (JIT, connections, first aux read), not measured: back to back, then three paced.
     const warmStart = Date.now();
@@ -492,10 +503,12 @@ async function runConfig(n, p) {
     for (; warmed < OPTS.warmup && Date.now() < warmUntil; warmed++) {
       await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
       await floor.round('stats');
+      if (measureMetrics) await floor.round('compressed');
     }
-    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds in ${((Date.now() - warmStart) / 1000).toFixed(1)} s`);
+    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds (of each kind) in ${((Date.now() - warmStart) / 1000).toFixed(1)} s`);
     await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
     await paced(3, () => floor.round('stats'));
+    if (measureMetrics) await paced(3, () => floor.round('compressed'));
     let warmPrefixMs = OPTS.paceMs;
     if (OPTS.endpoints.includes('prefixes')) {
       warmPrefixMs = (await scrape(exporter, '/metrics/prefixes', PREFIXES_TIMEOUT_S)).ms;
@@ -518,6 +531,7 @@ async function runConfig(n, p) {
     const m = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
     const pf = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
     const fs = { ms: [], wait: [], rounds: [], bytes: 0 };
+    const fc = { ms: [], wait: [], rounds: [], bytes: 0, compressedBytes: 0 };
     const fp = { ms: [], wait: [], rounds: [], bytes: 0 };
     const idle = { cpuMs: 0, wallMs: 0 };
     let rssMax = 0;
@@ -560,6 +574,7 @@ async function runConfig(n, p) {
         acc.ms.push(r.ms);
         if (Number.isFinite(r.waitMs)) acc.wait.push(r.waitMs);
         acc.bytes = r.bytes;
+        if (r.compressedBytes !== undefined) acc.compressedBytes = r.compressedBytes;
       });
     };
     const idleBlock = async () => {
@@ -580,6 +595,7 @@ async function runConfig(n, p) {
       const blocks = [
         async () => (busy += await exporterBlock(m, '/metrics', METRICS_TIMEOUT_S, ms)),
         () => floorBlock(fs, 'stats', ms),
+        () => floorBlock(fc, 'compressed', ms),
         async () => {
           // Idle time equal to the exporter's busy time of the previous round (the first: 500 ms).
           await idleBlock();
@@ -588,12 +604,13 @@ async function runConfig(n, p) {
         () => floorBlock(fp, 'prefixes', ps),
       ];
       // Rotate the order every round, so no side always follows the other.
-      const marks = [m.ms.length, fs.ms.length, pf.ms.length, fp.ms.length];
+      const marks = [m.ms.length, fs.ms.length, pf.ms.length, fp.ms.length, fc.ms.length];
       for (let k = 0; k < blocks.length; k++) await blocks[(k + i) % blocks.length]();
       // Each round's samples, side by side, for the interval of the p99 ratio (ratioInterval).
       if (ms > 0) {
         m.rounds.push(m.ms.slice(marks[0]));
         fs.rounds.push(fs.ms.slice(marks[1]));
+        fc.rounds.push(fc.ms.slice(marks[4]));
       }
       if (ps > 0) {
         pf.rounds.push(pf.ms.slice(marks[2]));
@@ -624,6 +641,15 @@ async function runConfig(n, p) {
         // 95 % interval of exporter p99 / floor p99, from the rounds (paired block bootstrap).
         ratioInterval95: ratioInterval(m.rounds, fs.rounds),
         runQueue: runQueue(m, fs),
+        // The floor plus compressing the exporter's body (floor.mjs, kind compressed), and the
+        // 95 % intervals of its p99 over the floor's and of the exporter's p99 over it.
+        compressedFloor: {
+          ...summary(fc.ms),
+          bodyBytes: m.bytes,
+          compressedBytes: fc.compressedBytes,
+          overFloorInterval95: ratioInterval(fc.rounds, fs.rounds),
+          exporterOverInterval95: ratioInterval(m.rounds, fc.rounds),
+        },
       },
       prefixMetrics: {
         exporter: { ...summary(pf.ms), ...cpu(pf), series: pf.series, bodyBytes: pf.bytes, wireBytes: pf.wire, incomplete: pf.incomplete },
@@ -712,6 +738,34 @@ function formatTable(header, rows) {
   return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
 }
 
+/**
+ * The compressing floor of each configuration's /metrics beside the floor and the exporter;
+ * undefined when /metrics was not measured.
+ */
+function compressedTable(results) {
+  const header = ['N', 'P', 'body', 'floor p50', 'floor p99', 'floor+gzip p50', 'floor+gzip p99', 'its p99/floor', '95% interval', 'exp p99/it', '95% interval'];
+  const rows = [];
+  for (const r of results) {
+    const { exporter, floor, compressedFloor: c } = r.metrics;
+    if (exporter.n === 0 || !c || c.n === 0) continue;
+    rows.push([
+      r.nodes,
+      r.prefixes,
+      `${(c.bodyBytes / 1e6).toFixed(2)} MB -> ${(c.compressedBytes / 1e3).toFixed(0)} KB`,
+      fmt(floor.p50),
+      fmt(floor.p99),
+      fmt(c.p50),
+      fmt(c.p99),
+      `${(c.p99 / floor.p99).toFixed(2)}x`,
+      interval(c.overFloorInterval95),
+      `${(exporter.p99 / c.p99).toFixed(2)}x`,
+      interval(c.exporterOverInterval95),
+    ]);
+  }
+  if (rows.length === 0) return undefined;
+  return formatTable(header, rows);
+}
+
 /** The run-queue figures (runQueue) of each configuration; undefined when none has them. */
 function waitTable(results) {
   const header = ['N', 'P', 'endpoint', 'exp wait p50', 'exp wait p99', 'exp wait at p99', 'floor wait p99', 'floor wait at p99', 'exp p99 less wait', 'floor p99 less wait', 'ratio'];
@@ -762,7 +816,9 @@ function goals(results) {
     out.push({
       goal: name,
       status: pass ? 'PASS' : 'FAIL',
-      detail: `p99 ${fmt(exporter.p99)} ms, floor p99 ${fmt(floor.p99)} ms, ratio ${ratio.toFixed(2)}x (95% interval ${interval(r.metrics.ratioInterval95)}${within})`,
+      detail:
+        `p99 ${fmt(exporter.p99)} ms, floor p99 ${fmt(floor.p99)} ms, ratio ${ratio.toFixed(2)}x (95% interval ${interval(r.metrics.ratioInterval95)}${within})` +
+        (r.metrics.compressedFloor?.n > 0 ? `; compressing the body alone: ${(r.metrics.compressedFloor.p99 / floor.p99).toFixed(2)}x` : ''),
     });
   }
   const big = find(500, 50);
@@ -836,6 +892,13 @@ async function main() {
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
   process.stdout.write(`${table(results)}\n\n`);
+  const compressed = compressedTable(results);
+  if (compressed) {
+    process.stdout.write(
+      'the compressing floor: the floor round plus compressing the exporter\'s /metrics body, each node\'s share as its reply arrives (floor.mjs)\n\n' +
+        `${compressed}\n\n`,
+    );
+  }
   const waits = waitTable(results);
   if (waits) process.stdout.write(`main thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait\n\n${waits}\n\n`);
   process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
