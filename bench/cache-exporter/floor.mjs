@@ -6,7 +6,8 @@
 // Driven over stdin/stdout, one JSON object per line:
 //   {"op":"connect","nodes":["127.0.0.1:1234", ...]}  -> {"op":"connect","ms":..}
 //   {"op":"body","path":"/tmp/x"}                      -> {"op":"body","bytes":..}
-//   {"op":"round","kind":"stats"|"compressed"|"prefixes"} -> {"op":"round","ms":..,"bytes":..,"waitMs":..[,"compressedBytes":..]}
+//   {"op":"round","kind":"stats"|"compressed"|"prefixes"[,"check":true]}
+//                                                     -> {"op":"round","ms":..,"bytes":..,"waitMs":..[,"compressedBytes":..,"verified":..]}
 //   {"op":"close"}                                    -> exits
 // kind stats: `stats\r\n`; kind prefixes: `stats prefixes\r\nstats detail dump\r\n` (two replies).
 // kind compressed: `stats`, and the least a collector that sends the exporter's body gzipped must
@@ -14,9 +15,12 @@
 // as many slices as there are nodes, and each node's slice is compressed the moment its reply has
 // arrived, on one kept deflate stream at the exporter's level (core's BlockDeflater, as the
 // exporter compresses its largest families while the nodes answer); the round ends when the last
-// slice is compressed and the stream flushed. No parsing, no rendering, no HTTP.
+// slice is compressed and the stream flushed. No parsing, no rendering, no HTTP. With `check`, the
+// compressed bytes are inflated after the timed part and compared with the body (and the CRC-32
+// with the body's): `verified` says whether they were the body.
 // waitMs: how long this process's main thread waited for a CPU during the round (runQueueWait).
 import { readFileSync } from 'node:fs';
+import { crc32, inflateRawSync } from 'node:zlib';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { BlockDeflater } from '../../packages/core/dist/src/index.js';
@@ -102,7 +106,14 @@ class NodeSocket {
 let sockets = [];
 const reply = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 
-async function round(kind) {
+/** The compressed rounds' output is the body: its parts end on a sync flush, a final empty block ends them. */
+function verify(block) {
+  const inflated = inflateRawSync(Buffer.concat([...block.parts, FINAL_EMPTY_BLOCK]));
+  return inflated.equals(body.bytes) && block.crc === crc32(body.bytes) && block.length === body.bytes.length;
+}
+const FINAL_EMPTY_BLOCK = Buffer.from([0x03, 0x00]);
+
+async function round(kind, check = false) {
   const command = COMMANDS[kind];
   if (!command) throw new Error(`unknown round kind ${kind}`);
   const waited = runQueueWait(process.pid);
@@ -117,7 +128,10 @@ async function round(kind) {
     const compressed = command.compress ? deflater.end() : undefined;
     const ms = performance.now() - started;
     const result = { ms, bytes: sizes.reduce((a, b) => a + b, 0), waitMs: waited() };
-    if (compressed) result.compressedBytes = compressed.parts.reduce((a, part) => a + part.length, 0);
+    if (compressed) {
+      result.compressedBytes = compressed.parts.reduce((a, part) => a + part.length, 0);
+      if (check) result.verified = verify(compressed);
+    }
     return result;
   } finally {
     clearTimeout(timer);
@@ -142,7 +156,7 @@ async function handle(message) {
       return { op: 'body', bytes: bytes.length };
     }
     case 'round':
-      return { op: 'round', kind: message.kind, ...(await round(message.kind)) };
+      return { op: 'round', kind: message.kind, ...(await round(message.kind, message.check === true)) };
     case 'cpu':
       return { op: 'cpu', cpu: process.cpuUsage() };
     case 'close':
