@@ -20,9 +20,9 @@
 // with the body's): `verified` says whether they were the body.
 // waitMs: how long this process's main thread waited for a CPU during the round (runQueueWait).
 import { readFileSync } from 'node:fs';
-import { crc32, inflateRawSync } from 'node:zlib';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
+import { crc32, inflateRawSync } from 'node:zlib';
 import { BlockDeflater } from '../../packages/core/dist/src/index.js';
 import { runQueueWait } from '../lib/process.mjs';
 
@@ -147,8 +147,8 @@ async function handle(message) {
       return { op: 'connect', ms: performance.now() - started, nodes: sockets.length };
     }
     case 'body': {
-      const bytes = readFileSync(message.path);
       if (sockets.length === 0) throw new Error('op body before op connect');
+      const bytes = readFileSync(message.path);
       const slices = sockets.map((_, i) => bytes.subarray(Math.floor((i * bytes.length) / sockets.length), Math.floor(((i + 1) * bytes.length) / sockets.length)));
       body = { bytes, slices };
       deflater ??= BlockDeflater.create();

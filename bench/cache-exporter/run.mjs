@@ -645,6 +645,7 @@ async function runConfig(n, p) {
         // 95 % intervals of its p99 over the floor's and of the exporter's p99 over it.
         compressedFloor: {
           ...summary(fc.ms),
+          // The size of the last body scraped; the one compressed was taken before the warm-up (the same lines).
           bodyBytes: m.bytes,
           compressedBytes: fc.compressedBytes,
           overFloorInterval95: ratioInterval(fc.rounds, fs.rounds),
