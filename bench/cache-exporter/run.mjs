@@ -488,11 +488,12 @@ async function runConfig(n, p) {
     log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
     // The compressing floor compresses a /metrics body of this exporter (see "The compressing floor").
     const measureMetrics = OPTS.endpoints.includes('metrics');
+    let compressedBodyBytes = 0;
     if (measureMetrics) {
       const bodyDir = await tempDir('bench-cache-exporter-body-');
       const bodyFile = join(bodyDir, 'metrics.txt');
       writeFileSync(bodyFile, (await scrape(exporter, '/metrics', METRICS_TIMEOUT_S)).text);
-      await floor.body(bodyFile);
+      compressedBodyBytes = (await floor.body(bodyFile)).bytes;
       rmSync(bodyDir, { recursive: true, force: true });
     }
 
@@ -645,8 +646,8 @@ async function runConfig(n, p) {
         // 95 % intervals of its p99 over the floor's and of the exporter's p99 over it.
         compressedFloor: {
           ...summary(fc.ms),
-          // The size of the last body scraped; the one compressed was taken before the warm-up (the same lines).
-          bodyBytes: m.bytes,
+          // The body compressed (taken before the warm-up).
+          bodyBytes: compressedBodyBytes,
           compressedBytes: fc.compressedBytes,
           overFloorInterval95: ratioInterval(fc.rounds, fs.rounds),
           exporterOverInterval95: ratioInterval(m.rounds, fc.rounds),
