@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { collectDefaultMetrics, register, Registry } from 'prom-client';
 import { createProcessMetrics, type ProcessMetrics } from '../../src/index.js';
+import { countOpenFds } from '../../src/process-metrics.js';
 
 interface Family {
   help: string;
@@ -130,6 +131,19 @@ describe('process metrics', () => {
     clearTimeout(timer);
     assert.ok(value(withTimer, 'nodejs_active_resources', { type: 'Timeout' }) >= 1);
     assert.ok(value(withTimer, 'nodejs_active_resources_total') >= 1);
+  });
+
+  it('counts open file descriptors exactly, as the /proc/self/fd listing does', () => {
+    const before = countOpenFds();
+    assert.equal(before, readdirSync('/proc/self/fd').length - 1);
+    const opened = Array.from({ length: 7 }, () => openSync('/proc/self/status', 'r'));
+    try {
+      assert.equal(countOpenFds(), before + 7);
+      assert.equal(countOpenFds(), readdirSync('/proc/self/fd').length - 1);
+    } finally {
+      for (const fd of opened) closeSync(fd);
+    }
+    assert.equal(countOpenFds(), before);
   });
 
   it('counts every garbage collection in a cumulative histogram by kind', async () => {
