@@ -14,6 +14,8 @@ import { Agent, request } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
@@ -329,9 +331,33 @@ async function scrape(exporter, path, timeoutSeconds) {
     throw new Error(`GET ${path}: the exporter died (code ${exitCode}, signal ${signalCode}); end of its log:\n${tail}`);
   }
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
-  const text = (res.encoding === 'gzip' ? gunzipSync(res.raw) : res.raw).toString('utf8');
-  return { ms: res.ms, waitMs: res.measured, wireBytes: res.raw.length, text };
+  const { raw, encoding } = res;
+  let text;
+  return {
+    ms: res.ms,
+    waitMs: res.measured,
+    wireBytes: raw.length,
+    /** The body as text, decoded on first use (a measured block decodes its bodies after its last scrape). */
+    get text() {
+      text ??= (encoding === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
+      return text;
+    },
+  };
 }
+
+/**
+ * A full garbage collection of this process, between blocks (nothing timed runs). Checking a
+ * 100-node body makes ~5 MB of garbage (the inflated body and its text); left to V8, this process
+ * collected it (with its helper threads) while later scrapes ran, and a pause of its main thread
+ * when an answer's last byte arrived counted in the exporter's latency, not in the floor's (whose
+ * rounds floor.mjs times in a process of its own).
+ */
+const collectGarbage = (() => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc');
+  setFlagsFromString('--no-expose-gc');
+  return typeof gc === 'function' ? () => gc() : () => undefined;
+})();
 
 /** Samples (non-comment, non-empty lines) of an exposition text. */
 function seriesCount(text) {
@@ -552,21 +578,28 @@ async function runConfig(n, p) {
       if (times === 0) return 0;
       const c0 = cpuMs(exporter.pid);
       const w0 = performance.now();
+      const answers = [];
       await paced(times, async () => {
         const r = await scrape(exporter, path, timeoutS);
         acc.ms.push(r.ms);
         if (Number.isFinite(r.waitMs)) acc.wait.push(r.waitMs);
-        acc.series = seriesCount(r.text);
-        if (path === '/metrics') lastMetricsText = r.text;
-        acc.bytes = r.text.length;
-        acc.wire = r.wireBytes;
-        if (path === '/metrics' ? upCount(r.text) !== n : prefixOkNodes(r.text) !== n) acc.incomplete++;
+        answers.push(r);
         sampleRss();
       });
       const wall = performance.now() - w0;
       acc.cpuMs += cpuMs(exporter.pid) - c0;
       acc.wallMs += wall;
       acc.scrapes += times;
+      // The bodies are checked once the block is done, not between its scrapes (collectGarbage).
+      for (const r of answers) {
+        acc.series = seriesCount(r.text);
+        if (path === '/metrics') lastMetricsText = r.text;
+        acc.bytes = r.text.length;
+        acc.wire = r.wireBytes;
+        if (path === '/metrics' ? upCount(r.text) !== n : prefixOkNodes(r.text) !== n) acc.incomplete++;
+      }
+      answers.length = 0;
+      collectGarbage();
       return wall;
     };
     const floorBlock = async (acc, kind, times) => {
@@ -577,6 +610,7 @@ async function runConfig(n, p) {
         acc.bytes = r.bytes;
         if (r.compressedBytes !== undefined) acc.compressedBytes = r.compressedBytes;
       });
+      collectGarbage(); // as after an exporter block
     };
     const idleBlock = async () => {
       const c0 = cpuMs(exporter.pid);
@@ -588,6 +622,7 @@ async function runConfig(n, p) {
       rssIdleMin = Math.min(rssIdleMin, statusKb(exporter.pid, 'VmRSS'));
     };
 
+    collectGarbage(); // the warm-up's garbage, before the first measured block
     const measureStart = Date.now();
     for (let i = 0; i < rounds; i++) {
       const ms = OPTS.endpoints.includes('metrics') ? share(OPTS.scrapes, i) : 0;
