@@ -348,9 +348,10 @@ async function scrape(exporter, path, timeoutSeconds) {
 /**
  * A full garbage collection of this process, between blocks (nothing timed runs). Checking a
  * 100-node body makes ~5 MB of garbage (the inflated body and its text); left to V8, this process
- * collected it (with its helper threads) while later scrapes ran, and a pause of its main thread
- * when an answer's last byte arrived counted in the exporter's latency, not in the floor's (whose
- * rounds floor.mjs times in a process of its own).
+ * could collect it while later scrapes and floor rounds were timed: its helper threads take a core
+ * from the exporter, the doubles or the floor, and a pause of its main thread when an answer's
+ * last byte arrives would count in the exporter's latency (the floor times its rounds in a process
+ * of its own). See README.md, "The driver's own garbage".
  */
 const collectGarbage = (() => {
   setFlagsFromString('--expose-gc');
