@@ -45,9 +45,10 @@ interface GcKind {
 
 /**
  * How many file descriptors the process has open. Linux 6.2 and later give the count as the size
- * of /proc/self/fd: one stat(2), ~3 us, where listing the directory takes ~100 us with the ~110
- * descriptors of an exporter of 100 nodes (it is read on every scrape). Older kernels give 0 there:
- * then the listing, less the descriptor it used itself (as prom-client counts).
+ * of /proc/self/fd: one stat(2), ~3 us, where listing the directory takes ~60 us with the ~120
+ * descriptors of an exporter of 100 nodes, ~230 us at 500 (bench/core/process-metrics.mjs; it is
+ * read on every scrape). Older kernels give 0 there: then the listing, less the descriptor it used
+ * itself (as prom-client counts).
  */
 export function countOpenFds(): number {
   const size = statSync('/proc/self/fd').size;
