@@ -20,7 +20,7 @@ import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
-import { cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
+import { cpuCensus, cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
@@ -570,6 +570,20 @@ async function runConfig(n, p) {
       if (kb > rssMax) rssMax = kb;
     };
     const sampler = setInterval(sampleRss, 100);
+    // Who used the CPUs while each side was measured (cpuCensus): per block kind, summed.
+    const censusPids = { exporter: exporter.pid, doubles: doubles.child.pid, floor: floor.pid, driver: process.pid, zookeeper: zk.pid };
+    const census = new Map();
+    const startCensus = (kind) => {
+      const end = cpuCensus(censusPids);
+      return (count) => {
+        const used = end?.();
+        if (used === undefined || count === 0) return;
+        const sum = census.get(kind) ?? { count: 0 };
+        for (const [name, ms] of Object.entries(used)) sum[name] = (sum[name] ?? 0) + ms;
+        sum.count += count;
+        census.set(kind, sum);
+      };
+    };
 
     const rounds = Math.max(1, Math.ceil(OPTS.scrapes / OPTS.block));
     const share = (total, i) => Math.floor(((i + 1) * total) / rounds) - Math.floor((i * total) / rounds);
@@ -580,6 +594,7 @@ async function runConfig(n, p) {
       const c0 = cpuMs(exporter.pid);
       const w0 = performance.now();
       const answers = [];
+      const endCensus = startCensus(path);
       await paced(times, async () => {
         const r = await scrape(exporter, path, timeoutS);
         acc.ms.push(r.ms);
@@ -588,6 +603,7 @@ async function runConfig(n, p) {
         sampleRss();
       });
       const wall = performance.now() - w0;
+      endCensus(times);
       acc.cpuMs += cpuMs(exporter.pid) - c0;
       acc.wallMs += wall;
       acc.scrapes += times;
@@ -604,6 +620,7 @@ async function runConfig(n, p) {
       return wall;
     };
     const floorBlock = async (acc, kind, times) => {
+      const endCensus = startCensus(`floor ${kind}`);
       await paced(times, async () => {
         const r = await floor.round(kind);
         acc.ms.push(r.ms);
@@ -611,6 +628,7 @@ async function runConfig(n, p) {
         acc.bytes = r.bytes;
         if (r.compressedBytes !== undefined) acc.compressedBytes = r.compressedBytes;
       });
+      endCensus(times);
       collectGarbage(); // as after an exporter block
     };
     const idleBlock = async () => {
@@ -702,6 +720,11 @@ async function runConfig(n, p) {
       selfMemoryMB: selfMemory(lastMetricsText),
       // Where the resident memory was at the end of the measurement.
       residentMB: residentByMapping(exporter.pid),
+      // Per block kind (`/metrics`, `floor stats`, ...): CPU ms each process used during those
+      // blocks, per scrape or round (the 100 ms pace included), and wall ms per scrape or round.
+      cpuCensus: Object.fromEntries(
+        [...census].map(([kind, { count, ...sums }]) => [kind, Object.fromEntries(Object.entries(sums).map(([name, ms]) => [name, ms / count]))]),
+      ),
     };
     log(
       `${label}: /metrics p50 ${round1(result.metrics.exporter.p50)} p99 ${round1(result.metrics.exporter.p99)} ms ` +
@@ -834,6 +857,19 @@ function waitTable(results) {
   return formatTable(header, rows);
 }
 
+function censusTable(results) {
+  const names = ['exporter', 'doubles', 'floor', 'driver', 'zookeeper', 'other'];
+  const header = ['N', 'P', 'while measuring', ...names, 'all'];
+  const rows = [];
+  for (const r of results) {
+    for (const [kind, c] of Object.entries(r.cpuCensus ?? {})) {
+      rows.push([r.nodes, r.prefixes, kind, ...names.map((name) => fmt(c[name])), fmt(names.reduce((a, name) => a + (c[name] ?? 0), 0))]);
+    }
+  }
+  if (rows.length === 0) return undefined;
+  return formatTable(header, rows);
+}
+
 const fmt = (v) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
 const interval = (i) => (i && Number.isFinite(i.low) ? `${i.low.toFixed(2)}-${i.high.toFixed(2)}x` : '-');
 
@@ -939,6 +975,13 @@ async function main() {
   }
   const waits = waitTable(results);
   if (waits) process.stdout.write(`main thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait\n\n${waits}\n\n`);
+  const censusText = censusTable(results);
+  if (censusText) {
+    process.stdout.write(
+      'CPU each process used while a side was measured, ms per scrape or round (every thread, schedstat; the 100 ms pace between scrapes included)\n\n' +
+        `${censusText}\n\n`,
+    );
+  }
   process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
   process.stdout.write('goals:\n');
   for (const g of evaluated) process.stdout.write(`  ${g.status.padEnd(7)} ${g.goal}${g.detail ? `: ${g.detail}` : ''}\n`);

@@ -1,6 +1,6 @@
 // What the benchmarks read about a process they measure, and their percentiles.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -57,6 +57,72 @@ export function waitSummary(ms, waitMs) {
       ms.map((v, i) => v - waitMs[i]),
       99,
     ),
+  };
+}
+
+/** On-CPU ms of every thread of process `pid` (schedstat), summed; 0 once it is gone. */
+function processOnCpuMs(pid) {
+  let tids;
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  let ns = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ns / 1e6;
+}
+
+/**
+ * Who used the machine's CPUs: the on-CPU ms (every thread, from schedstat) of each named process
+ * (`{ name: pid }`) and, as `other`, of every other process on the machine. Call it again to end
+ * the census: the function returned gives the ms each used since (this process's less what the
+ * census's own readings took), and `wallMs`. Undefined where the kernel keeps no schedstat. A
+ * process that starts or ends between the two readings counts only with what it used while both
+ * saw it; a thread that ends in between takes its time with it.
+ */
+export function cpuCensus(named) {
+  const before = mainThreadSched(process.pid);
+  if (before === undefined) return undefined;
+  // Reading /proc takes this thread a few ms: that is left out of this process's figure. The
+  // first reading reads this process first, the last one last, so both are inside the span;
+  // the time each reading takes on this thread is taken off.
+  const read = (selfFirst) => {
+    const byPid = new Map();
+    if (selfFirst) byPid.set(process.pid, processOnCpuMs(process.pid));
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (/^\d+$/.test(entry) && pid !== process.pid) byPid.set(pid, processOnCpuMs(pid));
+    }
+    if (!selfFirst) byPid.set(process.pid, processOnCpuMs(process.pid));
+    return byPid;
+  };
+  const start = read(true);
+  const startWall = performance.now();
+  let ownMs = mainThreadSched(process.pid).cpuMs - before.cpuMs;
+  return () => {
+    const beforeEnd = mainThreadSched(process.pid);
+    const end = read(false);
+    ownMs += mainThreadSched(process.pid).cpuMs - beforeEnd.cpuMs;
+    const wallMs = performance.now() - startWall;
+    end.set(process.pid, end.get(process.pid) - ownMs);
+    const used = (pid) => (start.has(pid) && end.has(pid) ? Math.max(0, end.get(pid) - start.get(pid)) : 0);
+    const result = { wallMs };
+    const namedPids = new Set();
+    for (const [name, pid] of Object.entries(named)) {
+      result[name] = used(pid);
+      namedPids.add(pid);
+    }
+    let other = 0;
+    for (const pid of end.keys()) if (!namedPids.has(pid)) other += used(pid);
+    result.other = other;
+    return result;
   };
 }
 

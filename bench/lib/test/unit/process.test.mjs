@@ -2,10 +2,11 @@
 // this very process.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuMs, mainThreadSched, percentile, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
+import { cpuCensus, cpuMs, mainThreadSched, percentile, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -117,4 +118,28 @@ test('shebangNodeFlags reads the node flags of a script\'s first line', () => {
   }
   // The exporter as shipped runs with flags of its own.
   assert.ok(shebangNodeFlags(new URL('../../../../bin/cache-exporter', import.meta.url)).some((flag) => flag.startsWith('--max-old-space-size=')));
+});
+
+test('cpuCensus: what a busy child and this process used, and the rest as other', async () => {
+  // Both spin for CPU time, not wall time, so a loaded machine only makes the test slower: the
+  // child 300 ms (then says so and waits to be killed), this process 150 ms.
+  const spin = 'const u = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; }; const s = u(); while (u() - s < 300); process.stdout.write("done\\n"); setInterval(() => {}, 1000);';
+  const child = spawn(process.execPath, ['-e', spin], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const end = cpuCensus({ child: child.pid, self: process.pid });
+    assert.notEqual(end, undefined, 'this kernel keeps schedstat');
+    const childDone = new Promise((resolve) => child.stdout.once('data', resolve));
+    const own = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; };
+    const start = own();
+    while (own() - start < 150);
+    await childDone;
+    const used = end();
+    assert.ok(used.child >= 280, `child ${used.child} ms`);
+    assert.ok(used.child <= used.wallMs * 2, `child ${used.child} ms in ${used.wallMs} ms`);
+    assert.ok(used.self >= 140 && used.self <= used.wallMs * 2, `self ${used.self} ms in ${used.wallMs} ms`);
+    assert.ok(used.other >= 0);
+    assert.deepEqual(Object.keys(used).sort(), ['child', 'other', 'self', 'wallMs']);
+  } finally {
+    child.kill('SIGKILL');
+  }
 });
