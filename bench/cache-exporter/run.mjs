@@ -608,14 +608,16 @@ async function runConfig(n, p) {
       endCensus(times);
       acc.wallMs += wall;
       acc.scrapes += times;
-      // The bodies are checked once the block is done, not between its scrapes (collectGarbage).
+      // The bodies are checked once the block is done, not between its scrapes (collectGarbage):
+      // every one for the nodes it shows up; the last for the series count and sizes reported.
       for (const r of answers) {
-        acc.series = seriesCount(r.text);
-        if (path === '/metrics') lastMetricsText = r.text;
-        acc.bytes = r.text.length;
-        acc.wire = r.wireBytes;
         if (path === '/metrics' ? upCount(r.text) !== n : prefixOkNodes(r.text) !== n) acc.incomplete++;
       }
+      const last = answers.at(-1);
+      acc.series = seriesCount(last.text);
+      if (path === '/metrics') lastMetricsText = last.text;
+      acc.bytes = last.text.length;
+      acc.wire = last.wireBytes;
       answers.length = 0;
       collectGarbage();
       return wall;
