@@ -20,8 +20,9 @@
  * `conn.lastError` instead of dialling it again, so a dead node costs one connect attempt per
  * backoff period rather than one per scrape and per request.
  *
- * Timers: one per connection, armed for the earliest pending deadline (or the connect timeout).
- * The socket is unref'd while idle, so a pooled connection never holds the process open.
+ * Timers: one per connection, armed for the earliest pending deadline (or the connect timeout), and
+ * left armed when the last reply arrives. Neither the timer nor the idle socket is ref'd, so a pooled
+ * connection never holds the process open.
  */
 import { connect, type Socket } from 'node:net';
 import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';
@@ -71,9 +72,14 @@ interface Pending {
   /** Data lines sent after the command line: replies to swallow if the server answers ERROR. */
   readonly echoLines: number;
   readonly deadline: number;
-  readonly resolve: (reply: Buffer) => void;
-  readonly reject: (err: CachemonError) => void;
+  readonly done: ReplyCallback;
 }
+
+/**
+ * Called once per request: with the reply's bytes (see requestBytes for how long they stay valid),
+ * or with the error (reply undefined).
+ */
+export type ReplyCallback = (err: CachemonError | undefined, reply: Buffer | undefined) => void;
 
 export class AsciiConnection {
   readonly address: string;
@@ -144,33 +150,46 @@ export class AsciiConnection {
    * or together with the replies pipelined with it, not after sending the next request.
    */
   requestBytes(command: string, options: RequestOptions): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => this.send(command, options, (err, reply) => (err ? reject(err) : resolve(reply!))));
+  }
+
+  /**
+   * requestBytes() with a callback instead of a promise, for the scrape path, where a promise, its
+   * functions and the await of each of hundreds of replies a scrape are a large part of what the
+   * scrape allocates. `done` is called once: for a reply, from the socket's read callback, right
+   * after the reply was cut out (it must not send on this connection before it returns); for a
+   * request refused before it was sent, on the next tick; for a failure, when it is noticed.
+   */
+  send(command: string, options: RequestOptions, done: ReplyCallback): void {
     const { deadline, reply } = options;
     const lineEnd = command.indexOf('\r\n');
     const commandLine = lineEnd === -1 ? command : command.slice(0, lineEnd);
-    if (this.closedByCaller) {
-      return Promise.reject(new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} was closed`));
-    }
-    if (commandLine.length === 0 || /[\r\n]/.test(commandLine) || command.endsWith('\n')) {
-      return Promise.reject(
-        new CachemonError(Errors.INTERNAL, `refusing to send malformed command ${JSON.stringify(truncate(command))}`),
-      );
-    }
-    if (!(deadline > Date.now())) {
-      return Promise.reject(
-        new CachemonError(Errors.NODE_TIMEOUT, `deadline passed before ${quote(commandLine)} was sent to ${this.address}`),
-      );
+    const refused = this.refusal(command, commandLine, deadline);
+    if (refused !== undefined) {
+      process.nextTick(done, refused, undefined);
+      return;
     }
     const socket = this.socket ?? this.open();
-    return new Promise<Buffer>((resolve, reject) => {
-      if (this.pendingCount === 0) {
-        socket.ref();
-        // Every earlier reply has been delivered and used: its bytes may be written over.
-        this.framer.rewind();
-      }
-      this.pending.push({ command: commandLine, kind: reply, echoLines: countLines(command, lineEnd), deadline, resolve, reject });
-      this.write(socket, `${command}\r\n`);
-      this.schedule(deadline);
-    });
+    if (this.pendingCount === 0) {
+      socket.ref();
+      // Every earlier reply has been delivered and used: its bytes may be written over.
+      this.framer.rewind();
+    }
+    this.pending.push({ command: commandLine, kind: reply, echoLines: countLines(command, lineEnd), deadline, done });
+    this.write(socket, `${command}\r\n`);
+    this.schedule(deadline);
+  }
+
+  /** Why a request may not be sent, or undefined. */
+  private refusal(command: string, commandLine: string, deadline: number): CachemonError | undefined {
+    if (this.closedByCaller) return new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} was closed`);
+    if (commandLine.length === 0 || /[\r\n]/.test(commandLine) || command.endsWith('\n')) {
+      return new CachemonError(Errors.INTERNAL, `refusing to send malformed command ${JSON.stringify(truncate(command))}`);
+    }
+    if (!(deadline > Date.now())) {
+      return new CachemonError(Errors.NODE_TIMEOUT, `deadline passed before ${quote(commandLine)} was sent to ${this.address}`);
+    }
+    return undefined;
   }
 
   /**
@@ -250,7 +269,7 @@ export class AsciiConnection {
         this.backoff.reset();
         this.nextRetryAt = 0;
         this.failure = undefined;
-        request.resolve(reply);
+        request.done(undefined, reply);
       }
       if (this.framer.buffered > 0) throw protocolError('data after the last reply', this.framer.preview());
     } catch (err) {
@@ -329,7 +348,9 @@ export class AsciiConnection {
     if (at >= this.timerAt) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
+    // Unref'd: while a request is pending (or a connect is under way) the socket holds the process.
     this.timer = setTimeout(this.onTimer, Math.max(0, at - Date.now()));
+    this.timer.unref();
   }
 
   private clearTimer(): void {
@@ -338,11 +359,14 @@ export class AsciiConnection {
     this.timerAt = Infinity;
   }
 
-  /** Nothing pending: no deadline to watch, and the socket must not keep the process alive. */
+  /**
+   * Nothing pending: the socket must not keep the process alive. The timer stays armed (it is
+   * unref'd, and finds nothing to do when it fires): the next request, usually the next scrape's,
+   * needs no new one while its deadline is later than the timer's.
+   */
   private idle(socket: Socket): void {
-    this.pending = [];
+    this.pending.length = 0;
     this.head = 0;
-    if (this.established) this.clearTimer();
     socket.unref();
   }
 
@@ -368,7 +392,7 @@ export class AsciiConnection {
     const requests = this.pending.slice(this.head);
     this.pending = [];
     this.head = 0;
-    for (const request of requests) request.reject(errorFor(request));
+    for (const request of requests) request.done(errorFor(request), undefined);
   }
 }
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { CachemonError, Errors } from '@cachemon/core';
 import { AsciiConnection, parseStats } from '../../src/protocol/index.js';
@@ -182,6 +183,34 @@ describe('AsciiConnection framing over a socket', () => {
     assert.equal(await conn.request('stats detail on', { deadline: soon(), reply: 'line' }), 'OK\r\n');
   });
 
+  it('send(): each reply to its callback once, in order; a refused request is called back on the next tick', async () => {
+    const server = await serve((socket) => onLines(socket, (line) => socket.write(`VALUE ${line}\r\nEND\r\n`)));
+    const conn = connection(server.address);
+    const got: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      let left = 3;
+      for (const n of [1, 2, 3]) {
+        conn.send(`get k${n}`, { deadline: soon(), reply: 'multi' }, (err, reply) => {
+          if (err) return reject(err);
+          got.push(reply!.toString('latin1'));
+          if (--left === 0) resolve();
+        });
+      }
+    });
+    assert.deepEqual(got, ['VALUE get k1\r\nEND\r\n', 'VALUE get k2\r\nEND\r\n', 'VALUE get k3\r\nEND\r\n']);
+
+    let called: CachemonError | undefined;
+    let calls = 0;
+    conn.send('bad\r', { deadline: soon(), reply: 'line' }, (err) => {
+      called = err;
+      calls++;
+    });
+    assert.equal(calls, 0, 'not called back before send() returns');
+    await tick(5);
+    assert.equal(calls, 1);
+    assert.equal(called?.code, Errors.INTERNAL.code);
+  });
+
   it('refuses malformed commands without sending anything', async () => {
     const server = await serve(() => {});
     const conn = connection(server.address);
@@ -221,6 +250,55 @@ describe('AsciiConnection failures', () => {
     assert.equal(server.sockets.length, 2);
     assert.equal(conn.retryAt, 0, 'a reply resets the backoff');
     assert.equal(conn.lastError, undefined);
+  });
+
+  it('the timer left armed by an answered request: a later request still times out at its own deadline', async () => {
+    // Answers the first command only.
+    const server = await serve((socket) => {
+      let answered = false;
+      onLines(socket, () => {
+        if (!answered) socket.write('OK\r\n');
+        answered = true;
+      });
+    });
+    const conn = connection(server.address);
+    assert.equal(await conn.request('first', { deadline: Date.now() + 150, reply: 'line' }), 'OK\r\n');
+    // The timer armed for the first deadline fires before this one: it must re-arm for it.
+    const later = Date.now() + 400;
+    const err = await rejection(conn.request('second', { deadline: later, reply: 'line' }));
+    const late = Date.now() - later;
+    assert.equal(err.code, Errors.NODE_TIMEOUT.code);
+    assert.ok(late >= 0 && late < 50, `rejected ${late} ms after its deadline`);
+
+    // And one whose deadline is earlier than the armed timer's.
+    const conn2 = connection(server.address);
+    const server2Sockets = server.sockets.length;
+    conn2.send('first', { deadline: Date.now() + 5000, reply: 'line' }, () => undefined);
+    const early = Date.now() + 100;
+    const err2 = await rejection(conn2.request('second', { deadline: early, reply: 'line' }));
+    const late2 = Date.now() - early;
+    assert.equal(err2.code, Errors.NODE_TIMEOUT.code);
+    assert.ok(late2 >= 0 && late2 < 50, `rejected ${late2} ms after its deadline`);
+    assert.equal(server.sockets.length, server2Sockets + 1);
+  });
+
+  it('an idle connection does not hold the process open, its timer armed or not', async () => {
+    const server = await serve((socket) => onLines(socket, () => socket.write('OK\r\n')));
+    const script = [
+      `import { AsciiConnection } from ${JSON.stringify(new URL('../../src/protocol/index.js', import.meta.url).href)};`,
+      `const conn = new AsciiConnection(${JSON.stringify(server.address)}, { connectTimeoutMs: 30000 });`,
+      // The timer stays armed after this reply (for the connect timeout: the earlier of the two).
+      `const reply = await conn.request('version', { deadline: Date.now() + 40000, reply: 'line' });`,
+      `process.stdout.write(reply);`,
+    ].join('\n');
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0);
+    assert.equal(out, 'OK\r\n');
+    assert.ok(Date.now() - started < 10_000, `the process took ${Date.now() - started} ms to end`);
   });
 
   it('a deadline already past rejects at once without dialling', async () => {
