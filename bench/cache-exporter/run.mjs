@@ -7,7 +7,7 @@
 //        [--prefix-scrapes=20] [--quick] [--no-gzip] [--traffic] [--profile] [--per-code=100]
 //        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
-//        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--out=bench/cache-exporter/results/latest.json]
+//        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--pin] [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -20,7 +20,7 @@ import { gunzipSync } from 'node:zlib';
 import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
-import { cpuCensus, cpuMs, percentile, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../lib/process.mjs';
+import { allowedCpus, cpuCensus, cpuMs, percentile, pinProcess, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
@@ -74,10 +74,16 @@ const OPTS = {
    */
   warmup: Number(args.warmup ?? (quick ? 200 : 1000)),
   warmupS: Number(args['warmup-s'] ?? 20),
+  /**
+   * The servers on CPUs of their own: the doubles on the upper half of the CPUs this process may
+   * use, everything else (this driver, ZooKeeper, the exporter, the floor) on the lower half.
+   */
+  pin: args.pin === 'true',
 };
 for (const n of [...OPTS.nodes, ...OPTS.prefixes, OPTS.scrapes, OPTS.prefixScrapes, OPTS.warmup, OPTS.warmupS]) {
   if (!Number.isInteger(n) || n < 0) throw new Error(`bad number in the arguments: ${n}`);
 }
+const PINNING = OPTS.pin ? splitCpus(allowedCpus(process.pid)) : undefined;
 const METRICS_TIMEOUT_S = 5; // the cache job scrapes every 5 s
 const PREFIXES_TIMEOUT_S = 10; // the arcus_prefixes job scrapes every 1 m; the store's default timeout
 
@@ -195,7 +201,7 @@ async function startBenchZooKeeper() {
 
 async function startDoubles(n, p) {
   const child = track(
-    spawn(process.execPath, [join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`, ...(OPTS.traffic ? ['--traffic'] : [])], {
+    spawn(PINNING ? 'taskset' : process.execPath, [...(PINNING ? ['--cpu-list', PINNING.servers, process.execPath] : []), join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`, ...(OPTS.traffic ? ['--traffic'] : [])], {
       stdio: ['pipe', 'pipe', 'inherit'],
     }),
     'doubles',
@@ -935,6 +941,10 @@ function codeVersion() {
 
 async function main() {
   const started = Date.now();
+  if (PINNING) {
+    pinProcess(process.pid, PINNING.others);
+    log(`pinned: doubles on CPUs ${PINNING.servers}; this driver, ZooKeeper, the exporter and the floor on CPUs ${PINNING.others}`);
+  }
   const codeAtStart = codeVersion();
   log(`code: commit ${codeAtStart.commit}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
   log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}, scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client`);
@@ -964,7 +974,7 @@ async function main() {
   writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
 
   const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
-  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client)\n`);
+  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client${PINNING ? `; doubles pinned to CPUs ${PINNING.servers}, the rest to ${PINNING.others}` : ''})\n`);
   process.stdout.write(`exporter node flags: ${report.exporterNodeFlags.join(' ') || 'none'}\n`);
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');

@@ -223,3 +223,41 @@ export function shebangNodeFlags(file) {
   const at = words.findIndex((word) => word === 'node' || word.endsWith('/node'));
   return at === -1 ? [] : words.slice(at + 1).filter((word) => word.startsWith('-'));
 }
+
+/** The CPUs a process may run on (`Cpus_allowed_list` of /proc/<pid>/status), in ascending order. */
+export function allowedCpus(pid) {
+  const m = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`/proc/${pid}/status has no Cpus_allowed_list`);
+  return parseCpuList(m[1]);
+}
+
+/** A kernel CPU list (`0-3,6,8-9`) as numbers, ascending. */
+export function parseCpuList(text) {
+  const cpus = new Set();
+  for (const part of text.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+    if (!m) throw new Error(`not a CPU list: ${text}`);
+    const from = Number(m[1]);
+    const to = m[2] === undefined ? from : Number(m[2]);
+    if (to < from) throw new Error(`not a CPU list: ${text}`);
+    for (let cpu = from; cpu <= to; cpu++) cpus.add(cpu);
+  }
+  return [...cpus].sort((a, b) => a - b);
+}
+
+/**
+ * CPUs split in two for `--pin`: `servers` the upper half (the smaller when odd), `others` the
+ * rest, as lists taskset takes. Throws with fewer than two.
+ */
+export function splitCpus(cpus) {
+  if (cpus.length < 2) throw new Error(`--pin needs at least 2 CPUs; this process may use ${cpus.length}`);
+  const cut = Math.ceil(cpus.length / 2);
+  return { others: cpus.slice(0, cut).join(','), servers: cpus.slice(cut).join(',') };
+}
+
+/** Binds every thread of a process (and the threads and processes it starts after) to `cpus` (taskset). */
+export function pinProcess(pid, cpus) {
+  const result = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', cpus, String(pid)], { encoding: 'utf8' });
+  if (result.error) throw new Error(`taskset: ${result.error.message} (util-linux)`);
+  if (result.status !== 0) throw new Error(`taskset --pid ${pid}: ${result.stderr.trim() || `exit ${result.status}`}`);
+}

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuCensus, cpuMs, mainThreadSched, percentile, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, statusKb, waitSummary } from '../../process.mjs';
+import { allowedCpus, cpuCensus, cpuMs, mainThreadSched, parseCpuList, percentile, pinProcess, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -139,6 +139,35 @@ test('cpuCensus: what a busy child and this process used, and the rest as other'
     assert.ok(used.self >= 140 && used.self <= used.wallMs * 2, `self ${used.self} ms in ${used.wallMs} ms`);
     assert.ok(used.other >= 0);
     assert.deepEqual(Object.keys(used).sort(), ['child', 'other', 'self', 'wallMs']);
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
+
+test('parseCpuList reads the kernel\'s CPU lists and refuses anything else', () => {
+  assert.deepEqual(parseCpuList('0'), [0]);
+  assert.deepEqual(parseCpuList('0-3,6,8-9'), [0, 1, 2, 3, 6, 8, 9]);
+  assert.deepEqual(parseCpuList('4,0-1'), [0, 1, 4]);
+  for (const bad of ['', 'a', '3-1', '1,,2', '1-']) assert.throws(() => parseCpuList(bad), /not a CPU list/, bad);
+});
+
+test('splitCpus: the servers get the upper half, the rest the lower (the larger when odd)', () => {
+  assert.deepEqual(splitCpus([0, 1]), { others: '0', servers: '1' });
+  assert.deepEqual(splitCpus([0, 1, 2]), { others: '0,1', servers: '2' });
+  assert.deepEqual(splitCpus([2, 3, 6, 7]), { others: '2,3', servers: '6,7' });
+  assert.throws(() => splitCpus([0]), /at least 2 CPUs/);
+});
+
+test('pinProcess binds every thread of a process; allowedCpus reads it back', { skip: process.platform !== 'linux' && 'procfs only' }, async () => {
+  const cpus = allowedCpus(process.pid);
+  assert.ok(cpus.length >= 1 && cpus.every(Number.isInteger));
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
+  try {
+    await new Promise((resolve) => child.once('spawn', resolve));
+    const last = cpus.at(-1);
+    pinProcess(child.pid, String(last));
+    assert.deepEqual(allowedCpus(child.pid), [last]);
+    assert.throws(() => pinProcess(child.pid, 'x'), /taskset --pid/);
   } finally {
     child.kill('SIGKILL');
   }
