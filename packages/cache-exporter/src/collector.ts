@@ -183,7 +183,7 @@ export class CacheCollector {
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
     // (Promise.allSettled never rejects.)
     let aux: Promise<[PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>]> | undefined;
-    state.client.connection.send('stats', { deadline, reply: 'multi' }, (err, reply) => {
+    state.client.statsBytes(deadline, (err, reply) => {
       // The collection has ended (its deadline): what comes now is no scrape's.
       if (over()) return;
       if (err !== undefined) {

@@ -7,7 +7,7 @@ export type { NodeAddress } from './address.js';
 export { Backoff } from './backoff.js';
 export type { BackoffOptions } from './backoff.js';
 export { AsciiConnection, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_REPLY_BYTES } from './connection.js';
-export type { AsciiConnectionOptions, RequestOptions } from './connection.js';
+export type { AsciiConnectionOptions, ReplyCallback, RequestOptions } from './connection.js';
 export type { ReplyKind } from './framer.js';
 export {
   ArcusNodeClient,

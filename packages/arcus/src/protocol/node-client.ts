@@ -3,7 +3,7 @@
  * per node; every method takes the scrape's absolute deadline.
  */
 import { CachemonError, Errors } from '@cachemon/core';
-import { AsciiConnection, type AsciiConnectionOptions } from './connection.js';
+import { AsciiConnection, type AsciiConnectionOptions, type ReplyCallback } from './connection.js';
 import {
   errorReplyOf,
   parsePrefixItems,
@@ -50,11 +50,12 @@ export class ArcusNodeClient {
   }
 
   /**
-   * The `stats` reply as bytes, framed but not parsed: walk it with scanStats (which also checks
-   * it). For the scrape path, where parsing into strings would cost more than the round trip.
+   * The `stats` reply as bytes, framed but not parsed, to `done` (AsciiConnection.send: valid
+   * while `done` runs): walk it with scanStats (which also checks it). For the scrape path, where
+   * parsing into strings, or a promise per node, would cost more than the round trip.
    */
-  statsBytes(deadline: number): Promise<Buffer> {
-    return this.connection.requestBytes('stats', { deadline, reply: 'multi' });
+  statsBytes(deadline: number, done: ReplyCallback): void {
+    this.connection.send('stats', { deadline, reply: 'multi' }, done);
   }
 
   statsSettings(deadline: number): Promise<StatsReply> {

@@ -52,6 +52,16 @@ function client(address: string): ArcusNodeClient {
 const soon = (): number => Date.now() + 5000;
 
 describe('ArcusNodeClient against captured ARCUS replies', () => {
+  it('statsBytes hands the stats reply to its callback byte for byte', async () => {
+    const server = await fakeArcus();
+    const node = client(server.address);
+    const bytes = await new Promise<string>((resolve, reject) =>
+      node.statsBytes(soon(), (err, reply) => (err ? reject(err) : resolve(reply!.toString('latin1')))),
+    );
+    assert.equal(bytes, sample('01-stats.raw'));
+    assert.deepEqual(server.received, ['stats']);
+  });
+
   it('stats, stats settings, stats zookeeper, stats slabs', async () => {
     const server = await fakeArcus();
     const node = client(server.address);
