@@ -17,16 +17,12 @@
 // ZooKeeper on the lower half (as `run.mjs --pin`): servers on CPUs of their own, as on machines
 // of their own. Everything runs on loopback and is stopped at the end, on failure and on Ctrl-C.
 import { spawn } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startZooKeeper } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { allowedCpus, percentile, pinProcess, splitCpus } from '../lib/process.mjs';
-
-const HERE = dirname(new URL(import.meta.url).pathname);
+import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
 const args = parseArgs(process.argv.slice(2), import.meta.url);
 const N = Number(args.nodes ?? 100);
 const SPIN_US = Number(args['spin-us'] ?? 25);
@@ -94,15 +90,9 @@ function round(count, spinUs) {
 
 async function main() {
   if (pinning) pinProcess(process.pid, pinning.others);
-  zk = await startZooKeeper();
-  // Every double has a ZooKeeper session of its own from 127.0.0.1 (see run.mjs).
-  await zk.stop();
-  appendFileSync(join(dirname(zk.dataDir), 'conf', 'zoo.cfg'), 'maxClientCnxns=0\n');
-  await zk.start();
-  const command = [join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${N}`, '--prefixes=0', '--traffic'];
-  doubles = pinning
-    ? spawn('taskset', ['--cpu-list', pinning.servers, process.execPath, ...command], { stdio: ['pipe', 'pipe', 'inherit'] })
-    : spawn(process.execPath, command, { stdio: ['pipe', 'pipe', 'inherit'] });
+  zk = await startBenchZooKeeper();
+  const { command, args: commandArgs } = doublesCommand({ zk: zk.address, nodes: N, traffic: true, cpus: pinning?.servers });
+  doubles = spawn(command, commandArgs, { stdio: ['pipe', 'pipe', 'inherit'] });
   const first = await new Promise((resolve, reject) => {
     createInterface({ input: doubles.stdout }).once('line', (line) => resolve(JSON.parse(line)));
     doubles.once('exit', (code) => reject(new Error(`doubles exited ${code} before they were ready`)));

@@ -9,7 +9,7 @@
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
 //        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--pin] [--out=bench/cache-exporter/results/latest.json]
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -17,11 +17,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
-import { freePort, startZooKeeper, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { freePort, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
 import { allowedCpus, cpuCensus, cpuMs, percentile, pinProcess, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../lib/process.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
+import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
 const ROOT = join(HERE, '..', '..');
@@ -189,23 +190,9 @@ function jsonLines(child, name) {
 // ---------------------------------------------------------------------------------------------
 // ZooKeeper, doubles, floor, exporter
 
-async function startBenchZooKeeper() {
-  const server = await startZooKeeper();
-  // ZooKeeper allows 60 connections per client IP by default; every double has a session of its
-  // own (like real servers on their own machines), all from 127.0.0.1. Lift the limit and restart.
-  await server.stop();
-  appendFileSync(join(dirname(server.dataDir), 'conf', 'zoo.cfg'), 'maxClientCnxns=0\n');
-  await server.start();
-  return server;
-}
-
 async function startDoubles(n, p) {
-  const child = track(
-    spawn(PINNING ? 'taskset' : process.execPath, [...(PINNING ? ['--cpu-list', PINNING.servers, process.execPath] : []), join(HERE, 'doubles.mjs'), `--zk=${zk.address}`, `--nodes=${n}`, `--prefixes=${p}`, `--per-code=${OPTS.perCode}`, ...(OPTS.traffic ? ['--traffic'] : [])], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    }),
-    'doubles',
-  );
+  const { command, args } = doublesCommand({ zk: zk.address, nodes: n, prefixes: p, perCode: OPTS.perCode, traffic: OPTS.traffic, cpus: PINNING?.servers });
+  const child = track(spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] }), 'doubles');
   const lines = jsonLines(child, 'doubles');
   const ready = await lines.next(300_000);
   if (!ready.ready) throw new Error(`doubles: unexpected first line ${JSON.stringify(ready)}`);
