@@ -122,6 +122,11 @@ export class CacheCollector {
   ): Promise<NodeSnapshot[]> {
     return new Promise((resolve) => {
       const snapshots = new Array<NodeSnapshot | undefined>(nodes.length);
+      /**
+       * A node that has answered `stats` while its `stats settings` / `stats zookeeper` replies are
+       * still on their way: its snapshot with the settings it had, used if the collection ends first.
+       */
+      const provisional = new Array<NodeSnapshot | undefined>(nodes.length);
       /** When each node was asked (performance.now()); NaN: not asked. */
       const asked = new Float64Array(nodes.length).fill(Number.NaN);
       let left = nodes.length;
@@ -145,13 +150,25 @@ export class CacheCollector {
       void deadline.expired.then(() => {
         nodes.forEach((node, i) => {
           if (over || snapshots[i] !== undefined) return;
+          const early = provisional[i];
+          if (early !== undefined) {
+            finish(i, early);
+            return;
+          }
           const err = new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
           this.failed(node, err, asked[i]!, (snapshot) => finish(i, snapshot));
         });
       });
       const isOver = (): boolean => over;
       nodes.forEach((node, i) => {
-        asked[i] = this.collectNode(node, deadline.at, accept, (snapshot) => finish(i, snapshot), isOver);
+        asked[i] = this.collectNode(
+          node,
+          deadline.at,
+          accept,
+          (snapshot) => finish(i, snapshot),
+          (snapshot) => (provisional[i] = snapshot),
+          isOver,
+        );
       });
     });
   }
@@ -167,6 +184,7 @@ export class CacheCollector {
     deadline: number,
     accept: (node: CacheNode, reply: Buffer) => RenderedStats,
     done: (snapshot: NodeSnapshot) => void,
+    answeredBeforeAux: (snapshot: NodeSnapshot) => void,
     over: () => boolean,
   ): number {
     if (!node.live) {
@@ -202,14 +220,18 @@ export class CacheCollector {
         done(this.answered(node, state, durationSeconds, stats));
         return;
       }
+      // The node is up whatever becomes of the settings: if the collection ends before they come
+      // (a scrape with an earlier deadline joined it), it is reported with the ones it had.
+      answeredBeforeAux(this.answered(node, state, durationSeconds, stats));
       void aux.then(([settings, zookeeper]) => {
         // The first read of every node happens in the same scrape; the next ones are spread over
         // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
-        state.auxDueAt = Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
-        // An ERROR reply means the server lacks the command (plain memcached has no stats zookeeper).
+        // A read that failed (timed out, unreadable) is tried again at the next scrape.
+        const failed = [settings, zookeeper].some((r) => r.status === 'rejected' && !isUnsupported(r.reason));
+        state.auxDueAt = failed ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
         // Unchanged entries keep their identity: what is rendered from them is kept too.
-        state.settings = sameEntries(state.settings, settings.status === 'fulfilled' ? settings.value : []);
-        state.zookeeper = sameEntries(state.zookeeper, zookeeper.status === 'fulfilled' ? zookeeper.value : []);
+        state.settings = sameEntries(state.settings, auxEntries(settings, state.settings));
+        state.zookeeper = sameEntries(state.zookeeper, auxEntries(zookeeper, state.zookeeper));
         done(this.answered(node, state, durationSeconds, stats));
       });
     });
@@ -401,7 +423,17 @@ function sameEntries(previous: StatsEntries | undefined, next: StatsEntries): St
   return previous;
 }
 
-/** Plain memcached answers `ERROR` to `stats prefixes`: no item statistics, not a failure. */
+/**
+ * What a node's settings (or ZooKeeper status) are after a read: the reply; none when the server
+ * lacks the command (an ERROR reply: plain memcached has no `stats zookeeper`); the ones it had when
+ * the read failed otherwise.
+ */
+function auxEntries(result: PromiseSettledResult<StatsEntries>, previous: StatsEntries | undefined): StatsEntries {
+  if (result.status === 'fulfilled') return result.value;
+  return isUnsupported(result.reason) ? [] : (previous ?? []);
+}
+
+/** An `ERROR` reply: the server lacks the command (plain memcached has no `stats prefixes` or `stats zookeeper`), not a failure. */
 function isUnsupported(err: unknown): boolean {
   return isCachemonError(err, Errors.NODE_ERROR_REPLY) && /^ERROR\b/.test(String(err.details?.['reply'] ?? '').trim());
 }

@@ -42,6 +42,21 @@ describe('ArcusDouble behaviours', () => {
     client.close();
   });
 
+  test("'hang-stats-settings' answers what comes before `stats settings`, then nothing on that connection; others are served", async () => {
+    const { double, client } = await startDouble();
+    double.setBehavior('hang-stats-settings');
+    client.socket.write('version\r\nstats settings\r\nversion\r\n');
+    assert.equal(await client.receiveFor(300), 'VERSION 1.15.0\r\n');
+    assert.equal(client.closed, false, 'the connection stays open');
+    const other = await RawClient.connect(double.address);
+    assert.match(await other.send('stats\r\n', 'END\r\n'), /^STAT pid \d+\r\n/);
+    double.setBehavior('normal');
+    assert.equal(await client.receiveFor(200), '', 'the stuck connection stays stuck');
+    assert.match(await other.send('stats settings\r\n', 'END\r\n'), /\r\nSTAT max_stats_prefixes 50\r\n/);
+    other.close();
+    client.close();
+  });
+
   test("'refuse-stats-prefixes' refuses the prefix dumps but not prefixlist", async () => {
     const { double, client } = await startDouble({ detailEnabled: true });
     assert.equal(await client.send('set app:a 0 0 1\r\n1\r\n'), 'STORED\r\n');

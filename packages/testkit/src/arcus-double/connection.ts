@@ -38,7 +38,7 @@ function splitNoreply(spec: CommandSpec, args: readonly string[]): { args: reado
 export class Connection {
   private buffer: Buffer = Buffer.alloc(0);
   private pending: PendingData | undefined;
-  /** Asked for prefix statistics under hang-stats-prefixes: never answers again. */
+  /** Asked for what hang-stats-prefixes or hang-stats-settings hang on: never answers again. */
   private stuck = false;
 
   constructor(
@@ -85,7 +85,10 @@ export class Connection {
   }
 
   private onLine(line: string): void {
-    if (this.state.behavior === 'hang-stats-prefixes' && /^stats (prefixes|detail dump|prefixlist)\b/.test(line)) {
+    if (
+      (this.state.behavior === 'hang-stats-prefixes' && /^stats (prefixes|detail dump|prefixlist)\b/.test(line)) ||
+      (this.state.behavior === 'hang-stats-settings' && /^stats settings\b/.test(line))
+    ) {
       this.stuck = true;
       return;
     }

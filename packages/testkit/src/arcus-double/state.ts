@@ -8,9 +8,16 @@ import { DetailStats, type DetailField } from './prefixes.js';
 /**
  * normal; hang (read, never answer); garbage (non-protocol bytes); refuse-stats-prefixes (too many
  * prefixes); hang-stats-prefixes (a connection that asks for prefix statistics is never answered
- * again, as when the server's worker for it is stuck; other connections are served).
+ * again, as when the server's worker for it is stuck; other connections are served);
+ * hang-stats-settings (the same for `stats settings`: what was asked before it is answered).
  */
-export type ArcusDoubleBehavior = 'normal' | 'hang' | 'garbage' | 'refuse-stats-prefixes' | 'hang-stats-prefixes';
+export type ArcusDoubleBehavior =
+  | 'normal'
+  | 'hang'
+  | 'garbage'
+  | 'refuse-stats-prefixes'
+  | 'hang-stats-prefixes'
+  | 'hang-stats-settings';
 
 export interface ServerSettings {
   readonly host: string;
