@@ -61,7 +61,9 @@ describe('cache_exporter start.sh / stop.sh', () => {
     process.kill(pid, 0);
     // bin/cache-exporter's own node flags (its first line) bound the heap.
     const args = commandLine(pid);
-    assert.ok(args.includes('--max-semi-space-size=8') && args.includes('--max-old-space-size=512'), args.join(' '));
+    for (const flag of ['--max-semi-space-size=8', '--max-old-space-size=512', '--no-allocation-site-pretenuring']) {
+      assert.ok(args.includes(flag), `${flag} missing: ${args.join(' ')}`);
+    }
 
     const again = sh('start.sh', 'ens1');
     assert.notEqual(again.status, 0);
