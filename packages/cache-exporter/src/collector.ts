@@ -226,13 +226,15 @@ export class CacheCollector {
       void aux.then(([settings, zookeeper]) => {
         // The first read of every node happens in the same scrape; the next ones are spread over
         // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
-        // A read that failed (timed out, unreadable) is tried again at the next scrape.
-        const failed = [settings, zookeeper].some((r) => r.status === 'rejected' && !isUnsupported(r.reason));
-        state.auxDueAt = failed ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
+        // A read cut short (timed out, connection lost) is tried again at the next scrape.
+        const cutShort = [settings, zookeeper].some((r) => r.status === 'rejected' && isTransient(r.reason));
+        state.auxDueAt = cutShort ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
         // Unchanged entries keep their identity: what is rendered from them is kept too.
         state.settings = sameEntries(state.settings, auxEntries(settings, state.settings));
         state.zookeeper = sameEntries(state.zookeeper, auxEntries(zookeeper, state.zookeeper));
-        done(this.answered(node, state, durationSeconds, stats));
+        // Ended already (the provisional snapshot was used): the node's state may have moved on
+        // since, in a later collection, and must not be logged as answering again.
+        if (!over()) done(this.answered(node, state, durationSeconds, stats));
       });
     });
     if (Date.now() >= state.auxDueAt) aux = Promise.allSettled([state.client.statsSettings(deadline), state.client.statsZookeeper(deadline)]);
@@ -258,6 +260,7 @@ export class CacheCollector {
         state.lastReason = reason;
       }
       // Settings are re-read once the node answers again: it may have been restarted differently.
+      // (Until that read succeeds, the node is shown with the settings it had.)
       state.auxDueAt = 0;
     }
     done({ node, up: false, reason, ...(Number.isNaN(started) ? {} : { durationSeconds: (performance.now() - started) / 1000 }) });
@@ -431,6 +434,11 @@ function sameEntries(previous: StatsEntries | undefined, next: StatsEntries): St
 function auxEntries(result: PromiseSettledResult<StatsEntries>, previous: StatsEntries | undefined): StatsEntries {
   if (result.status === 'fulfilled') return result.value;
   return isUnsupported(result.reason) ? [] : (previous ?? []);
+}
+
+/** A request cut short rather than answered: it may well succeed when asked again. */
+function isTransient(err: unknown): boolean {
+  return isCachemonError(err, Errors.NODE_TIMEOUT) || isCachemonError(err, Errors.NODE_CLOSED) || isCachemonError(err, Errors.NODE_UNREACHABLE);
 }
 
 /** An `ERROR` reply: the server lacks the command (plain memcached has no `stats prefixes` or `stats zookeeper`), not a failure. */

@@ -4,10 +4,11 @@ import type { CacheNode } from '@cachemon/arcus';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ArcusDouble } from '@cachemon/testkit';
 import { CacheCollector, CollectionDeadline } from '../src/collector.js';
+import type { CollectorLogger } from '../src/collector.js';
 import { NodeMetricsRenderer } from '../src/index.js';
 import type { NodeSnapshot } from '../src/index.js';
 
-const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined };
+const silent: CollectorLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 const doubles: ArcusDouble[] = [];
 const collectors: CacheCollector[] = [];
 after(async () => {
@@ -15,35 +16,58 @@ after(async () => {
   for (const double of doubles) await double.stop();
 });
 
-async function setup(): Promise<{ double: ArcusDouble; node: CacheNode; collector: CacheCollector; collect: (deadline: CollectionDeadline) => Promise<NodeSnapshot> }> {
+interface Setup {
+  readonly double: ArcusDouble;
+  readonly collector: CacheCollector;
+  /** One collection of the node; `onStats` is called when its `stats` reply has been rendered. */
+  collect(deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot>;
+}
+
+async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Promise<Setup> {
   const double = await ArcusDouble.start();
   doubles.push(double);
   const node: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'cache-1', live: true, mapped: true };
-  // auxRefreshMs 0: `stats settings` and `stats zookeeper` are asked in every collection.
-  const collector = new CacheCollector({ logger: silent, auxRefreshMs: 0 });
+  const collector = new CacheCollector({ logger, auxRefreshMs });
   collectors.push(collector);
   const renderer = new NodeMetricsRenderer('zk1');
-  const collect = async (deadline: CollectionDeadline): Promise<NodeSnapshot> => {
+  const collect = async (deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot> => {
     renderer.beginCollection(false);
-    const [snapshot] = await collector.collectStats([node], deadline, (n, reply) => renderer.acceptStats(n, reply));
+    const [snapshot] = await collector.collectStats([node], deadline, (n, reply) => {
+      const stats = renderer.acceptStats(n, reply);
+      onStats?.();
+      return stats;
+    });
     return snapshot!;
   };
-  return { double, node, collector, collect };
+  return { double, collector, collect };
 }
 
-const setting = (snapshot: NodeSnapshot, name: string): string | undefined => snapshot.settings?.find(([key]) => key === name)?.[1];
+const setting = (snapshot: NodeSnapshot | undefined, name: string): string | undefined => snapshot?.settings?.find(([key]) => key === name)?.[1];
+
+/** Collections until the node is up again (a connection that timed out backs off for at least 500 ms). */
+async function collectUntilUp(collect: Setup['collect']): Promise<NodeSnapshot | undefined> {
+  let snapshot: NodeSnapshot | undefined;
+  for (let attempt = 0; attempt < 20 && snapshot?.up !== true; attempt++) {
+    await sleep(200);
+    snapshot = await collect(new CollectionDeadline(Date.now() + 1000));
+  }
+  return snapshot;
+}
 
 describe('CacheCollector: stats settings read with stats', () => {
   test('a collection ended early by a joining scrape reports a node that answered stats up, with the settings it had', async () => {
-    const { double, collect } = await setup();
+    // auxRefreshMs 0: `stats settings` and `stats zookeeper` are asked in every collection.
+    const { double, collect } = await setup(0);
     const first = await collect(new CollectionDeadline(Date.now() + 2000));
     assert.equal(first.up, true);
     assert.equal(setting(first, 'max_stats_prefixes'), '50', 'the settings were read');
 
     double.setBehavior('hang-stats-settings');
     const deadline = new CollectionDeadline(Date.now() + 10_000);
-    const collecting = collect(deadline);
-    await sleep(200); // `stats` is answered by now; `stats settings` never will be
+    let statsIn!: () => void;
+    const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
+    const collecting = collect(deadline, () => statsIn());
+    await statsArrived; // `stats settings` never will be
     const started = performance.now();
     deadline.bringForward(Date.now());
     const second = await collecting;
@@ -53,8 +77,8 @@ describe('CacheCollector: stats settings read with stats', () => {
     assert.deepEqual(second.settings, first.settings, 'with the settings it had');
   });
 
-  test('settings that time out keep the ones the node had, and are read again once it answers', async () => {
-    const { double, collect } = await setup();
+  test('settings that time out keep the ones the node had', async () => {
+    const { double, collect } = await setup(0);
     const first = await collect(new CollectionDeadline(Date.now() + 2000));
     assert.equal(setting(first, 'max_stats_prefixes'), '50');
 
@@ -64,13 +88,45 @@ describe('CacheCollector: stats settings read with stats', () => {
     assert.deepEqual(second.settings, first.settings, 'the settings it had, not none');
 
     double.setBehavior('normal');
-    // The timed-out connection is closed and retried after its backoff (at least 500 ms).
-    let third: NodeSnapshot | undefined;
-    for (let attempt = 0; attempt < 20 && third?.up !== true; attempt++) {
-      await sleep(200);
-      third = await collect(new CollectionDeadline(Date.now() + 1000));
-    }
+    const third = await collectUntilUp(collect);
     assert.equal(third?.up, true);
-    assert.equal(setting(third!, 'max_stats_prefixes'), '50');
+    assert.equal(setting(third, 'max_stats_prefixes'), '50');
+  });
+
+  test('settings that time out after their collection ended do not log a node down since then as answering again', async () => {
+    const logged: string[] = [];
+    const logger: CollectorLogger = { debug: () => undefined, info: (_, msg) => logged.push(msg), warn: (_, msg) => logged.push(msg) };
+    const { double, collect } = await setup(0, logger);
+    assert.equal((await collect(new CollectionDeadline(Date.now() + 2000))).up, true);
+
+    double.setBehavior('hang-stats-settings');
+    const early = new CollectionDeadline(Date.now() + 500);
+    let statsIn!: () => void;
+    const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
+    const ended = collect(early, () => statsIn());
+    await statsArrived;
+    early.bringForward(Date.now());
+    assert.equal((await ended).up, true);
+    // The next collection's `stats` waits behind the hung `stats settings`; when that times out
+    // (the first collection's deadline), the connection fails and takes the next request with it.
+    const next = await collect(new CollectionDeadline(Date.now() + 3000));
+    assert.equal(next.up, false);
+    assert.equal(next.reason, 'timeout');
+    await sleep(100); // the first collection's settings have settled by now
+    assert.deepEqual(logged, ['cache node is down']);
+  });
+
+  test('a settings read that timed out is asked again at the next scrape, not a refresh interval later', async () => {
+    // A refresh interval far beyond the test: only a retry reads the settings again.
+    const { double, collect } = await setup(1e9);
+    double.setBehavior('hang-stats-settings');
+    const first = await collect(new CollectionDeadline(Date.now() + 300));
+    assert.equal(first.up, true, `reported ${first.reason ?? 'up'}`);
+    assert.equal(setting(first, 'max_stats_prefixes'), undefined, 'no settings yet');
+
+    double.setBehavior('normal');
+    const again = await collectUntilUp(collect);
+    assert.equal(again?.up, true);
+    assert.equal(setting(again, 'max_stats_prefixes'), '50', 'read again');
   });
 });
