@@ -436,9 +436,11 @@ function auxEntries(result: PromiseSettledResult<StatsEntries>, previous: StatsE
   return isUnsupported(result.reason) ? [] : (previous ?? []);
 }
 
-/** A request cut short rather than answered: it may well succeed when asked again. */
+/** Reasons (reasonOf) of a request cut short rather than answered: it may well succeed when asked again. */
+const TRANSIENT_REASONS = new Set(['timeout', 'unreachable', 'closed']);
+
 function isTransient(err: unknown): boolean {
-  return isCachemonError(err, Errors.NODE_TIMEOUT) || isCachemonError(err, Errors.NODE_CLOSED) || isCachemonError(err, Errors.NODE_UNREACHABLE);
+  return TRANSIENT_REASONS.has(reasonOf(err));
 }
 
 /** An `ERROR` reply: the server lacks the command (plain memcached has no `stats prefixes` or `stats zookeeper`), not a failure. */

@@ -18,7 +18,6 @@ after(async () => {
 
 interface Setup {
   readonly double: ArcusDouble;
-  readonly collector: CacheCollector;
   /** One collection of the node; `onStats` is called when its `stats` reply has been rendered. */
   collect(deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot>;
 }
@@ -39,7 +38,16 @@ async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Pr
     });
     return snapshot!;
   };
-  return { double, collector, collect };
+  return { double, collect };
+}
+
+/** A collection started, and when the node's `stats` reply is in (what comes after it may hang). */
+async function collectPastStats(collect: Setup['collect'], deadline: CollectionDeadline): Promise<{ result: Promise<NodeSnapshot> }> {
+  let statsIn!: () => void;
+  const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
+  const result = collect(deadline, () => statsIn());
+  await statsArrived;
+  return { result };
 }
 
 const setting = (snapshot: NodeSnapshot | undefined, name: string): string | undefined => snapshot?.settings?.find(([key]) => key === name)?.[1];
@@ -64,13 +72,10 @@ describe('CacheCollector: stats settings read with stats', () => {
 
     double.setBehavior('hang-stats-settings');
     const deadline = new CollectionDeadline(Date.now() + 10_000);
-    let statsIn!: () => void;
-    const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
-    const collecting = collect(deadline, () => statsIn());
-    await statsArrived; // `stats settings` never will be
+    const collecting = await collectPastStats(collect, deadline); // `stats settings` never comes
     const started = performance.now();
     deadline.bringForward(Date.now());
-    const second = await collecting;
+    const second = await collecting.result;
     assert.ok(performance.now() - started < 1000, 'ended when brought forward, not at the first deadline');
     assert.equal(second.up, true, `reported ${second.reason ?? 'up'}`);
     assert.ok(second.stats !== undefined, 'with its stats');
@@ -101,12 +106,9 @@ describe('CacheCollector: stats settings read with stats', () => {
 
     double.setBehavior('hang-stats-settings');
     const early = new CollectionDeadline(Date.now() + 500);
-    let statsIn!: () => void;
-    const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
-    const ended = collect(early, () => statsIn());
-    await statsArrived;
+    const ended = await collectPastStats(collect, early);
     early.bringForward(Date.now());
-    assert.equal((await ended).up, true);
+    assert.equal((await ended.result).up, true);
     // The next collection's `stats` waits behind the hung `stats settings`; when that times out
     // (the first collection's deadline), the connection fails and takes the next request with it.
     const next = await collect(new CollectionDeadline(Date.now() + 3000));
