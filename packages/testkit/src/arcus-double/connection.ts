@@ -5,7 +5,13 @@
 import type { Socket } from 'node:net';
 import { BAD_DATA_CHUNK, BAD_FORMAT, BadFormat, CLOSE, ERROR, type CommandSpec, type Reply } from './command-spec.js';
 import { resolve } from './commands.js';
-import type { ServerState } from './state.js';
+import type { ArcusDoubleBehavior, ServerState } from './state.js';
+
+/** The behaviours that leave a connection unanswered for good once it asks for what matches. */
+const HANGS_ON: Partial<Record<ArcusDoubleBehavior, RegExp>> = {
+  'hang-stats-prefixes': /^stats (prefixes|detail dump|prefixlist)\b/,
+  'hang-stats-settings': /^stats settings\b/,
+};
 
 const MAX_LINE = 8192;
 /** What a double in 'garbage' mode answers: not ARCUS protocol, and no line terminator. */
@@ -85,10 +91,7 @@ export class Connection {
   }
 
   private onLine(line: string): void {
-    if (
-      (this.state.behavior === 'hang-stats-prefixes' && /^stats (prefixes|detail dump|prefixlist)\b/.test(line)) ||
-      (this.state.behavior === 'hang-stats-settings' && /^stats settings\b/.test(line))
-    ) {
+    if (HANGS_ON[this.state.behavior]?.test(line) === true) {
       this.stuck = true;
       return;
     }
