@@ -9,7 +9,8 @@
  * Reply kinds:
  *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
  *   - 'multi' lines until `END` (`stats ...`), or a single error line. Every line must start with
- *             an ASCII capital letter, so binary garbage fails fast instead of waiting for the deadline.
+ *             an ASCII capital letter, checked as soon as its first byte arrives, so binary garbage
+ *             fails fast (with or without a line end) instead of waiting for the deadline.
  *   - 'value' retrieval. `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block
  *             of exactly <bytes> bytes and CRLF, until `END`; or a collection get:
  *             `VALUE <flags> <count>`, <count> element lines, then one closing line (`END`,
@@ -219,6 +220,9 @@ export class ReplyFramer {
         if (this.end - lineStart > MAX_LINE_BYTES) {
           throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
         }
+        // A line that must begin with a keyword is judged by its first byte, before its end: a
+        // node that sends binary garbage without a line end fails now, not at the deadline.
+        if (this.end > lineStart && this.keywordLineDue(kind)) this.requireKeywordLine(lineStart, this.end);
         this.searchFrom = this.end - this.start;
         return this.incomplete();
       }
@@ -334,6 +338,12 @@ export class ReplyFramer {
     this.searchFrom = 0;
     this.remaining = 0;
     this.resultLength = -1;
+  }
+
+  /** Whether the next line of a reply of `kind` must begin with a keyword (requireKeywordLine). */
+  private keywordLineDue(kind: ReplyKind): boolean {
+    if (this.phase === Phase.Closing) return true;
+    return kind === 'multi' && (this.phase === Phase.First || this.phase === Phase.Lines);
   }
 
   /** Reply lines outside data blocks begin with a capital keyword (STAT, PREFIX, VALUE, END, ...). */

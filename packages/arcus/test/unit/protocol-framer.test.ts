@@ -189,6 +189,29 @@ describe("ReplyFramer 'multi' kind", () => {
     }
   });
 
+  it('fails on the first byte of a line that cannot begin a reply line, without waiting for its end', () => {
+    for (const [input, kind] of [
+      ['\u0000\u00ff\u001b[?GARBAGE', 'multi'],
+      ['STAT a 1\r\nx', 'multi'],
+      ['VALUE 0 0\r\n\u0000', 'value'],
+    ] as const) {
+      const framer = new ReplyFramer(1 << 20);
+      framer.push(bytes(input));
+      assertProtocolError(() => framer.next(kind), 'not a reply line');
+    }
+    // Where any byte may begin a line (a 'line' reply such as an incr result, element lines), a
+    // partial line is waited for.
+    for (const [input, kind] of [
+      ['12', 'line'],
+      ['VALUE 0 1\r\n\u0000', 'value'],
+      ['STAT a 1\r\nST', 'multi'],
+    ] as const) {
+      const framer = new ReplyFramer(1 << 20);
+      framer.push(bytes(input));
+      assert.equal(framer.next(kind), undefined, JSON.stringify(input));
+    }
+  });
+
   it(`fails on a line longer than ${MAX_LINE_BYTES} bytes without waiting for its end`, () => {
     const framer = new ReplyFramer(1 << 24);
     framer.push(bytes(`STAT ${'x'.repeat(MAX_LINE_BYTES)}`));
