@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   closeLogger,
   createLogger,
@@ -87,6 +87,43 @@ describe('createLogger', () => {
     assert.equal(first['pid'], process.pid);
     assert.equal(typeof first['hostname'], 'string');
     assert.equal(records[1]?.['node'], 'a:1');
+  });
+
+  it("rotates as the log block says: maxSize in MB, maxBackups, maxAge in days, compress", async () => {
+    const dir = freshDir();
+    const file = join(dir, 'app.log');
+    // Backups as an earlier run left them: one 40 days old (past maxAge), one 2 days old.
+    const stale = 'app-2020-01-01T00-00-00.000.log.gz';
+    const recent = 'app-2020-01-02T00-00-00.000.log.gz';
+    for (const [name, days] of [[stale, 40], [recent, 2]] as const) {
+      writeFileSync(join(dir, name), gzipSync('old\n'));
+      const when = new Date(Date.now() - days * DAY);
+      utimesSync(join(dir, name), when, when);
+    }
+    const logger = createLogger({ level: 'info', filename: file, maxSize: 1, maxBackups: 2, maxAge: 30, compress: true });
+    // ~3.4 MB of lines: the file is rotated three times, so more backups are made than are kept.
+    const pad = 'x'.repeat(1000);
+    const count = 3300;
+    for (let i = 0; i < count; i++) logger.info({ seq: i, pad }, 'filler');
+    await closeLogger(logger);
+
+    assert.equal(existsSync(join(dir, stale)), false, 'a backup older than maxAge days is deleted');
+    const backups = backupsIn(dir);
+    assert.equal(backups.length, 2, `maxBackups 2: ${backups.join(', ')}`);
+    assert.equal(backups.includes(recent), false, 'the newest backups are kept, not the old one');
+    const MB = 1024 * 1024;
+    const lineBytes = readLines(file)[0]!.length + 1;
+    for (const name of backups) {
+      assert.match(name, /^app-.*\.log\.gz$/);
+      const size = gunzipSync(readFileSync(join(dir, name))).length;
+      // Rotation follows the write that reaches maxSize MB, so one line may overshoot it.
+      assert.ok(size >= MB && size < MB + lineBytes, `${name}: ${size} bytes`);
+    }
+    assert.ok(readFileSync(file).length < MB + lineBytes);
+    // What is kept is the tail of what was written, in order, nothing lost in between.
+    const seqs = allLines(dir).map((line) => (JSON.parse(line) as { seq?: number }).seq).filter((seq) => seq !== undefined).sort((a, b) => a - b);
+    assert.equal(seqs[seqs.length - 1], count - 1);
+    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => count - seqs.length + i));
   });
 
   it('ranks panic above fatal', async () => {
