@@ -43,7 +43,16 @@ export interface CacheExporterOptions {
  */
 export class CacheExporter {
   private config: CacheExporterConfig;
+  /** Reads the topology scrapes collect. */
   private watcher: TopologyWatcher;
+  /** What `watcher` was made for: its servers (as JSON) and service codes, and its topology's ensemble name. */
+  private watched: WatchedEnsemble;
+  /**
+   * A reload's new ensemble servers, until their first topology has been read: then this watcher
+   * replaces `watcher`. Meanwhile the old one keeps serving, so a server list that is wrong, or
+   * slow to answer, never leaves the exporter without nodes.
+   */
+  private pending: (WatchedEnsemble & { readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout }) | undefined;
   private readonly collector: CacheCollector;
   private readonly qos: QosScheduler;
   private readonly prefixes = new PrefixAggregator();
@@ -66,6 +75,9 @@ export class CacheExporter {
     this.collector = new CacheCollector({ logger: options.logger });
     this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
     this.watcher = this.createWatcher(config);
+    this.watched = watchedOf(config);
+    this.self.zookeeperConnected.set(0);
+    this.self.ensembleSwitchPending.set(0);
     this.renderer = new NodeMetricsRenderer(config.ensemble.name);
   }
 
@@ -98,6 +110,7 @@ export class CacheExporter {
   }
 
   close(): void {
+    this.dropPending();
     this.watcher.close();
     this.qos.stop();
     this.collector.close();
@@ -121,11 +134,43 @@ export class CacheExporter {
       }
     });
     watcher.on('topology', (topology: Topology) => {
+      if (watcher === this.pending?.watcher) this.promotePending();
       if (watcher !== this.watcher) return;
       this.onTopology(topology);
     });
-    this.self.zookeeperConnected.set(0);
     return watcher;
+  }
+
+  /** The reloaded ensemble's first topology has been read: it replaces the one served so far. */
+  private promotePending(): void {
+    const pending = this.pending!;
+    this.pending = undefined;
+    clearTimeout(pending.warn);
+    const old = this.watcher;
+    this.watcher = pending.watcher;
+    this.watched = { name: pending.name, servers: pending.servers, serviceCodes: pending.serviceCodes };
+    old.close();
+    this.rename(pending.name);
+    this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
+    this.self.ensembleSwitchPending.set(0);
+    this.options.logger.info({ ensemble: pending.name, servers: this.config.ensemble.servers }, 'reloaded ensemble read; its topology replaces the previous one');
+  }
+
+  /** Gives up a reloaded ensemble not read yet (closing, or another reload changed the servers again). */
+  private dropPending(): void {
+    const pending = this.pending;
+    if (pending === undefined) return;
+    this.pending = undefined;
+    clearTimeout(pending.warn);
+    pending.watcher.close();
+    this.self.ensembleSwitchPending.set(0);
+  }
+
+  /** The ensemble label of every series (the node series and the exporter's own). */
+  private rename(name: string): void {
+    if (name === this.renderer.ensemble) return;
+    this.renderer = new NodeMetricsRenderer(name);
+    this.self.setEnsemble(name);
   }
 
   private onTopology(topology: Topology): void {
@@ -264,8 +309,9 @@ export class CacheExporter {
   }
 
   /**
-   * Applies a new, already validated config. Everything but `listen` takes effect at once; a new
-   * ensemble gets a new watcher (its first topology replaces the old one when read).
+   * Applies a new, already validated config. Everything but `listen` takes effect at once, except
+   * new ensemble servers: they get a watcher of their own, and the topology read so far (with its
+   * ensemble name) is served until theirs has been read (`cachemon_ensemble_switch_pending`).
    */
   reload(next: CacheExporterConfig): { restartNeeded: string[] } {
     const restartNeeded: string[] = [];
@@ -278,21 +324,30 @@ export class CacheExporter {
     }
     const previous = this.config;
     this.config = { ...next, listen: previous.listen };
-    if (next.ensemble.name !== previous.ensemble.name) {
-      this.renderer = new NodeMetricsRenderer(next.ensemble.name);
-      this.self.setEnsemble(next.ensemble.name);
-    }
     this.qos.setSimple(next.simpleQos);
-    const sameEnsemble =
-      next.ensemble.name === previous.ensemble.name &&
-      JSON.stringify(next.ensemble.servers) === JSON.stringify(previous.ensemble.servers);
-    if (!sameEnsemble) {
-      const old = this.watcher;
-      this.watcher = this.createWatcher(next);
-      this.watcher.start();
-      old.close();
-    } else if (JSON.stringify(next.serviceCodes) !== JSON.stringify(previous.serviceCodes)) {
-      this.watcher.setServiceCodes(next.serviceCodes);
+    const wanted = watchedOf(next);
+    if (wanted.servers === this.watched.servers) {
+      // The servers being read (a rename, other service codes, or back from a switch not done).
+      this.dropPending();
+      this.rename(wanted.name);
+      if (wanted.serviceCodes !== this.watched.serviceCodes) this.watcher.setServiceCodes(next.serviceCodes);
+      this.watched = wanted;
+    } else if (wanted.servers === this.pending?.servers) {
+      if (wanted.serviceCodes !== this.pending.serviceCodes) this.pending.watcher.setServiceCodes(next.serviceCodes);
+      this.pending = { ...this.pending, ...wanted };
+    } else {
+      this.dropPending();
+      const watcher = this.createWatcher(next);
+      const warn = setTimeout(() => {
+        this.options.logger.warn(
+          { servers: next.ensemble.servers, serving: previous.ensemble.servers, waitedMs: SWITCH_WARN_MS },
+          'the reloaded ensemble servers have not been read yet; still serving the topology of the previous servers',
+        );
+      }, SWITCH_WARN_MS);
+      warn.unref();
+      this.pending = { ...wanted, watcher, warn };
+      this.self.ensembleSwitchPending.set(1);
+      watcher.start();
     }
     this.self.reload.succeeded();
     return { restartNeeded };
@@ -302,3 +357,17 @@ export class CacheExporter {
     reloadRefused(err, this.self.reload, this.options.logger);
   }
 }
+
+/** What a topology watcher is made for; servers and service codes as JSON, to compare configs. */
+interface WatchedEnsemble {
+  readonly name: string;
+  readonly servers: string;
+  readonly serviceCodes: string;
+}
+
+function watchedOf(config: CacheExporterConfig): WatchedEnsemble {
+  return { name: config.ensemble.name, servers: JSON.stringify(config.ensemble.servers), serviceCodes: JSON.stringify(config.serviceCodes ?? null) };
+}
+
+/** How long a reloaded ensemble may go unread before a warning says the previous one is still served. */
+const SWITCH_WARN_MS = 10_000;

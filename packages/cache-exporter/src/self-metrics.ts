@@ -13,6 +13,7 @@ export class SelfMetrics {
   readonly nodeErrors: Counter<'service_code' | 'node' | 'reason'>;
   readonly zookeeperConnected: Gauge;
   readonly zookeeperExpirations: Counter;
+  readonly ensembleSwitchPending: Gauge;
   readonly topologyUpdated: Gauge;
   readonly topologyNodes: Gauge<'state'>;
   readonly topologyProblems: Gauge;
@@ -42,6 +43,11 @@ export class SelfMetrics {
     this.zookeeperExpirations = new Counter({
       name: 'cachemon_zookeeper_session_expirations_total',
       help: 'ZooKeeper sessions of the exporter that expired, or were given up after a session timeout without reconnecting, and were re-created.',
+      registers,
+    });
+    this.ensembleSwitchPending = new Gauge({
+      name: 'cachemon_ensemble_switch_pending',
+      help: 'Whether a reload changed the ensemble servers and they have not been read yet; meanwhile the topology of the previous servers is served.',
       registers,
     });
     this.topologyUpdated = new Gauge({

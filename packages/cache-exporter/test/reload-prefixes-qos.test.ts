@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, startMemcached, startZooKeeper, tempDir } from '@cachemon/testkit';
+import { ArcusDouble, ArcusZk, freePort, startMemcached, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { Memcached, NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 import { CACHE_EXPORTER_BIN, eventually, select, startExporter, valueOf } from './support/exporter.js';
 import type { RunningExporter } from './support/exporter.js';
@@ -188,6 +188,45 @@ describe('cache exporter config reload, prefixes and QoS', () => {
       for (const s of own) assert.equal(s.labels['ensemble'], 'renamed', `${s.name} ${JSON.stringify(s.labels)}`);
       assert.deepEqual(samples.filter((s) => s.labels['ensemble'] === 'zk1'), []);
     });
+  });
+
+  test('a reload to other ensemble servers serves the current topology until theirs is read; servers that never answer leave it in place', async () => {
+    const reload = async (config: object): Promise<void> => {
+      exporter.writeConfig(config);
+      assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    };
+    await reload({ ensembleByName: { zk1: [zk.address] }, serviceCodes: ['test'] });
+    await eventually(async () => assert.equal(valueOf((await exporter.scrape()).samples, 'arcus_up', { node: app.address, ensemble: 'zk1' }), 1));
+
+    // A server list nothing answers at: a valid config, so the reload succeeds, but the nodes stay.
+    const nowhere = `127.0.0.1:${await freePort()}`;
+    await reload({ ensembleByName: { zk1: [nowhere] }, serviceCodes: ['test'] });
+    for (let i = 0; i < 3; i++) {
+      const { samples } = await exporter.scrape();
+      assert.equal(valueOf(samples, 'arcus_up', { node: app.address, ensemble: 'zk1' }), 1);
+      assert.equal(valueOf(samples, 'cachemon_ensemble_switch_pending'), 1);
+      assert.equal(valueOf(samples, 'cachemon_zookeeper_connected'), 1, 'the session of the servers still read');
+      assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 1);
+    }
+
+    // A list with a live server and a new name: every scrape has the node, under the old name until
+    // the new servers have been read, then under the new one.
+    await reload({ ensembleByName: { zk2: [nowhere, zk.address] }, serviceCodes: ['test'] });
+    const until = Date.now() + 20_000;
+    for (;;) {
+      const { samples } = await exporter.scrape();
+      const up = select(samples, 'arcus_up', { node: app.address });
+      assert.equal(up.length, 1);
+      assert.equal(up[0]!.value, 1);
+      if (valueOf(samples, 'cachemon_ensemble_switch_pending') === 0) {
+        assert.equal(up[0]!.labels['ensemble'], 'zk2');
+        assert.equal(valueOf(samples, 'cachemon_zookeeper_connected'), 1);
+        break;
+      }
+      assert.equal(up[0]!.labels['ensemble'], 'zk1');
+      assert.ok(Date.now() < until, 'the new servers were never read');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   });
 
   test('a replication node that stops is reported down with its group and the role it last registered with', async () => {
