@@ -10,6 +10,7 @@ import {
   installSignalHandlers,
   loadWebConfig,
   parseFlags,
+  postWithoutBody,
   scrapeDeadline,
   serveExposition,
 } from '@cachemon/core';
@@ -91,7 +92,7 @@ async function main(argv: string[]): Promise<number> {
       throw err;
     }
   };
-  app.post('/-/reload', async () => ({ status: 'success', ...(await reload()) }));
+  postWithoutBody(app, '/-/reload', async () => ({ status: 'success', ...(await reload()) }));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
     return landingPage(exporter.currentConfig.ensemble.name);

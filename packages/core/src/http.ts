@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type RouteHandlerMethod,
 } from 'fastify';
 import { createBasicAuthVerifier, parseBasicAuthorization, type BasicAuthVerifier } from './basic-auth.js';
 import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.js';
@@ -221,6 +222,20 @@ export function scrapeDeadline(header: string | string[] | undefined, defaultTim
     timeoutMs = Math.min(seconds * 1000 - Math.min(500, seconds * 100), defaultTimeoutMs * 10);
   }
   return Date.now() + Math.max(50, timeoutMs);
+}
+
+/**
+ * A POST route that takes no request body, such as `/-/reload`. Whatever body or content type a
+ * client sends with it (`curl -d ''`, `wget --post-data=''`, `Content-Type: application/json` and
+ * nothing) is read, up to the body limit, and ignored, instead of being refused as an unsupported
+ * media type or a bad JSON body. Call before the server listens.
+ */
+export function postWithoutBody(app: FastifyInstance, path: string, handler: RouteHandlerMethod): void {
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, undefined));
+    scope.post(path, handler);
+  });
 }
 
 export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, it } from 'node:test';
 import bcrypt from 'bcryptjs';
-import { CachemonError, createHttpServer, Errors, isCachemonError, type HttpServer, type WebConfig } from '../src/index.js';
+import { CachemonError, createHttpServer, Errors, isCachemonError, postWithoutBody, type HttpServer, type WebConfig } from '../src/index.js';
 import { captureLogger } from './support/capture-logger.js';
 import { fetchRaw, parseJson } from './support/http-client.js';
 
@@ -124,6 +124,36 @@ describe('createHttpServer', () => {
     const media = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/x-nope' }, body: 'x' });
     assert.equal(media.status, 415);
     assert.equal(parseJson(media)['code'], 'CACHEMON_UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('postWithoutBody: a route that takes no body ignores any body and content type a client sends', async () => {
+    const { logger } = captureLogger('info');
+    const server = await createHttpServer({ name: 'cachemon-test', logger, bodyLimitBytes: 1024 });
+    open.push(server);
+    let calls = 0;
+    postWithoutBody(server.app, '/-/reload', async () => ({ status: 'success', calls: ++calls }));
+    server.app.post('/echo', async (request) => ({ got: request.body }));
+    const { url } = await server.listen('127.0.0.1:0');
+    const sent: Array<{ headers?: Record<string, string>; body?: string }> = [
+      {},
+      { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' }, // curl -d '', wget --post-data=''
+      { headers: { 'content-type': 'application/json' }, body: '' },
+      { headers: { 'content-type': 'application/json' }, body: '{"not":' },
+      { headers: { 'content-type': 'application/x-nope' }, body: 'whatever' },
+    ];
+    for (const [i, request] of sent.entries()) {
+      const answer = await fetchRaw(`${url}/-/reload`, { method: 'POST', ...request });
+      assert.equal(answer.status, 200, JSON.stringify(request));
+      assert.deepEqual(parseJson(answer), { status: 'success', calls: i + 1 });
+    }
+    // Still within the body limit, and only for that route: the others parse bodies as before.
+    const large = await fetchRaw(`${url}/-/reload`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(2000) });
+    assert.equal(large.status, 413);
+    assert.equal(calls, sent.length);
+    const echo = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
+    assert.deepEqual(parseJson(echo), { got: { a: 1 } });
+    const media = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/x-nope' }, body: 'x' });
+    assert.equal(media.status, 415);
   });
 
   it('adds the headers of the web config to every answer', async () => {

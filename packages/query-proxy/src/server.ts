@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
-import { createHttpServer, errorMessage, isCachemonError, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, isCachemonError, loadForReload, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, LaneHandler, LaneRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
@@ -476,7 +476,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     logger.info({ groups: result.groups }, 'configuration reloaded');
     return result;
   };
-  app.post('/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
+  postWithoutBody(app, '/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
 
   /**
    * The fast lane's router (fast-lane.ts): a query or range query that routes to one group of one

@@ -2,7 +2,7 @@
  * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
  * flags and signals; tests start it in-process with an injected resolver and clock.
  */
-import { createHttpServer, errorMessage, loadForReload, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { Registry } from 'prom-client';
@@ -135,8 +135,8 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     return result;
   };
   const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) }));
-  app.post('/reload/config', reloadRoute);
-  app.post('/-/reload', reloadRoute);
+  postWithoutBody(app, '/reload/config', reloadRoute);
+  postWithoutBody(app, '/-/reload', reloadRoute);
 
   provider.start();
   const readyAfter = new Promise<void>((resolve) => setTimeout(resolve, options.readyTimeoutMs ?? 10_000).unref());
