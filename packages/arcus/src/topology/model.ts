@@ -108,10 +108,20 @@ export function buildTopology(
         nodes.set(`${live.serviceCode}\u0000${live.node}`, { ...live, mapped: true });
         continue;
       }
-      const last = options.lastRegistrations?.get(address);
-      nodes.set(id, {
+      const last = lastRegistrationOf(options.lastRegistrations, address);
+      // A down node mapped by hostname:port keeps the ip:port it was registered with, so its
+      // series (node="<ip>:<port>") go on across the outage instead of starting anew.
+      const node = last?.node ?? address;
+      const downId = `${mapping.serviceCode}\u0000${node}`;
+      const registered = nodes.get(downId);
+      if (registered) {
+        // That ip:port is live under another hostname now: the same server.
+        nodes.set(downId, { ...registered, mapped: true });
+        continue;
+      }
+      nodes.set(downId, {
         serviceCode: mapping.serviceCode,
-        node: address,
+        node,
         hostname: last?.hostname ?? mappedHostname(address),
         live: false,
         mapped: true,
@@ -130,6 +140,21 @@ export function buildTopology(
 function mappedHostname(address: string): string {
   const host = splitHostPort(address)?.host;
   return host === undefined || isIP(host) !== 0 ? '' : host;
+}
+
+/**
+ * The registration a mapped node last had: by its address, or for a mapping keyed
+ * `<hostname>:<port>`, the one registered with that hostname and port.
+ */
+function lastRegistrationOf(last: ReadonlyMap<string, Registration> | undefined, address: string): Registration | undefined {
+  if (last === undefined) return undefined;
+  const found = last.get(address);
+  if (found !== undefined || mappedHostname(address) === '') return found;
+  for (const registration of last.values()) {
+    const port = registration.node.slice(registration.node.lastIndexOf(':') + 1);
+    if (`${registration.hostname}:${port}` === address) return registration;
+  }
+  return undefined;
 }
 
 /** A mapping keyed `<hostname>:<port>` matches a live node registered with that hostname. */

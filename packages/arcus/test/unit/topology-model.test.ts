@@ -147,6 +147,22 @@ test('a down node mapped by hostname:port carries that hostname; one mapped by a
   );
 });
 
+test('a down node mapped by hostname:port keeps the ip:port and hostname it was registered with', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([['/arcus', snapshot({ s: [] }, { 'cache1:11211': ['s'], 'cache2:11211': ['s'] })]]);
+  const lastRegistrations = new Map([
+    ['10.1.1.1:11211', { node: '10.1.1.1:11211', hostname: 'cache1' }],
+    ['10.1.1.5:11212', { node: '10.1.1.5:11212', hostname: 'cache2' }], // another port: not cache2:11211
+  ]);
+  const topology = buildTopology(roots, { lastRegistrations });
+  assert.deepEqual(
+    topology.nodes.map((n) => [n.node, n.live, n.mapped, n.hostname]),
+    [
+      ['10.1.1.1:11211', false, true, 'cache1'],
+      ['cache2:11211', false, true, 'cache2'],
+    ],
+  );
+});
+
 test('join log entries: the highest sequence of the newest day folder that has the node', () => {
   const wanted = new Set(['10.0.0.1:11211', '10.0.0.2:11211', '10.0.0.3:11211', '10.0.0.4:11211']);
   const found = new Map<string, ReturnType<typeof parseRegistration> & object>();
