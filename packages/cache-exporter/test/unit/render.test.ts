@@ -75,6 +75,37 @@ test('stats of the sample server become typed metrics with the node labels', () 
   assert.doesNotMatch(text, /arcus_stat\{/, 'every field of the sample has a specific metric');
 });
 
+test('each stats field lands on its own series: with a distinct value per field, none is swapped or repeated', () => {
+  const distinct = stats.map(([name, value], i) => [name, /^\d+$/.test(value) ? String(70_000 + i) : value] as const);
+  const valueOfField = new Map(distinct);
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, stats: accept(n, reply(distinct)) }]);
+  const lines = sampleLines(text);
+  const expect = (field: string, series: string): void => {
+    const value = valueOfField.get(field);
+    assert.ok(value !== undefined, `the sample has no ${field}`);
+    assert.ok(lines.includes(`${series} ${value}`), `${field} (${value}) should be ${series}`);
+  };
+  const at = (command: string): string => `command="${command}",${labels}`;
+  expect('cmd_get', `arcus_commands_total{${at('get')}}`);
+  expect('cmd_set', `arcus_commands_total{${at('set')}}`);
+  expect('get_hits', `arcus_command_hits_total{${at('get')}}`);
+  expect('get_misses', `arcus_command_misses_total{${at('get')}}`);
+  expect('delete_hits', `arcus_command_hits_total{${at('delete')}}`);
+  expect('incr_misses', `arcus_command_misses_total{${at('incr')}}`);
+  expect('cas_badval', `arcus_command_badval_total{${at('cas')}}`);
+  expect('lop_delete_elem_hits', `arcus_command_elem_hits_total{${at('lop_delete')}}`);
+  expect('lop_delete_none_hits', `arcus_command_none_hits_total{${at('lop_delete')}}`);
+  expect('sop_exist_hits', `arcus_command_hits_total{${at('sop_exist')}}`);
+  expect('bop_get_elem_hits', `arcus_command_elem_hits_total{${at('bop_get')}}`);
+  expect('bop_get_none_hits', `arcus_command_none_hits_total{${at('bop_get')}}`);
+  expect('curr_items', `arcus_items{${labels}}`);
+  // No value shows twice: no field is rendered into another's series as well as its own.
+  const values = lines.map((line) => line.slice(line.lastIndexOf(' ') + 1)).filter((v) => /^7\d{4}$/.test(v));
+  assert.ok(values.length > 100, `only ${values.length} distinct-valued series`);
+  assert.equal(new Set(values).size, values.length);
+});
+
 test('every numeric stats field of the sample is exported exactly once', () => {
   const n = node('127.0.0.1:21211');
   const text = render([{ node: n, up: true, stats: accept(n) }]);
