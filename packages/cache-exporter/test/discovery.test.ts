@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ArcusDouble, ArcusZk, startMemcached, startZooKeeper } from '@cachemon/testkit';
-import type { Memcached, NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
+import type { Memcached, NodeRegistration, Sample, ZooKeeperServer } from '@cachemon/testkit';
 import { eventually, select, startExporter, valueOf } from './support/exporter.js';
 import type { RunningExporter, ScrapeResult } from './support/exporter.js';
 
@@ -148,6 +148,8 @@ describe('cache exporter discovery and collection', () => {
   });
 
   test('concurrent scrapes share one collection, gzipped or not, whichever form the first one asked for', async () => {
+    const sharedOf = (samples: Sample[]): number => select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+    let shared = sharedOf((await exporter.scrape('/metrics')).samples);
     doubleB.setBehavior('hang');
     try {
       for (const first of ['gzip', 'identity']) {
@@ -163,8 +165,10 @@ describe('cache exporter discovery and collection', () => {
           assert.equal(valueOf(r.samples, 'arcus_up', { node: doubleA.address }), 1);
           assert.equal(r.text, results[0]!.text, 'one collection, one body');
         }
-        const shared = select(results[0]!.samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
-        assert.ok(shared >= 2, `shared scrapes: ${shared}`);
+        // The body is rendered once the three have joined: it counts the two that joined.
+        const now = sharedOf(results[0]!.samples);
+        assert.equal(now - shared, 2, 'two scrapes joined the first one\'s collection');
+        shared = now;
       }
     } finally {
       doubleB.setBehavior('normal');
@@ -176,8 +180,10 @@ describe('cache exporter discovery and collection', () => {
    * joined one is answered by its own deadline, and both get the one body. Returns the joined one.
    */
   const joinedScrape = async (path: string): Promise<ScrapeResult> => {
+    const asked = doubleB.statsRequests;
     const long = exporter.scrape(path, { 'X-Prometheus-Scrape-Timeout-Seconds': '10' });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The long scrape's collection has reached the hung node: the short one joins it.
+    await eventually(() => assert.ok(doubleB.statsRequests > asked), { intervalMs: 10 });
     const short = await exporter.scrape(path, { 'X-Prometheus-Scrape-Timeout-Seconds': '1' });
     assert.ok(short.ms < 1500, `the joined scrape took ${short.ms} ms with a 1 s scrape timeout`);
     assert.equal((await long).text, short.text, 'one collection, one body');
@@ -186,13 +192,15 @@ describe('cache exporter discovery and collection', () => {
 
   test('a scrape that joins a collection with a later deadline is answered by its own deadline', async () => {
     await doubleBUp();
+    const sharedOf = (samples: Sample[]): number => select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+    const shared = sharedOf((await exporter.scrape('/metrics')).samples);
     doubleB.setBehavior('hang');
     try {
       const short = await joinedScrape('/metrics');
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleB.address }), 0);
       assert.equal(valueOf(short.samples, 'arcus_node_last_error_info', { node: doubleB.address, reason: 'timeout' }), 1);
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleA.address }), 1);
-      assert.ok((select(short.samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0) >= 1);
+      assert.equal(sharedOf(short.samples) - shared, 1, 'the short scrape joined the long one\'s collection');
     } finally {
       doubleB.setBehavior('normal');
     }

@@ -1,6 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ArcusDouble, startArcusDoubles } from '../src/index.js';
+import { ArcusDouble, eventually, startArcusDoubles } from '../src/index.js';
 import { RawClient, sleep } from './helpers.js';
 
 const doubles: ArcusDouble[] = [];
@@ -21,11 +21,17 @@ describe('ArcusDouble behaviours', () => {
   test("'hang' reads requests and never answers; 'normal' answers again", async () => {
     const { double, client } = await startDouble();
     double.setBehavior('hang');
-    client.socket.write('stats\r\nversion\r\n');
+    // A request line split across writes is counted once it is whole.
+    client.socket.write('stats\r\nversion\r\nsta');
     assert.equal(await client.receiveFor(300), '');
     assert.equal(client.closed, false, 'the connection stays open');
+    assert.equal(double.statsRequests, 1, 'stats requests are counted while hanging');
+    client.socket.write('ts settings\r\n');
+    await eventually(() => assert.equal(double.statsRequests, 2));
     double.setBehavior('normal');
     assert.equal(await client.send('version\r\n'), 'VERSION 1.15.0\r\n');
+    await client.send('stats detail on\r\n');
+    assert.equal(double.statsRequests, 3);
     client.close();
   });
 

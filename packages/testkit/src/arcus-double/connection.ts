@@ -43,6 +43,8 @@ function splitNoreply(spec: CommandSpec, args: readonly string[]): { args: reado
 
 export class Connection {
   private buffer: Buffer = Buffer.alloc(0);
+  /** The unfinished request line of a connection that answers nothing (counted, not run). */
+  private unanswered = '';
   private pending: PendingData | undefined;
   /** Asked for what hang-stats-prefixes or hang-stats-settings hang on: never answers again. */
   private stuck = false;
@@ -56,7 +58,13 @@ export class Connection {
 
   private onData(chunk: Buffer): void {
     this.state.bytesRead += chunk.length;
-    if (this.state.behavior === 'hang' || this.stuck) return; // read everything, answer nothing
+    if (this.state.behavior === 'hang' || this.stuck) {
+      // Read everything, answer nothing; only count the stats requests.
+      const lines = (this.unanswered + chunk.toString('latin1')).split('\n');
+      this.unanswered = (lines.pop() ?? '').slice(-MAX_LINE);
+      for (const line of lines) if (line.startsWith('stats')) this.state.statsRequests++;
+      return;
+    }
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
     while (!this.socket.destroyed && !this.stuck && this.step());
   }
@@ -91,6 +99,7 @@ export class Connection {
   }
 
   private onLine(line: string): void {
+    if (line.startsWith('stats')) this.state.statsRequests++;
     if (HANGS_ON[this.state.behavior]?.test(line) === true) {
       this.stuck = true;
       return;

@@ -101,6 +101,11 @@ export class ArcusDouble {
     return this.state.behavior;
   }
 
+  /** `stats` request lines received (any stats command), also while hanging or stuck. */
+  get statsRequests(): number {
+    return this.state.statsRequests;
+  }
+
   /** See ArcusDoubleBehavior. */
   setBehavior(behavior: ArcusDoubleBehavior): void {
     this.state.behavior = behavior;

@@ -66,6 +66,8 @@ export class ServerState {
   zookeeper = { connected: false, timeoutMs: 30_000 };
   connections = { current: 0, total: 0, peak: 0 };
   bytesRead = 0;
+  /** Request lines that began with `stats`, answered or not (a test's proof that a collection reached the node). */
+  statsRequests = 0;
   bytesWritten = 0;
   heartbeats = 0;
   heartbeatLatencyMs = 0;
