@@ -120,6 +120,23 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     assert.equal(valueOf(samples, 'arcus_prefix_collection_enabled', { service_code: 'crowded' }), 0);
     assert.equal(valueOf(samples, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 0, 'collectPrefixes false applies to unlisted codes');
     assert.equal(select(samples, 'arcus_prefix_items', { service_code: 'repl' }).length, 0);
+
+    // ["*"]: every prefix of that code, though collectPrefixes is false for the others.
+    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['test', 'repl'], collectPrefixes: false, serviceCodesToCollectPrefixes: { test: ['*'] } });
+    assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    const all = (await exporter.scrape('/metrics/prefixes')).samples;
+    const prefixes = new Set(select(all, 'arcus_prefix_items', { service_code: 'test' }).map((s) => s.labels['prefix']));
+    for (const prefix of ['app', 'user', '<null>']) assert.ok(prefixes.has(prefix), `${prefix} in ${[...prefixes].join(', ')}`);
+    assert.equal(valueOf(all, 'arcus_prefix_collection_enabled', { service_code: 'test' }), 1);
+    assert.equal(valueOf(all, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 0);
+
+    // collectPrefixes true, with [] for one code: that one off, the others on.
+    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['test', 'repl'], collectPrefixes: true, serviceCodesToCollectPrefixes: { test: [] } });
+    assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    const some = (await exporter.scrape('/metrics/prefixes')).samples;
+    assert.equal(valueOf(some, 'arcus_prefix_collection_enabled', { service_code: 'test' }), 0);
+    assert.equal(select(some, 'arcus_prefix_items', { service_code: 'test' }).length, 0);
+    assert.equal(valueOf(some, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 1);
   });
 
   test('an invalid config on reload is refused with a JSON error and the running one keeps collecting', async () => {
