@@ -28,13 +28,17 @@ async function start(options: { webConfig?: WebConfig; bodyLimitBytes?: number }
     throw new CachemonError(Errors.NODE_TIMEOUT, 'node 10.0.0.1:11211 did not answer within 2s');
   });
   server.app.post('/echo', async (request) => ({ got: request.body }));
+  let enteredSlow = (): void => undefined;
+  /** Resolves when a request to /slow is being handled (in flight). */
+  const slowEntered = new Promise<void>((resolve) => (enteredSlow = resolve));
   server.app.get('/slow', async () => {
+    enteredSlow();
     await sleep(300);
     return 'slow done';
   });
   open.push(server);
   const bound = await server.listen('127.0.0.1:0');
-  return { server, records, url: bound.url, bound };
+  return { server, records, url: bound.url, bound, slowEntered };
 }
 
 function basic(user: string, password: string): string {
@@ -210,9 +214,9 @@ describe('basic auth', () => {
 
 describe('close', () => {
   it('lets an in-flight request finish, then stops accepting', async () => {
-    const { server, url } = await start();
+    const { server, url, slowEntered } = await start();
     const inFlight = fetchRaw(`${url}/slow`);
-    await sleep(50);
+    await slowEntered;
     const started = performance.now();
     await server.close();
     const answer = await inFlight;
@@ -237,12 +241,12 @@ describe('close', () => {
   });
 
   it('finishes a request on a kept-alive connection and does not hang on that connection afterwards', async () => {
-    const { server, url } = await start();
+    const { server, url, slowEntered } = await start();
     const agent = new Agent({ keepAlive: true, keepAliveMsecs: 60_000 });
     try {
       assert.equal((await fetchRaw(`${url}/-/healthy`, { agent })).status, 200);
       const inFlight = fetchRaw(`${url}/slow`, { agent });
-      await sleep(50);
+      await slowEntered;
       const started = performance.now();
       await server.close();
       const answer = await inFlight;

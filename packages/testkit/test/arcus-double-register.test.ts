@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'node-zookeeper-client';
-import { ArcusDouble, ArcusZk, isTestkitError, startZooKeeper, TestkitErrors, type ZooKeeperServer } from '../src/index.js';
+import { ArcusDouble, ArcusZk, eventually, isTestkitError, startZooKeeper, TestkitErrors, type ZooKeeperServer } from '../src/index.js';
 import { RawClient, sleep } from './helpers.js';
 
 function children(client: Client, path: string): Promise<string[]> {
@@ -68,9 +68,11 @@ describe('ArcusDouble.register', () => {
     const node = await double.register(server.address, { hostname: 'cachebox', sessionTimeoutMs: 5000 });
     assert.equal(node.path, `/arcus/cache_list/svc/${double.address}-cachebox`);
     assert.equal(await statValue(double.address, 'stats zookeeper', 'zk_timeout'), '5000');
-    await sleep(450);
-    const beats = Number(await statValue(double.address, 'stats', 'hb_count'));
-    assert.ok(beats >= 2, `heartbeats: ${beats}`);
+    const beats = await eventually(async () => {
+      const count = Number(await statValue(double.address, 'stats', 'hb_count'));
+      assert.ok(count >= 2, `heartbeats: ${count}`);
+      return count;
+    });
     assert.equal(await statValue(double.address, 'stats', 'cmd_set'), String(beats));
     const client = await RawClient.connect(double.address);
     try {

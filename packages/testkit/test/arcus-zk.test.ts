@@ -126,7 +126,9 @@ describe('ArcusZk', () => {
     }
     const elapsed = Date.now() - dropped;
     assert.ok(gone, 'removed when the session expired');
-    assert.ok(elapsed >= 3500 && elapsed < 8000, `gone after ${elapsed} ms (session timeout 4000 ms)`);
+    // Not before the session timeout; after it, within what a loaded machine's ZooKeeper takes to
+    // expire a session (its ticks) and this loop to notice.
+    assert.ok(elapsed >= 3500 && elapsed < 11_000, `gone after ${elapsed} ms (session timeout 4000 ms)`);
   });
 
   test('replication layout under /arcus_repl', async () => {

@@ -236,7 +236,9 @@ describe('AsciiConnection failures', () => {
     const err = await rejection(first);
     const late = Date.now() - deadline;
     assert.equal(err.code, Errors.NODE_TIMEOUT.code);
-    assert.ok(late >= 0 && late < 50, `rejected ${late} ms after the deadline`);
+    // Within a second: the alternatives (the other request's deadline, the armed timer's) are seconds away
+    // or before it, and a loaded machine may run a timer tens of ms late.
+    assert.ok(late >= 0 && late < 1000, `rejected ${late} ms after the deadline`);
     assert.ok(err.message.includes('"stats"') && err.message.includes(server.address), err.message);
     const behind = await rejection(second);
     assert.equal(behind.code, Errors.NODE_TIMEOUT.code);
@@ -268,7 +270,7 @@ describe('AsciiConnection failures', () => {
     const err = await rejection(conn.request('second', { deadline: later, reply: 'line' }));
     const late = Date.now() - later;
     assert.equal(err.code, Errors.NODE_TIMEOUT.code);
-    assert.ok(late >= 0 && late < 50, `rejected ${late} ms after its deadline`);
+    assert.ok(late >= 0 && late < 1000, `rejected ${late} ms after its deadline`);
 
     // And one whose deadline is earlier than the armed timer's.
     const conn2 = connection(server.address);
@@ -278,7 +280,7 @@ describe('AsciiConnection failures', () => {
     const err2 = await rejection(conn2.request('second', { deadline: early, reply: 'line' }));
     const late2 = Date.now() - early;
     assert.equal(err2.code, Errors.NODE_TIMEOUT.code);
-    assert.ok(late2 >= 0 && late2 < 50, `rejected ${late2} ms after its deadline`);
+    assert.ok(late2 >= 0 && late2 < 1000, `rejected ${late2} ms after its deadline (the armed timer was at 5 s)`);
     assert.equal(server.sockets.length, server2Sockets + 1);
   });
 
@@ -331,7 +333,7 @@ describe('AsciiConnection failures', () => {
     const conn = connection(server.address);
     assert.equal(await conn.request('a', { deadline: soon(), reply: 'line' }), 'OK\r\n');
     await closed(server.sockets[0]!);
-    await tick(20);
+    for (let i = 0; i < 200 && conn.connected; i++) await tick(10);
     assert.equal(conn.connected, false);
     assert.equal(conn.retryAt, 0);
     assert.equal(await conn.request('b', { deadline: soon(), reply: 'line' }), 'OK\r\n');

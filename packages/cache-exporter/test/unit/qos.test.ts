@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ArcusDouble } from '@cachemon/testkit';
+import { ArcusDouble, eventually } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { QosScheduler } from '../../src/qos.js';
 
@@ -9,14 +9,14 @@ const quiet = { debug: () => undefined, info: () => undefined, warn: () => undef
 
 test('QoS probes that fall due while a collection runs wait for its end, then run', async () => {
   const double = await ArcusDouble.start();
-  const scheduler = new QosScheduler({ intervalMs: 400, simple: true, logger: quiet });
+  const scheduler = new QosScheduler({ intervalMs: 1000, simple: true, logger: quiet });
   try {
     const node: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true };
     scheduler.setNodes([node]);
     scheduler.hold();
     scheduler.hold(); // two scrapes sharing the time
     scheduler.start();
-    await sleep(450); // two rounds fall due (at 0 and 400 ms)
+    await sleep(1100); // two rounds fall due (at 0 and 1000 ms)
     assert.equal(scheduler.snapshot(node.node), undefined, 'no probe while collections run');
     scheduler.release();
     await sleep(30);
@@ -26,11 +26,11 @@ test('QoS probes that fall due while a collection runs wait for its end, then ru
     for (let i = 0; i < 200 && scheduler.snapshot(node.node) === undefined; i++) await sleep(5);
     const snapshot = scheduler.snapshot(node.node);
     assert.ok(snapshot, 'the probes that fell due ran once the last collection ended');
-    assert.ok(snapshot.at >= released && snapshot.at - released < 150, `ran ${snapshot.at - released} ms after the release, not at the next round (~300 ms later)`);
+    // The next round is due ~900 ms after the release; a loaded machine may add tens of ms.
+    assert.ok(snapshot.at >= released && snapshot.at - released < 600, `ran ${snapshot.at - released} ms after the release, not at the next round`);
     assert.ok(snapshot.results.length > 0 && snapshot.results.every((r) => r.ok), JSON.stringify(snapshot.results));
     scheduler.release(); // more releases than holds change nothing
-    await sleep(500);
-    assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld');
+    await eventually(() => assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld'), { timeoutMs: 5000 });
   } finally {
     scheduler.stop();
     await double.stop();

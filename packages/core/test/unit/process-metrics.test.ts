@@ -153,7 +153,8 @@ describe('process metrics', () => {
     gc();
     gc();
     gc();
-    await new Promise((resolve) => setTimeout(resolve, 20)); // GC entries are delivered asynchronously
+    // GC entries are delivered asynchronously.
+    for (let i = 0; i < 100 && count(families(metrics.text())) - before < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     const text = families(metrics.text());
     assert.equal(count(text) - before, 3);
     const samples = text.get('nodejs_gc_duration_seconds')!.samples.filter((s) => s.labels.kind === 'major');
@@ -189,10 +190,11 @@ describe('the event loop lag family', () => {
 
     await new Promise((resolve) => setTimeout(resolve, 300));
     const idle = metrics.text();
-    // An idle loop: the 10 ms timer fires about every 10 ms.
+    // An idle loop: the 10 ms timer fires about every 10 ms (later on a loaded machine, but
+    // nowhere near the 200 ms block below).
     for (const stat of ['min', 'p50', 'mean', 'p99']) {
       const seconds = lag(idle, `nodejs_eventloop_lag_${stat}_seconds`);
-      assert.ok(seconds > 0.005 && seconds < 0.1, `${stat} ${seconds}`);
+      assert.ok(seconds > 0.005 && seconds < 0.15, `${stat} ${seconds}`);
     }
     // The lag itself: how long an immediate waited at the last read, shown at this one.
     assert.ok(lag(idle, 'nodejs_eventloop_lag_seconds') > 0);
