@@ -3,7 +3,7 @@
  * a second signal or a stuck shutdown forces the exit so an operator is never left waiting.
  */
 import { errorMessage } from './errors.js';
-import type { Logger } from './log.js';
+import { closeLogger, type Logger } from './log.js';
 
 export interface SignalHandlerOptions {
   readonly logger: Logger;
@@ -16,6 +16,8 @@ export interface SignalHandlerOptions {
 }
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+/** The longest an exit waits for the log's last lines to be written. */
+const LOG_FLUSH_TIMEOUT_MS = 2_000;
 const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
 /** Errors logged where they happened (a refused config): the SIGHUP reloader does not log them again. */
@@ -58,6 +60,18 @@ export function installSignalHandlers(options: SignalHandlerOptions): () => void
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const timeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
   let shuttingDown = false;
+  let exited = false;
+  /** Exits once the log's last lines (the shutdown's own) are written, or after LOG_FLUSH_TIMEOUT_MS. */
+  const exitAfterLog = (code: number): void => {
+    const done = (): void => {
+      if (exited) return;
+      exited = true;
+      clearTimeout(cap);
+      exit(code);
+    };
+    const cap = setTimeout(done, LOG_FLUSH_TIMEOUT_MS);
+    closeLogger(logger).then(done, done);
+  };
 
   const onShutdownSignal = (signal: NodeJS.Signals): void => {
     if (shuttingDown) {
@@ -69,17 +83,17 @@ export function installSignalHandlers(options: SignalHandlerOptions): () => void
     logger.info(`${signal} received; shutting down`);
     const timer = setTimeout(() => {
       logger.error(`shutdown did not finish within ${timeoutMs} ms; exiting`);
-      exit(1);
+      exitAfterLog(1);
     }, timeoutMs);
     onShutdown().then(
       () => {
         clearTimeout(timer);
-        exit(0);
+        exitAfterLog(0);
       },
       (err: unknown) => {
         clearTimeout(timer);
         logger.error({ err }, `shutdown failed: ${errorMessage(err)}`);
-        exit(1);
+        exitAfterLog(1);
       },
     );
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -18,12 +18,12 @@ interface Daemon {
 }
 
 /** Runs a tiny daemon using installSignalHandlers; it prints "ready" once the handlers are in. */
-function startDaemon(options: { reload: string; shutdown: string; extra?: string }): Daemon {
+function startDaemon(options: { reload: string; shutdown: string; extra?: string; logFile?: string }): Daemon {
   const script = join(dir, `daemon-${scriptCount++}.mjs`);
   writeFileSync(
     script,
     `import * as core from ${JSON.stringify(indexUrl)};
-const logger = core.createLogger({ ...core.defaultLogBlock, filename: 'stderr', level: 'info' });
+const logger = core.createLogger({ ...core.defaultLogBlock, filename: ${JSON.stringify(options.logFile ?? 'stderr')}, level: 'info' });
 const say = (text) => process.stdout.write(text + '\\n');
 let reloads = 0;
 core.installSignalHandlers({
@@ -76,6 +76,19 @@ describe('installSignalHandlers', () => {
     const { code, stdout } = await daemon.exited;
     assert.equal(code, 0);
     assert.deepEqual(stdout.trim().split('\n'), ['ready', 'reloaded 1', 'reloaded 2', 'shutdown']);
+  });
+
+  it('writes the shutdown\'s last log lines to the log file before it exits', async () => {
+    const logFile = join(dir, `shutdown-${scriptCount}.log`);
+    const shutdown = "await new Promise((r) => setTimeout(r, 20)); for (let i = 0; i < 2000; i++) logger.info({ i, pad: 'x'.repeat(200) }, 'closing'); logger.info('bye');";
+    const daemon = startDaemon({ reload: '', shutdown, logFile });
+    await daemon.waitFor('ready');
+    daemon.signal('SIGTERM');
+    assert.equal((await daemon.exited).code, 0);
+    const messages = readFileSync(logFile, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { msg: string }).msg);
+    assert.equal(messages[0], 'SIGTERM received; shutting down');
+    assert.equal(messages.filter((m) => m === 'closing').length, 2000);
+    assert.equal(messages[messages.length - 1], 'bye');
   });
 
   it('survives a failing reload and shuts down on SIGINT', async () => {
