@@ -108,7 +108,8 @@ export function parseCacheExporterConfig(source: string, raw: unknown): CacheExp
 
 /** `serviceCodesToCollectPrefixes` wins over `collectPrefixes` for the codes it lists. */
 export function prefixSelectionFor(config: CacheExporterConfig, serviceCode: string): PrefixSelection {
-  const list = config.serviceCodesToCollectPrefixes[serviceCode];
+  // Own keys only: a service code named `constructor` or `toString` is not an Object method.
+  const list = Object.hasOwn(config.serviceCodesToCollectPrefixes, serviceCode) ? config.serviceCodesToCollectPrefixes[serviceCode] : undefined;
   if (list === undefined) return config.collectPrefixes ? { kind: 'all' } : { kind: 'none' };
   if (list.length === 0) return { kind: 'none' };
   if (list.length === 1 && list[0] === '*') return { kind: 'all' };

@@ -216,10 +216,12 @@ export class CacheExporter {
     return this.join('/metrics/prefixes', deadline, async (collection) => {
       const topology = this.watcher.topology;
       const config = this.config;
+      // The ensemble the topology is of (the old name while a reload's new servers are not read yet).
+      const ensemble = this.renderer.ensemble;
       const sums = this.prefixes.newSums();
       await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), collection, sums);
       const writer = new ExpositionWriter();
-      this.prefixes.render(config.ensemble.name, sums, writer);
+      this.prefixes.render(ensemble, sums, writer);
       return expositionBody({ bytes: Buffer.from(writer.toString()) });
     });
   }

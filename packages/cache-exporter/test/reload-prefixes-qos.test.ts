@@ -226,6 +226,15 @@ describe('cache exporter config reload, prefixes and QoS', () => {
       assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 1);
     }
 
+    // Renamed too, the same servers still unread: both endpoints keep the name of the topology served.
+    await reload({ ensembleByName: { zk9: [nowhere] }, serviceCodes: ['test'] });
+    const pendingMetrics = (await exporter.scrape()).samples;
+    assert.equal(valueOf(pendingMetrics, 'arcus_up', { node: app.address, ensemble: 'zk1' }), 1);
+    assert.equal(valueOf(pendingMetrics, 'cachemon_ensemble_switch_pending', { ensemble: 'zk1' }), 1);
+    const pendingPrefixes = (await exporter.scrape('/metrics/prefixes')).samples;
+    assert.ok(pendingPrefixes.length > 0);
+    assert.deepEqual([...new Set(pendingPrefixes.map((s) => s.labels['ensemble']))], ['zk1']);
+
     // A list with a live server and a new name: every scrape has the node, under the old name until
     // the new servers have been read, then under the new one.
     await reload({ ensembleByName: { zk2: [nowhere, zk.address] }, serviceCodes: ['test'] });

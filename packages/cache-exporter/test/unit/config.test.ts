@@ -100,6 +100,14 @@ test('prefix selection: serviceCodesToCollectPrefixes overrides collectPrefixes 
   assert.deepEqual(prefixSelectionFor(config, 'other'), { kind: 'none' });
   const on = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, collectPrefixes: true });
   assert.deepEqual(prefixSelectionFor(on, 'other'), { kind: 'all' });
+  // Service codes that are names of Object's own methods are service codes like any other.
+  for (const code of ['constructor', 'toString', 'valueOf', '__proto__', 'hasOwnProperty']) {
+    assert.deepEqual(prefixSelectionFor(on, code), { kind: 'all' }, code);
+    assert.deepEqual(prefixSelectionFor(config, code), { kind: 'none' }, code);
+  }
+  const listed = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: JSON.parse('{"constructor": ["app"], "toString": []}') });
+  assert.deepEqual(prefixSelectionFor(listed, 'constructor'), { kind: 'named', names: ['app'] });
+  assert.deepEqual(prefixSelectionFor(listed, 'toString'), { kind: 'none' });
 });
 
 test('config files: comments allowed, syntax errors and missing files name the file', () => {
