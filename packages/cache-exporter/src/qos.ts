@@ -29,6 +29,8 @@ export class QosScheduler {
   private readonly results = new Map<string, QosSnapshot>();
   private readonly running = new Set<string>();
   private nodes: readonly CacheNode[] = [];
+  /** Addresses of the live nodes of the last topology. */
+  private live: ReadonlySet<string> = new Set();
   private tick: NodeJS.Timeout | undefined;
   private pending = new Set<NodeJS.Timeout>();
   /** Collections running (hold()); probes falling due meanwhile wait in `deferred`. */
@@ -48,6 +50,7 @@ export class QosScheduler {
   setNodes(nodes: readonly CacheNode[]): void {
     this.nodes = nodes.filter((n) => n.live);
     const live = new Set(this.nodes.map((n) => n.node));
+    this.live = live;
     for (const [address, connection] of this.connections) {
       if (!live.has(address)) {
         connection.close();
@@ -110,18 +113,19 @@ export class QosScheduler {
   }
 
   private async probe(node: CacheNode): Promise<void> {
-    if (this.running.has(node.node)) return;
+    // A node that left the topology after its probe was scheduled: no connection to it again.
+    if (this.running.has(node.node) || !this.live.has(node.node)) return;
     this.running.add(node.node);
-    let connection = this.connections.get(node.node);
-    if (!connection) {
-      connection = new AsciiConnection(node.node);
-      this.connections.set(node.node, connection);
-    }
     try {
+      let connection = this.connections.get(node.node);
+      if (!connection) {
+        connection = new AsciiConnection(node.node);
+        this.connections.set(node.node, connection);
+      }
       if (connection.retryAt > Date.now()) return;
       const deadline = Date.now() + Math.min(this.intervalMs, 2000);
       const results = await runQosProbes(connection, { simple: this.simple, deadline });
-      this.results.set(node.node, { at: Date.now(), results });
+      if (this.live.has(node.node)) this.results.set(node.node, { at: Date.now(), results });
     } catch (err) {
       this.logger.debug({ node: node.node, error: String(err) }, 'QoS probes failed');
     } finally {

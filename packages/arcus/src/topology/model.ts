@@ -98,7 +98,7 @@ export function buildTopology(
       if (!wanted(mapping.serviceCode)) continue;
       const address = mappingNodeAddress(key, entry.data);
       if (address === undefined) {
-        problems.push(`${root}/cache_server_mapping/${key}: no port in the key or its data`);
+        problems.push(`${root}/cache_server_mapping/${key}: not <host>:<port>, nor a host with its port in the data`);
         continue;
       }
       serviceCodes.add(mapping.serviceCode);

@@ -6,6 +6,8 @@
  *   /arcus_repl/cache_list/<svc>/<group>^M|S^<ip>:<port>-<hostname>
  *   <root>/cache_server_mapping/<ip>:<port>/<svc>[^<group>^<peer>...]   configured servers
  */
+import { parseAddress } from '../protocol/address.js';
+
 
 /** The two roots: plain clusters and replication clusters. */
 export const ARCUS_ROOTS = ['/arcus', '/arcus_repl'] as const;
@@ -43,9 +45,11 @@ export function parseRegistration(name: string): Registration | undefined {
   }
   const match = ADDRESS_AND_HOST.exec(rest);
   if (!match) return undefined;
-  const port = Number(match[2]);
-  if (port < 1 || port > 65535) return undefined;
-  const registration: Registration = { node: `${match[1]}:${match[2]}`, hostname: match[3] ?? '' };
+  const node = `${match[1]}:${match[2]}`;
+  // The address a connection can be made to (as the config's): an unbracketed IPv6 address or
+  // a host with other characters is a stray name, not a node to collect.
+  if (!isNodeAddress(node)) return undefined;
+  const registration: Registration = { node, hostname: match[3] ?? '' };
   return group === undefined ? registration : { ...registration, group, role: role! };
 }
 
@@ -91,6 +95,20 @@ export function parseMappingChild(name: string): MappingEntry | undefined {
  * or a bare `<ip>` whose port is in the mapping's JSON data (`{"port":"21211",...}`).
  */
 export function mappingNodeAddress(key: string, data: string | undefined): string | undefined {
+  const address = unplacedMappingAddress(key, data);
+  return address !== undefined && isNodeAddress(address) ? address : undefined;
+}
+
+function isNodeAddress(address: string): boolean {
+  try {
+    parseAddress(address);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unplacedMappingAddress(key: string, data: string | undefined): string | undefined {
   if (/:\d{1,5}$/.test(key)) return key;
   if (data === undefined) return undefined;
   try {

@@ -23,7 +23,8 @@ test('registration names: plain, replication, and names that are not registratio
     role: 'master',
   });
   assert.equal(parseRegistration('g1^S^10.0.0.2:11211-host2')?.role, 'slave');
-  for (const bad of ['', 'garbage', '127.0.0.1-localhost', '127.0.0.1:99999-x', 'g^X^1.2.3.4:1-h', '^M^1.2.3.4:1-h', 'a^b']) {
+  // Addresses no connection can be made to (an unbracketed IPv6 address, odd host characters) too.
+  for (const bad of ['', 'garbage', '127.0.0.1-localhost', '127.0.0.1:99999-x', 'g^X^1.2.3.4:1-h', '^M^1.2.3.4:1-h', 'a^b', '::1:11211-host', 'ho$t:11211-h', '127.0.0.1:0-h']) {
     assert.equal(parseRegistration(bad), undefined, bad);
   }
 });
@@ -34,6 +35,10 @@ test('mapping children and keys', () => {
   assert.equal(parseMappingChild(''), undefined);
   assert.equal(mappingNodeAddress('127.0.0.1:21211', undefined), '127.0.0.1:21211');
   assert.equal(mappingNodeAddress('10.0.0.9', '{"port":"21211","threads":"2"}'), '10.0.0.9:21211');
+  assert.deepEqual(parseRegistration('[::1]:11211-host6'), { node: '[::1]:11211', hostname: 'host6' });
+  for (const [key, data] of [['::1:11211', undefined], ['ho$t:11211', undefined], ['ho$t', '{"port":"1"}']] as const) {
+    assert.equal(mappingNodeAddress(key, data), undefined, key);
+  }
   assert.equal(mappingNodeAddress('10.0.0.9', 'not json'), undefined);
   assert.equal(mappingNodeAddress('10.0.0.9', undefined), undefined);
 });
@@ -121,6 +126,15 @@ test('a replication node that is down keeps the role it last registered with; on
       ['10.0.0.3:11211', false, '', 'g2', undefined],
     ],
   );
+});
+
+test('a stray cache_list child with an address no connection can be made to is a problem, not a node', () => {
+  const roots = new Map<ArcusRoot, RootSnapshot>([['/arcus', snapshot({ s: ['10.1.1.1:11211-cache1', '::1:11211-v6host'] }, { '10.1.1.1:11211': ['s'], '::1:11212': ['s'] })]]);
+  const topology = buildTopology(roots);
+  assert.deepEqual(topology.nodes.map((n) => n.node), ['10.1.1.1:11211']);
+  assert.equal(topology.problems.length, 2, topology.problems.join('; '));
+  assert.ok(topology.problems.some((p) => p.includes('::1:11211-v6host')));
+  assert.ok(topology.problems.some((p) => p.includes('cache_server_mapping/::1:11212')));
 });
 
 test('a mapping keyed by hostname:port matches the live node registered with that hostname', () => {

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ArcusDouble, eventually } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
@@ -33,6 +34,33 @@ test('QoS probes that fall due while a collection runs wait for its end, then ru
     await eventually(() => assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld'), { timeoutMs: 5000 });
   } finally {
     scheduler.stop();
+    await double.stop();
+  }
+});
+
+test('a node that leaves the topology after its probe was scheduled is not connected to again', async () => {
+  const double = await ArcusDouble.start();
+  let accepted = 0;
+  const leaving = createServer((socket) => {
+    accepted++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => leaving.listen(0, '127.0.0.1', resolve));
+  const scheduler = new QosScheduler({ intervalMs: 1000, simple: true, logger: quiet });
+  try {
+    const stays: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true };
+    const leaves: CacheNode = { ...stays, node: `127.0.0.1:${(leaving.address() as AddressInfo).port}` };
+    scheduler.setNodes([stays, leaves]);
+    const started = Date.now();
+    scheduler.start(); // the first round probes `stays` at once and `leaves` 400 ms later
+    scheduler.setNodes([stays]);
+    // By the second round of `stays`, the timer of `leaves` has long fired.
+    await eventually(() => assert.ok((scheduler.snapshot(stays.node)?.at ?? 0) >= started + 1000), { timeoutMs: 5000 });
+    assert.equal(accepted, 0, 'no connection to the node that left');
+    assert.equal(scheduler.snapshot(leaves.node), undefined);
+  } finally {
+    scheduler.stop();
+    leaving.close();
     await double.stop();
   }
 });
