@@ -66,6 +66,8 @@ export class CacheExporter {
   private readonly flights = new Map<string, { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }>();
   /** Where /metrics is written piece by piece when it is gzipped (one collection runs at a time). */
   private gzipPiece: Buffer | undefined;
+  private topologyRead: () => void = () => undefined;
+  private readonly firstTopology = new Promise<void>((resolve) => (this.topologyRead = resolve));
   /** Size of the last /metrics body: an uncompressed one starts that large and rarely grows. */
   private lastMetricsBytes = 64 * 1024;
 
@@ -94,9 +96,12 @@ export class CacheExporter {
     this.qos.start();
   }
 
-  /** Resolves once the first topology has been read. */
-  synced(timeoutMs?: number): Promise<void> {
-    return this.watcher.synced(timeoutMs);
+  /**
+   * Resolves once a topology is served: read from the servers the exporter started with, or from
+   * those of a reload (a start with a wrong server list, put right by a reload, gets ready too).
+   */
+  serving(): Promise<void> {
+    return this.firstTopology;
   }
 
   /**
@@ -174,6 +179,7 @@ export class CacheExporter {
   }
 
   private onTopology(topology: Topology): void {
+    this.topologyRead();
     const live = topology.nodes.filter((n) => n.live).length;
     this.self.topologyUpdated.set(Date.now() / 1000);
     this.self.topologyNodes.set({ state: 'live' }, live);

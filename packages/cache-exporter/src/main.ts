@@ -99,10 +99,7 @@ async function main(argv: string[]): Promise<number> {
   });
 
   exporter.start();
-  void exporter.synced(24 * 3600 * 1000).then(
-    () => server.setReady(true),
-    () => undefined,
-  );
+  void exporter.serving().then(() => server.setReady(true));
   const address = await server.listen(config.listen);
   logger.info({ address: address.url, version: VERSION, config: configFile }, 'cache exporter listening');
 

@@ -255,6 +255,23 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     }
   });
 
+  test('started with servers nothing answers at, not ready; a reload with the right servers makes it ready', async () => {
+    const nowhere = `127.0.0.1:${await freePort()}`;
+    const wrong = await startExporter({ ensembleByName: { zk1: [nowhere] }, serviceCodes: ['test'] }, { waitReady: false });
+    try {
+      await eventually(async () => assert.equal((await fetch(`${wrong.url}/-/healthy`)).status, 200));
+      assert.equal((await fetch(`${wrong.url}/-/ready`)).status, 503);
+      wrong.writeConfig({ ensembleByName: { zk1: [zk.address] }, serviceCodes: ['test'] });
+      assert.equal((await fetch(`${wrong.url}/-/reload`, { method: 'POST' })).status, 200);
+      await eventually(async () => {
+        assert.equal((await fetch(`${wrong.url}/-/ready`)).status, 200);
+        assert.equal(valueOf((await wrong.scrape()).samples, 'arcus_up', { node: app.address }), 1);
+      });
+    } finally {
+      await wrong.stop();
+    }
+  });
+
   test('a replication node that stops is reported down with its group and the role it last registered with', async () => {
     exporter.writeConfig({ ...zkConfig(), serviceCodes: ['repl'] });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
