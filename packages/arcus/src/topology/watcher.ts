@@ -164,6 +164,10 @@ export class TopologyWatcher extends EventEmitter {
     addresses: [],
   };
   private syncedWaiters: Array<{ done: () => void; fail: (err: Error) => void }> = [];
+  /** The current read of each watched path (`children <path>`, `exists <path>`), for watchOf. */
+  private readonly rereads = new Map<string, () => void>();
+  /** One watch function per watched path (watchOf). */
+  private readonly watches = new Map<string, () => void>();
   private requests = 0;
 
   constructor(options: TopologyWatcherOptions) {
@@ -315,6 +319,9 @@ export class TopologyWatcher extends EventEmitter {
   /** Starts a fresh generation of watch loops over every root. */
   private scan(client: ZkClient): void {
     const generation = ++this.generation;
+    // A publish the last scan's changes scheduled would publish this scan's maps half read.
+    clearTimeout(this.debounceTimer);
+    this.debounceTimer = undefined;
     this.roots = new Map(ARCUS_ROOTS.map((root) => [root, { cacheList: new Map(), mapping: new Map() }]));
     this.pendingReads = 0;
     this.scanSettled = false;
@@ -366,16 +373,19 @@ export class TopologyWatcher extends EventEmitter {
     onChildren: (children: string[] | undefined) => boolean,
   ): void {
     const live = () => generation === this.generation && !this.closed && this.client === client;
+    const key = `children ${path}`;
     const read = () => {
       if (!live()) return;
       this.pendingReads++;
       this.requests++;
+      this.rereads.set(key, read);
       client.getChildren(
         path,
-        () => read(),
+        this.watchOf(key),
         (error, children) => {
-          this.pendingReads--;
+          // A read of an earlier scan: not one the current scan waits for.
           if (!live()) return;
+          this.pendingReads--;
           if (error) {
             if ((error as zookeeper.Exception).getCode?.() === NO_NODE) {
               if (onChildren(undefined)) this.waitForCreation(client, path, live, read);
@@ -397,12 +407,14 @@ export class TopologyWatcher extends EventEmitter {
   private waitForCreation(client: ZkClient, path: string, live: () => boolean, read: () => void): void {
     this.pendingReads++;
     this.requests++;
+    const key = `exists ${path}`;
+    this.rereads.set(key, read);
     client.exists(
       path,
-      () => read(),
+      this.watchOf(key),
       (error, stat) => {
-        this.pendingReads--;
         if (!live()) return;
+        this.pendingReads--;
         if (error) this.scanFailed = true;
         if (!error && stat) read();
         else this.changed();
@@ -414,13 +426,27 @@ export class TopologyWatcher extends EventEmitter {
     this.pendingReads++;
     this.requests++;
     client.getData(path, (error, data) => {
-      this.pendingReads--;
       if (generation !== this.generation || this.closed) return;
+      this.pendingReads--;
       const entry = state.mapping.get(key);
       if (error && (error as zookeeper.Exception).getCode?.() !== NO_NODE) this.scanFailed = true;
       if (!error && entry && data) entry.data = data.toString('utf8');
       this.changed();
     });
+  }
+
+  /**
+   * The watch function of a path, the same for every read of it: ZooKeeper's client keeps one
+   * listener per path and function until the path changes, so a function made per read would
+   * pile up on paths that never change, one more at every rescan. It runs the path's current read.
+   */
+  private watchOf(key: string): () => void {
+    let watch = this.watches.get(key);
+    if (watch === undefined) {
+      watch = () => this.rereads.get(key)?.();
+      this.watches.set(key, watch);
+    }
+    return watch;
   }
 
   private changed(): void {
