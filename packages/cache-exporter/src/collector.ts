@@ -71,6 +71,9 @@ export class CacheCollector {
   /** Prefix names seen per service code: the fallback list when a node has too many prefixes. */
   private readonly knownPrefixes = new Map<string, Set<string>>();
 
+  /** The live nodes of the last topology (retain); undefined before the first. */
+  private retained: ReadonlySet<string> | undefined;
+
   constructor(private readonly options: CollectorOptions) {
     this.auxRefreshMs = options.auxRefreshMs ?? 30_000;
   }
@@ -78,6 +81,7 @@ export class CacheCollector {
   /** Closes the connections of nodes that left the topology. */
   retain(nodes: readonly CacheNode[]): void {
     const keep = new Set(nodes.filter((n) => n.live).map((n) => n.node));
+    this.retained = keep;
     for (const [address, state] of this.nodes) {
       if (!keep.has(address)) {
         state.client.close();
@@ -316,6 +320,8 @@ export class CacheCollector {
   }
 
   private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
+    // A node that left the topology while the scrape's earlier nodes were read: not reconnected to.
+    if (this.retained !== undefined && !this.retained.has(node.node)) return;
     const state = this.state(node.node);
     try {
       await this.readNodePrefixes(node, state, selection, deadline, sums);

@@ -1,11 +1,14 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CacheNode } from '@cachemon/arcus';
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ExpositionWriter } from '@cachemon/core';
 import { ArcusDouble } from '@cachemon/testkit';
 import { CacheCollector, CollectionDeadline } from '../src/collector.js';
 import type { CollectorLogger } from '../src/collector.js';
 import { NodeMetricsRenderer } from '../src/index.js';
+import { PrefixAggregator } from '../src/metrics/prefixes.js';
 import type { NodeSnapshot } from '../src/index.js';
 
 const silent: CollectorLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
@@ -130,5 +133,38 @@ describe('CacheCollector: stats settings read with stats', () => {
     const again = await collectUntilUp(collect);
     assert.equal(again?.up, true);
     assert.equal(setting(again, 'max_stats_prefixes'), '50', 'read again');
+  });
+});
+
+describe('prefix statistics of a node that left the topology', () => {
+  test('it is not connected to; the nodes still in it are read', async () => {
+    const double = await ArcusDouble.start();
+    doubles.push(double);
+    double.populate([{ key: 'kept:k1' }]);
+    let accepted = 0;
+    const left = createServer((socket) => {
+      accepted++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => left.listen(0, '127.0.0.1', resolve));
+    try {
+      const stays: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'cache-1', live: true, mapped: true };
+      const gone: CacheNode = { ...stays, node: `127.0.0.1:${(left.address() as AddressInfo).port}`, hostname: 'cache-2' };
+      const collector = new CacheCollector({ logger: silent });
+      collectors.push(collector);
+      // The topology changed after the scrape took its node list: `gone` is no longer in it.
+      collector.retain([stays]);
+      const aggregator = new PrefixAggregator();
+      const sums = aggregator.newSums();
+      await collector.collectPrefixes([stays, gone], () => ({ kind: 'all' }), new CollectionDeadline(Date.now() + 2000), sums);
+      assert.equal(accepted, 0, 'no connection to the node that left');
+      const writer = new ExpositionWriter();
+      aggregator.render('zk1', sums, writer);
+      const text = writer.toString();
+      assert.match(text, /^arcus_prefix_nodes\{[^}]*state="ok"[^}]*\} 1$/m);
+      assert.match(text, /^arcus_prefix_items\{[^}]*prefix="kept"[^}]*\} 1$/m);
+    } finally {
+      left.close();
+    }
   });
 });
