@@ -348,7 +348,7 @@ export class CacheExporter {
       const watcher = this.createWatcher(next);
       const warn = setTimeout(() => {
         this.options.logger.warn(
-          { servers: next.ensemble.servers, serving: previous.ensemble.servers, waitedMs: SWITCH_WARN_MS },
+          { servers: next.ensemble.servers, serving: JSON.parse(this.watched.servers) as unknown, waitedMs: SWITCH_WARN_MS },
           'the reloaded ensemble servers have not been read yet; still serving the topology of the previous servers',
         );
       }, SWITCH_WARN_MS);
