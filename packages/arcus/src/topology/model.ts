@@ -150,21 +150,21 @@ function lastRegistrationOf(last: ReadonlyMap<string, Registration> | undefined,
   if (last === undefined) return undefined;
   const found = last.get(address);
   if (found !== undefined || mappedHostname(address) === '') return found;
-  for (const registration of last.values()) {
-    const port = registration.node.slice(registration.node.lastIndexOf(':') + 1);
-    if (`${registration.hostname}:${port}` === address) return registration;
-  }
+  for (const registration of last.values()) if (hostnamePort(registration) === address) return registration;
   return undefined;
 }
 
 /** A mapping keyed `<hostname>:<port>` matches a live node registered with that hostname. */
 function findByHostnamePort(nodes: ReadonlyMap<string, CacheNode>, svc: string, address: string): CacheNode | undefined {
   for (const node of nodes.values()) {
-    if (node.serviceCode !== svc || !node.live) continue;
-    const port = node.node.slice(node.node.lastIndexOf(':') + 1);
-    if (`${node.hostname}:${port}` === address) return node;
+    if (node.serviceCode === svc && node.live && hostnamePort(node) === address) return node;
   }
   return undefined;
+}
+
+/** `<hostname>:<port>` of a registered node: what a mapping keyed by hostname names it by. */
+function hostnamePort(registered: { readonly node: string; readonly hostname: string }): string {
+  return `${registered.hostname}:${registered.node.slice(registered.node.lastIndexOf(':') + 1)}`;
 }
 
 function compare(a: string, b: string): number {
