@@ -45,14 +45,14 @@ export class CacheExporter {
   private config: CacheExporterConfig;
   /** Reads the topology scrapes collect. */
   private watcher: TopologyWatcher;
-  /** What `watcher` was made for: its servers (as JSON) and service codes, and its topology's ensemble name. */
+  /** What `watcher` reads (its topology's ensemble name is the renderer's). */
   private watched: WatchedEnsemble;
   /**
    * A reload's new ensemble servers, until their first topology has been read: then this watcher
    * replaces `watcher`. Meanwhile the old one keeps serving, so a server list that is wrong, or
    * slow to answer, never leaves the exporter without nodes.
    */
-  private pending: (WatchedEnsemble & { readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout }) | undefined;
+  private pending: (WatchedEnsemble & { readonly name: string; readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout }) | undefined;
   private readonly collector: CacheCollector;
   private readonly qos: QosScheduler;
   private readonly prefixes = new PrefixAggregator();
@@ -77,7 +77,7 @@ export class CacheExporter {
     this.collector = new CacheCollector({ logger: options.logger });
     this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
     this.watcher = this.createWatcher(config);
-    this.watched = watchedOf(config);
+    this.watched = { servers: config.ensemble.servers, serviceCodes: config.serviceCodes };
     this.self.zookeeperConnected.set(0);
     this.self.ensembleSwitchPending.set(0);
     this.renderer = new NodeMetricsRenderer(config.ensemble.name);
@@ -153,7 +153,7 @@ export class CacheExporter {
     clearTimeout(pending.warn);
     const old = this.watcher;
     this.watcher = pending.watcher;
-    this.watched = { name: pending.name, servers: pending.servers, serviceCodes: pending.serviceCodes };
+    this.watched = { servers: pending.servers, serviceCodes: pending.serviceCodes };
     old.close();
     this.rename(pending.name);
     this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
@@ -333,27 +333,27 @@ export class CacheExporter {
     const previous = this.config;
     this.config = { ...next, listen: previous.listen };
     this.qos.setSimple(next.simpleQos);
-    const wanted = watchedOf(next);
-    if (wanted.servers === this.watched.servers) {
+    const wanted: WatchedEnsemble = { servers: next.ensemble.servers, serviceCodes: next.serviceCodes };
+    if (sameList(wanted.servers, this.watched.servers)) {
       // The servers being read (a rename, other service codes, or back from a switch not done).
       this.dropPending();
-      this.rename(wanted.name);
-      if (wanted.serviceCodes !== this.watched.serviceCodes) this.watcher.setServiceCodes(next.serviceCodes);
+      this.rename(next.ensemble.name);
+      if (!sameList(wanted.serviceCodes, this.watched.serviceCodes)) this.watcher.setServiceCodes(wanted.serviceCodes);
       this.watched = wanted;
-    } else if (wanted.servers === this.pending?.servers) {
-      if (wanted.serviceCodes !== this.pending.serviceCodes) this.pending.watcher.setServiceCodes(next.serviceCodes);
-      this.pending = { ...this.pending, ...wanted };
+    } else if (this.pending !== undefined && sameList(wanted.servers, this.pending.servers)) {
+      if (!sameList(wanted.serviceCodes, this.pending.serviceCodes)) this.pending.watcher.setServiceCodes(wanted.serviceCodes);
+      this.pending = { ...this.pending, ...wanted, name: next.ensemble.name };
     } else {
       this.dropPending();
       const watcher = this.createWatcher(next);
       const warn = setTimeout(() => {
         this.options.logger.warn(
-          { servers: next.ensemble.servers, serving: JSON.parse(this.watched.servers) as unknown, waitedMs: SWITCH_WARN_MS },
+          { servers: next.ensemble.servers, serving: this.watched.servers, waitedMs: SWITCH_WARN_MS },
           'the reloaded ensemble servers have not been read yet; still serving the topology of the previous servers',
         );
       }, SWITCH_WARN_MS);
       warn.unref();
-      this.pending = { ...wanted, watcher, warn };
+      this.pending = { ...wanted, name: next.ensemble.name, watcher, warn };
       this.self.ensembleSwitchPending.set(1);
       watcher.start();
     }
@@ -366,15 +366,14 @@ export class CacheExporter {
   }
 }
 
-/** What a topology watcher is made for; servers and service codes as JSON, to compare configs. */
+/** What a topology watcher is made for. */
 interface WatchedEnsemble {
-  readonly name: string;
-  readonly servers: string;
-  readonly serviceCodes: string;
+  readonly servers: readonly string[];
+  readonly serviceCodes: readonly string[] | undefined;
 }
 
-function watchedOf(config: CacheExporterConfig): WatchedEnsemble {
-  return { name: config.ensemble.name, servers: JSON.stringify(config.ensemble.servers), serviceCodes: JSON.stringify(config.serviceCodes ?? null) };
+function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.length === b.length && a.every((item, i) => item === b[i]));
 }
 
 /** How long a reloaded ensemble may go unread before a warning says the previous one is still served. */
