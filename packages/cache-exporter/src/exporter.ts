@@ -87,8 +87,9 @@ export class CacheExporter {
     return this.watcher.topology;
   }
 
-  get currentConfig(): CacheExporterConfig {
-    return this.config;
+  /** The ensemble whose topology is served: the config's, or the previous one while a reload's new servers are not read yet. */
+  get ensembleName(): string {
+    return this.renderer.ensemble;
   }
 
   start(): void {
@@ -158,7 +159,7 @@ export class CacheExporter {
     this.rename(pending.name);
     this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
     this.self.ensembleSwitchPending.set(0);
-    this.options.logger.info({ ensemble: pending.name, servers: this.config.ensemble.servers }, 'reloaded ensemble read; its topology replaces the previous one');
+    this.options.logger.info({ servers: this.config.ensemble.servers }, 'reloaded ensemble read; its topology replaces the previous one');
   }
 
   /** Gives up a reloaded ensemble not read yet (closing, or another reload changed the servers again). */
@@ -187,7 +188,7 @@ export class CacheExporter {
     this.self.topologyProblems.set(topology.problems.length);
     for (const problem of topology.problems) this.options.logger.warn({ problem }, 'znode not understood; skipped');
     this.options.logger.info(
-      { ensemble: this.config.ensemble.name, serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
+      { serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
       'topology updated',
     );
     this.collector.retain(topology.nodes);
@@ -197,7 +198,7 @@ export class CacheExporter {
       this.missingServiceCodes = missing;
       if (missing.length > 0) {
         this.options.logger.warn(
-          { ensemble: this.config.ensemble.name, missing },
+          { missing },
           'service codes in serviceCodes are not in the ensemble (neither in cache_list nor in cache_server_mapping): nothing is collected for them; check their spelling',
         );
       }

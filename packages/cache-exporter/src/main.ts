@@ -48,7 +48,9 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${configFile}: valid (ensemble ${config.ensemble.name}, listen ${config.listen})\n`);
     return 0;
   }
-  const logger = createLogger(config.log, { name: PROGRAM, base: { ensemble: config.ensemble.name } });
+  // Every line names the ensemble whose topology is served: after a reload that renames it, the new name.
+  let served: CacheExporter | undefined;
+  const logger = createLogger(config.log, { name: PROGRAM, mixin: () => ({ ensemble: served?.ensembleName ?? config.ensemble.name }) });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
   const registry = new Registry();
@@ -60,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
     zkSessionTimeoutMs: values['zk-session-timeout'],
     processMetrics: () => processMetrics.metrics(),
   });
+  served = exporter;
 
   const webConfigFile = values['web.config.file'] || undefined;
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
@@ -95,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
   postWithoutBody(app, '/-/reload', async () => ({ status: 'success', ...(await reload()) }));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
-    return landingPage(exporter.currentConfig.ensemble.name);
+    return landingPage(exporter.ensembleName);
   });
 
   exporter.start();

@@ -194,9 +194,16 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     });
   });
 
-  test('a reload that renames the ensemble relabels the node series and the exporter\'s own', async () => {
-    exporter.writeConfig({ ensembleByName: { renamed: [zk.address] }, serviceCodes: ['test'] });
+  test('a reload that renames the ensemble relabels the node series, the exporter\'s own and its log lines', async () => {
+    const logStart = exporter.output().length;
+    exporter.writeConfig({ ensembleByName: { renamed: [zk.address] }, serviceCodes: ['test'], log: { level: 'info' } });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
+    // The lines the reload logged name the new ensemble, once each.
+    const lines = exporter.output().slice(logStart).split('\n').filter((line) => line.startsWith('{'));
+    const reloaded = lines.find((line) => line.includes('"configuration reloaded"'));
+    assert.ok(reloaded, lines.join('\n'));
+    assert.equal((JSON.parse(reloaded) as { ensemble?: string }).ensemble, 'renamed');
+    for (const line of lines) assert.equal(line.split('"ensemble":').length - 1, 1, line);
     await eventually(async () => {
       const { samples } = await exporter.scrape();
       assert.equal(valueOf(samples, 'arcus_up', { node: app.address, ensemble: 'renamed' }), 1);

@@ -33,6 +33,11 @@ export type Logger = pino.Logger<'panic'>;
 export interface LoggerOptions {
   readonly name?: string;
   readonly base?: Record<string, unknown>;
+  /**
+   * Fields every line gets, read when the line is written (a value that changes at run time, such
+   * as a renamed ensemble). A field the line itself gives wins; give none of these in `base` too.
+   */
+  readonly mixin?: () => Record<string, unknown>;
 }
 
 const BYTES_PER_MB = 1024 * 1024;
@@ -62,6 +67,7 @@ export function createLoggerOn(stream: DestinationStream, level: LogLevel, optio
       formatters: { level: (label) => ({ level: label }) },
       ...(options.name === undefined ? {} : { name: options.name }),
       ...(options.base === undefined ? {} : { base: { pid: process.pid, hostname: hostname(), ...options.base } }),
+      ...(options.mixin === undefined ? {} : { mixin: options.mixin }),
     },
     stream,
   );
