@@ -51,9 +51,13 @@ describe('ArcusDouble behaviours', () => {
   test("'hang-stats-settings' answers what comes before `stats settings`, then nothing on that connection; others are served", async () => {
     const { double, client } = await startDouble();
     double.setBehavior('hang-stats-settings');
-    client.socket.write('version\r\nstats settings\r\nversion\r\n');
+    // What follows the request it gets stuck on in the same write is counted, not answered.
+    client.socket.write('version\r\nstats settings\r\nversion\r\nstats\r\nsta');
     assert.equal(await client.receiveFor(300), 'VERSION 1.15.0\r\n');
     assert.equal(client.closed, false, 'the connection stays open');
+    assert.equal(double.statsRequests, 2);
+    client.socket.write('ts\r\n');
+    await eventually(() => assert.equal(double.statsRequests, 3));
     const other = await RawClient.connect(double.address);
     assert.match(await other.send('stats\r\n', 'END\r\n'), /^STAT pid \d+\r\n/);
     double.setBehavior('normal');

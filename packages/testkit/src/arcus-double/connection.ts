@@ -59,14 +59,24 @@ export class Connection {
   private onData(chunk: Buffer): void {
     this.state.bytesRead += chunk.length;
     if (this.state.behavior === 'hang' || this.stuck) {
-      // Read everything, answer nothing; only count the stats requests.
-      const lines = (this.unanswered + chunk.toString('latin1')).split('\n');
-      this.unanswered = (lines.pop() ?? '').slice(-MAX_LINE);
-      for (const line of lines) if (line.startsWith('stats')) this.state.statsRequests++;
+      this.countUnanswered(chunk);
       return;
     }
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
     while (!this.socket.destroyed && !this.stuck && this.step());
+    if (this.stuck && this.buffer.length > 0) {
+      // What came after the request it got stuck on, in the same chunk: not run, but counted.
+      const rest = this.buffer;
+      this.buffer = Buffer.alloc(0);
+      this.countUnanswered(rest);
+    }
+  }
+
+  /** Reads bytes it answers nothing to; only counts the stats requests among them. */
+  private countUnanswered(bytes: Buffer): void {
+    const lines = (this.unanswered + bytes.toString('latin1')).split('\n');
+    this.unanswered = (lines.pop() ?? '').slice(-MAX_LINE);
+    for (const line of lines) if (line.startsWith('stats')) this.state.statsRequests++;
   }
 
   /** Handles one complete request from the buffer; false when more bytes are needed. */
