@@ -12,6 +12,7 @@
 import { accessSync, constants, mkdirSync, openSync, closeSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
+import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createStream } from 'rotating-file-stream';
 import { CachemonError, Errors, errorMessage } from './errors.js';
@@ -141,7 +142,108 @@ function ensureWritable(filename: string): void {
 }
 
 function reportToStderr(err: Error): void {
-  process.stderr.write(`cachemon: log file: ${err.message}\n`);
+  process.stderr.write(`cachemon: ${err.message}\n`);
+}
+
+/** How soon a log file that failed is opened again; the lines written meanwhile are counted, not kept. */
+const REOPEN_DELAY_MS = 1000;
+
+type InnerStream = ReturnType<typeof createStream>;
+
+/**
+ * The log file as pino writes it: rotating-file-stream underneath, replaced by a new one when it
+ * fails. A rotating-file-stream that fails once (the live file removed or moved away before a
+ * rotation renames it, a full disk) is destroyed and drops every later line, so a daemon would log
+ * nothing more until restarted. Here the failure is reported, and the file opened again (at most
+ * once a second), as lumberjack does: a line may be lost, never the log.
+ */
+class ResilientLogFile extends Writable {
+  private inner: InnerStream | undefined;
+  private reopenAt = 0;
+  /** Lines written while no file was open: reported when one is again. */
+  private dropped = 0;
+
+  constructor(
+    private readonly openInner: () => InnerStream,
+    private readonly describe: string,
+    private readonly onError: (err: Error) => void,
+  ) {
+    super({ decodeStrings: false });
+    this.inner = this.open();
+  }
+
+  private open(): InnerStream | undefined {
+    let inner: InnerStream;
+    try {
+      inner = this.openInner();
+    } catch (err) {
+      this.onError(err instanceof Error ? err : new Error(String(err)));
+      this.reopenAt = Date.now() + REOPEN_DELAY_MS;
+      return undefined;
+    }
+    inner.on('error', (err: Error) => {
+      this.onError(new Error(`${this.describe}: ${err.message}; opening it again`, { cause: err }));
+      if (this.inner === inner) {
+        this.inner = undefined;
+        this.reopenAt = Date.now();
+      }
+    });
+    inner.on('warning', (err: Error) => this.onError(new Error(`${this.describe}: ${err.message}`, { cause: err })));
+    return inner;
+  }
+
+  private current(): InnerStream | undefined {
+    if (this.inner === undefined && Date.now() >= this.reopenAt) {
+      this.inner = this.open();
+      if (this.inner !== undefined && this.dropped > 0) {
+        this.onError(new Error(`${this.describe}: ${this.dropped} log write(s) may be lost while the file could not be written`));
+        this.dropped = 0;
+      }
+    }
+    return this.inner;
+  }
+
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    const inner = this.current();
+    if (inner === undefined || inner.destroyed) {
+      this.dropped++;
+      callback();
+      return;
+    }
+    // The inner stream's own failure goes to its 'error' listener; this stream carries on.
+    inner.write(chunk, (err) => this.written(err, 1, callback));
+  }
+
+  override _writev(chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>, callback: (error?: Error | null) => void): void {
+    const inner = this.current();
+    if (inner === undefined || inner.destroyed) {
+      this.dropped += chunks.length;
+      callback();
+      return;
+    }
+    for (let i = 0; i < chunks.length - 1; i++) inner.write(chunks[i]!.chunk);
+    inner.write(chunks[chunks.length - 1]!.chunk, (err) => this.written(err, chunks.length, callback));
+  }
+
+  /** A write the file failed counts as lost (its failure itself goes to the 'error' listener). */
+  private written(err: Error | null | undefined, writes: number, callback: () => void): void {
+    if (err) this.dropped += writes;
+    callback();
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    const inner = this.inner;
+    this.inner = undefined;
+    if (inner === undefined || inner.destroyed) {
+      callback();
+      return;
+    }
+    inner.end();
+    finished(inner).then(
+      () => callback(),
+      () => callback(),
+    );
+  }
 }
 
 export function createRotatingFileStream(options: RotatingFileOptions): RotatingFileStream {
@@ -152,12 +254,6 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
   ensureWritable(filename);
   const onError = options.onError ?? reportToStderr;
   const dir = dirname(filename);
-  const stream = createStream(
-    // Called without a time for the live file's name, with the rotation time for a backup's.
-    (time, index) => (time instanceof Date ? join(dir, backupName(filename, time, index ?? 1, compress)) : filename),
-    // 'gzip' (not true): true makes rotating-file-stream shell out to `gzip`; 'gzip' uses zlib.
-    { size: `${maxSizeBytes}B`, ...(compress ? { compress: 'gzip' as const } : {}) },
-  );
 
   let pruning: Promise<void> = Promise.resolve();
   const schedulePrune = (): void => {
@@ -165,10 +261,19 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
       onError(new Error(`pruning backups of ${filename}: ${errorMessage(err)}`));
     });
   };
-  // A stream error must not crash the daemon: losing log lines beats losing the service.
-  stream.on('error', (err) => onError(err));
-  stream.on('warning', (err) => onError(err));
-  stream.on('rotated', schedulePrune);
+  const openInner = (): InnerStream => {
+    ensureWritable(filename);
+    const inner = createStream(
+      // Called without a time for the live file's name, with the rotation time for a backup's.
+      (time, index) => (time instanceof Date ? join(dir, backupName(filename, time, index ?? 1, compress)) : filename),
+      // 'gzip' (not true): true makes rotating-file-stream shell out to `gzip`; 'gzip' uses zlib.
+      { size: `${maxSizeBytes}B`, ...(compress ? { compress: 'gzip' as const } : {}) },
+    );
+    inner.on('rotated', schedulePrune);
+    return inner;
+  };
+  // A failing file must not crash the daemon, nor end its logging: see ResilientLogFile.
+  const stream = new ResilientLogFile(openInner, `log file ${filename}`, onError);
   schedulePrune();
 
   const close = async (): Promise<void> => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -19,6 +19,20 @@ import {
 const root = mkdtempSync(join(tmpdir(), 'cachemon-log-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let dirCount = 0;
+
+/** Retries `check` until it passes or 5 s have gone. */
+async function eventually(check: () => void): Promise<void> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
 function freshDir(): string {
   const dir = join(root, String(dirCount++));
   mkdirSync(dir);
@@ -253,6 +267,31 @@ describe('createRotatingFileStream', () => {
     for (const name of old) assert.equal(existsSync(join(dir, name)), false, `${name} should be gone`);
     assert.equal(existsSync(join(dir, recent)), true);
     assert.equal(existsSync(join(dir, unrelated)), true);
+  });
+
+  it('opens the file again when it fails (the live file removed before a rotation), and goes on logging', async () => {
+    const dir = freshDir();
+    const file = join(dir, 'app.log');
+    const errors: string[] = [];
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 0,
+      maxAgeDays: 0,
+      compress: false,
+      onError: (err) => errors.push(err.message),
+    });
+    stream.write('before\n');
+    await eventually(() => assert.deepEqual(readLines(file), ['before']));
+    unlinkSync(file);
+    // Past maxSize: the rotation's rename of the removed file fails.
+    for (let i = 0; i < 60; i++) stream.write(`${'y'.repeat(60)}\n`);
+    await eventually(() => assert.ok(errors.some((m) => m.includes(`log file ${file}: `) && m.includes('ENOENT')), errors.join('; ')));
+    const after = Array.from({ length: 5 }, (_, i) => `after ${i}`);
+    for (const line of after) stream.write(`${line}\n`);
+    await stream.close();
+    assert.deepEqual(readLines(file).filter((line) => line.startsWith('after')), after);
+    assert.ok(errors.every((m) => m.startsWith(`log file ${file}: `)), errors.join('; '));
   });
 
   it('continues an existing file across restarts', async () => {
