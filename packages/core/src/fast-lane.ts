@@ -199,11 +199,86 @@ export class FastLane {
   keepAliveMs(): number {
     return this.server.keepAliveTimeout > 0 ? this.server.keepAliveTimeout : 5000;
   }
+
+  /** How long a connection given to node:http may pass no bytes either way: the longest of its timeouts. */
+  pipedIdleMs(): number {
+    return Math.max(this.keepAliveMs(), this.server.headersTimeout, this.server.requestTimeout);
+  }
 }
+
+/**
+ * The bytes of a connection not consumed yet. A chunk arriving when it is empty is kept as it is
+ * (no copy: a request in one chunk, the usual case); more are appended in place, into room
+ * doubled as it fills, so a request in many small pieces costs time linear in its size. Bytes
+ * before the end are never written again: a request handed on keeps views of them.
+ */
+class ByteQueue {
+  private store: Buffer | undefined;
+  /** Whether `store` is ours to append to (else it is a chunk as it arrived). */
+  private owned = false;
+  private start = 0;
+  private end = 0;
+
+  get length(): number {
+    return this.end - this.start;
+  }
+
+  bytes(): Buffer {
+    return this.store === undefined ? EMPTY : this.store.subarray(this.start, this.end);
+  }
+
+  append(chunk: Buffer): void {
+    if (this.store === undefined) {
+      this.store = chunk;
+      this.owned = false;
+      this.start = 0;
+      this.end = chunk.length;
+      return;
+    }
+    if (this.owned && this.store.length - this.end >= chunk.length) {
+      chunk.copy(this.store, this.end);
+      this.end += chunk.length;
+      return;
+    }
+    const length = this.length + chunk.length;
+    const next = Buffer.allocUnsafe(Math.max(length * 2, 4096));
+    this.store.copy(next, 0, this.start, this.end);
+    chunk.copy(next, this.length);
+    this.store = next;
+    this.owned = true;
+    this.start = 0;
+    this.end = length;
+  }
+
+  consume(count: number): void {
+    this.start += count;
+    if (this.start >= this.end) this.clear();
+  }
+
+  /** Empties it, returning what it held. */
+  take(): Buffer {
+    const bytes = this.bytes();
+    this.clear();
+    return bytes;
+  }
+
+  private clear(): void {
+    this.store = undefined;
+    this.start = 0;
+    this.end = 0;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const LF_LF = '\n\n';
 
 /** One client connection. */
 class LaneConnection {
-  private buffered: Buffer | undefined;
+  private readonly buffered = new ByteQueue();
+  /** How much of the buffered request has been searched for the head's end, without finding it. */
+  private scanned = 0;
+  /** The buffered request's head, once read (its body is not all there yet). */
+  private head: { readonly end: number; readonly head: RequestHead } | undefined;
   private busy = false;
   /** The client has sent its last byte (FIN). */
   private ended = false;
@@ -229,7 +304,7 @@ class LaneConnection {
 
   private readonly onData = (chunk: Buffer): void => {
     if (this.piped) return;
-    this.buffered = this.buffered === undefined || this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
+    this.buffered.append(chunk);
     if (!this.busy) this.next();
     // Requests sent ahead of their turn: read no more of them until this one is answered.
     else if (this.buffered.length > this.lane.options.bodyLimitBytes + MAX_LANE_HEAD_BYTES) this.socket.pause();
@@ -247,7 +322,7 @@ class LaneConnection {
   };
 
   closeIfIdle(): void {
-    if (!this.busy && !this.piped && (this.buffered === undefined || this.buffered.length === 0)) this.socket.destroy();
+    if (!this.busy && !this.piped && this.buffered.length === 0) this.socket.destroy();
   }
 
   destroy(): void {
@@ -256,8 +331,7 @@ class LaneConnection {
 
   /** Reads the next request, if it is all there. */
   private next(): void {
-    const buffered = this.buffered;
-    if (buffered === undefined || buffered.length === 0) {
+    if (this.buffered.length === 0) {
       if (this.ended || this.lane.closing) this.socket.end();
       return;
     }
@@ -266,19 +340,29 @@ class LaneConnection {
     this.partialSince ??= now;
     const limit = this.lane.server.headersTimeout;
     if (limit > 0 && now - this.partialSince > limit) return this.pipe();
-    const end = buffered.indexOf(HEAD_END);
-    if (end < 0) {
-      // Lines ended by LF alone, or a head past what the lane reads: node:http's to read.
-      if (buffered.length > MAX_LANE_HEAD_BYTES || buffered.includes('\n\n')) this.pipe();
-      return;
+    const buffered = this.buffered.bytes();
+    let read = this.head;
+    if (read === undefined) {
+      // Only what arrived since the last search (and the 3 bytes before it) is searched again.
+      const end = buffered.indexOf(HEAD_END, Math.max(0, this.scanned - 3));
+      if (end < 0) {
+        // Lines ended by LF alone, or a head past what the lane reads: node:http's to read.
+        if (buffered.length > MAX_LANE_HEAD_BYTES || buffered.indexOf(LF_LF, Math.max(0, this.scanned - 1)) >= 0) this.pipe();
+        else this.scanned = buffered.length;
+        return;
+      }
+      if (end > MAX_LANE_HEAD_BYTES) return this.pipe();
+      const head = parseRequestHead(buffered.toString('latin1', 0, end));
+      if (head === undefined || head.contentLength > this.lane.options.bodyLimitBytes) return this.pipe();
+      read = this.head = { end, head };
     }
-    if (end > MAX_LANE_HEAD_BYTES) return this.pipe();
-    const head = parseRequestHead(buffered.toString('latin1', 0, end));
-    if (head === undefined || head.contentLength > this.lane.options.bodyLimitBytes) return this.pipe();
+    const { end, head } = read;
     const total = end + 4 + head.contentLength;
     if (buffered.length < total) return;
     const request = buffered.subarray(0, total);
-    this.buffered = buffered.subarray(total);
+    this.buffered.consume(total);
+    this.head = undefined;
+    this.scanned = 0;
     this.partialSince = undefined;
     this.busy = true;
     this.socket.setTimeout(0);
@@ -327,7 +411,8 @@ class LaneConnection {
   private done(keep: boolean): void {
     this.busy = false;
     if (!keep || this.socket.destroyed) {
-      if (!this.socket.destroyed) this.socket.end();
+      // A client that keeps its side open after the answer is dropped when the timeout passes.
+      if (!this.socket.destroyed) this.socket.setTimeout(this.lane.keepAliveMs()).end();
       return;
     }
     this.socket.setTimeout(this.lane.keepAliveMs());
@@ -387,11 +472,13 @@ class LaneConnection {
   /** The rest of the connection is node:http's: bytes piped both ways. */
   private pipe(): void {
     this.piped = true;
-    this.socket.setTimeout(0);
+    // node:http's own timeouts do not reach the client's socket through the in-process pair: a
+    // connection with no bytes either way for this long is closed (else an idle client of
+    // node:http's would hold its descriptor for ever).
+    this.socket.setTimeout(this.lane.pipedIdleMs());
     const inner = this.innerSide();
-    const rest = this.buffered;
-    this.buffered = undefined;
-    if (rest !== undefined && rest.length > 0) inner.write(rest);
+    const rest = this.buffered.take();
+    if (rest.length > 0) inner.write(rest);
     this.socket.off('data', this.onData);
     this.socket.on('data', (chunk: Buffer) => writeHeld(inner, chunk, this.socket));
     if (this.ended) inner.end();

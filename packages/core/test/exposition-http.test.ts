@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import {
@@ -130,5 +131,96 @@ describe('expositionLane: scrape paths answered on the socket, past the routes',
     } finally {
       await guarded.close();
     }
+  });
+});
+
+describe('expositionLane: connections', () => {
+  const body = buildBody();
+  let server: HttpServer;
+  let port: number;
+  let asked = 0;
+
+  before(async () => {
+    server = await createHttpServer({ name: 'x', logger: captureLogger().logger });
+    server.app.head('/metrics', async (_request, reply) => reply.code(200).send());
+    server.fastLane(
+      expositionLane(
+        captureLogger().logger,
+        new Map<string, ExpositionSource>([
+          [
+            '/metrics',
+            async () => {
+              asked++;
+              return body;
+            },
+          ],
+        ]),
+      ),
+    );
+    // Short timeouts, so that a test can see them pass.
+    const http = server.app.server;
+    http.keepAliveTimeout = 300;
+    http.headersTimeout = 300;
+    http.requestTimeout = 300;
+    port = Number(new URL((await server.listen('127.0.0.1:0')).url).port);
+  });
+  after(() => server.close());
+
+  /** A raw connection and everything it has received; `ended` once the server ended its side. */
+  async function open(): Promise<{ socket: Socket; received: () => string; ended: Promise<void> }> {
+    const socket = connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    socket.setNoDelay(true);
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    return { socket, received: () => text, ended };
+  }
+
+  async function connections(): Promise<number> {
+    return new Promise((resolve, reject) => server.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+  }
+
+  async function until(check: () => boolean | Promise<boolean>, what: string, ms = 3000): Promise<void> {
+    const end = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it('a request that arrives a byte at a time is answered whole, and the next on the connection too', async () => {
+    const { socket, received } = await open();
+    const before = asked;
+    const request = 'GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n';
+    for (const byte of request) {
+      socket.write(byte);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    socket.write(request);
+    await until(() => received().split(body).length === 3, 'two answers');
+    assert.equal(asked - before, 2);
+    assert.equal(received().split('HTTP/1.1 200 OK\r\n').length, 3);
+    socket.destroy();
+  });
+
+  it('a connection given to node:http (a HEAD request) is closed once it has been idle past the timeouts', async () => {
+    await until(async () => (await connections()) === 0, 'no connection before');
+    const { socket, received, ended } = await open();
+    socket.write('HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(() => received().startsWith('HTTP/1.1 200 '), 'the HEAD answer');
+    await ended;
+    await until(async () => (await connections()) === 0, 'the idle connection closed');
+    socket.destroy();
+  });
+
+  it('a client that keeps its side open after a Connection: close answer is dropped after the timeout', async () => {
+    await until(async () => (await connections()) === 0, 'no connection before');
+    const { socket, received, ended } = await open();
+    socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept-Encoding: identity\r\n\r\n');
+    await ended;
+    assert.ok(received().endsWith(body), 'the whole answer before the end');
+    await until(async () => (await connections()) === 0, 'the half-open connection closed');
+    socket.destroy();
   });
 });
