@@ -9,6 +9,7 @@ import {
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
+  oneAtATime,
   parseFlags,
   postWithoutBody,
   scrapeDeadline,
@@ -25,10 +26,21 @@ const FLAGS = {
   'scrape-timeout': {
     type: 'duration',
     default: '4s',
-    description: 'Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header.',
+    range: { min: '100ms', max: '5m' },
+    description: 'Scrape deadline when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (100ms to 5m).',
   },
-  'qos-interval': { type: 'duration', default: '5s', description: 'How often the QoS probes of each node run (0 turns them off).' },
-  'zk-session-timeout': { type: 'duration', default: '15s', description: 'ZooKeeper session timeout of the exporter.' },
+  'qos-interval': {
+    type: 'duration',
+    default: '5s',
+    range: { min: '100ms', max: '1d', zero: true },
+    description: 'How often the QoS probes of each node run (100ms to 1d; 0 turns them off).',
+  },
+  'zk-session-timeout': {
+    type: 'duration',
+    default: '15s',
+    range: { min: '1s', max: '10m' },
+    description: 'ZooKeeper session timeout of the exporter (1s to 10m; the servers bound it further).',
+  },
   ...CHECK_CONFIG_FLAG,
   ...DAEMON_FLAGS,
 } satisfies FlagSpec;
@@ -79,7 +91,8 @@ async function main(argv: string[]): Promise<number> {
     ]),
   );
 
-  const reload = async (): Promise<{ restartNeeded: string[] }> => {
+  // One at a time (SIGHUP and POST /-/reload alike), so that the newest read of the file is applied last.
+  const reload = oneAtATime(async (): Promise<{ restartNeeded: string[] }> => {
     try {
       const next = loadCacheExporterConfig(configFile);
       // The web config first: when it is refused, nothing of the reload has been applied.
@@ -94,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
       exporter.reloadFailed(err);
       throw err;
     }
-  };
+  });
   postWithoutBody(app, '/-/reload', async () => ({ status: 'success', ...(await reload()) }));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');

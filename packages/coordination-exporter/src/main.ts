@@ -40,10 +40,16 @@ const FLAGS = {
   timeout: {
     type: 'duration',
     default: '3s',
+    range: { min: '0s', max: '5m' },
     description:
       'Deadline of one server\'s mntr answer when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (else that, less 10%). A scrape never waits more than 8s.',
   },
-  'resolve-interval': { type: 'duration', default: '60s', description: 'How often names in --zk-hosts are resolved again (0: only at start and on SIGHUP).' },
+  'resolve-interval': {
+    type: 'duration',
+    default: '60s',
+    range: { min: '1s', max: '1d', zero: true },
+    description: 'How often names in --zk-hosts are resolved again (1s to 1d; 0: only at start and on SIGHUP).',
+  },
   'log.level': { type: 'string', default: 'info', description: 'debug, info, warn, error.' },
   ...DAEMON_FLAGS,
 } satisfies FlagSpec;

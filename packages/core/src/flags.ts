@@ -27,6 +27,12 @@ export interface DurationFlag extends FlagBase {
   readonly type: 'duration';
   /** Written as on the command line (`5s`); the parsed value is milliseconds. */
   readonly default?: string;
+  /**
+   * The values taken, written as durations (`1s`, `1d`); `zero`: 0 is taken too (it turns
+   * something off). Without it any duration is; a timer cannot wait more than ~24 days, so a flag
+   * that sets one should have it.
+   */
+  readonly range?: { readonly min: string; readonly max: string; readonly zero?: boolean };
 }
 
 export type FlagDefinition = StringFlag | BooleanFlag | DurationFlag;
@@ -69,12 +75,22 @@ function convert(definition: FlagDefinition, name: string, text: string, origin:
       return text;
     case 'boolean':
       return parseBoolean(text, name, origin);
-    case 'duration':
+    case 'duration': {
+      let ms: number;
       try {
-        return parseDuration(text);
+        ms = parseDuration(text);
       } catch (err) {
         throw flagError(`invalid value for ${origin} -${name}: ${(err as Error).message}`);
       }
+      const range = definition.range;
+      if (range !== undefined && !(ms === 0 && range.zero === true)) {
+        if (ms < parseDuration(range.min) || ms > parseDuration(range.max)) {
+          const zero = range.zero === true ? ', or 0 to turn it off' : '';
+          throw flagError(`invalid value for ${origin} -${name}: ${text} is out of range (${range.min} to ${range.max}${zero})`);
+        }
+      }
+      return ms;
+    }
   }
 }
 
@@ -95,13 +111,14 @@ function splitFlag(arg: string): { name: string; inline: string | undefined } | 
 
 /**
  * Parses argv (without node and script) as Go's flag package does: flags stop at the first
- * non-flag argument or at `--`; the rest are positionals. Flags absent from argv take their
+ * non-flag argument or at `--`; the rest are positionals, refused unless `options.positionals`. Flags absent from argv take their
  * environment variable, then their default.
  */
 export function parseFlags<const S extends FlagSpec>(
   argv: readonly string[],
   spec: S,
   env: Readonly<Record<string, string | undefined>> = process.env,
+  options: { readonly positionals?: boolean } = {},
 ): ParsedFlags<S> {
   const given = new Map<string, string | number | boolean>();
   let help = false;
@@ -139,7 +156,12 @@ export function parseFlags<const S extends FlagSpec>(
       values[name] = convert(definition, name, fromEnv, `environment variable ${definition.env} for flag`);
     } else values[name] = defaultValue(definition, name);
   }
-  return { values: values as FlagValues<S>, help, positionals: argv.slice(i) };
+  const positionals = argv.slice(i);
+  // A daemon takes flags only: a word that is not one (a flag missing its dash) would be ignored.
+  if (positionals.length > 0 && options.positionals !== true) {
+    throw flagError(`unexpected argument "${positionals[0]}": flags are written -name=value`);
+  }
+  return { values: values as FlagValues<S>, help, positionals };
 }
 
 function typeHint(definition: FlagDefinition): string {

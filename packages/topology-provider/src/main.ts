@@ -22,8 +22,18 @@ const FLAGS = {
     default: String(DEFAULT_HOST_EXPORTER_PORT),
     description: 'Port of the host exporters, for the host_instances query (<hostname>:<port>, as in host_exporter.yml).',
   },
-  'resolve-interval': { type: 'duration', default: '1m', description: 'How often every cache and coordination hostname is resolved again.' },
-  'zk-session-timeout': { type: 'duration', default: '15s', description: 'ZooKeeper session timeout with each ensemble.' },
+  'resolve-interval': {
+    type: 'duration',
+    default: '1m',
+    range: { min: '1s', max: '1d' },
+    description: 'How often every cache and coordination hostname is resolved again (1s to 1d).',
+  },
+  'zk-session-timeout': {
+    type: 'duration',
+    default: '15s',
+    range: { min: '1s', max: '10m' },
+    description: 'ZooKeeper session timeout with each ensemble (1s to 10m; the servers bound it further).',
+  },
   ...CHECK_CONFIG_FLAG,
   ...DAEMON_FLAGS,
 } satisfies FlagSpec;

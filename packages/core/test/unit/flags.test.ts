@@ -50,7 +50,7 @@ describe('parseFlags', () => {
     assert.equal(parseFlags(['-verbose'], spec, {}).values.verbose, true);
     assert.equal(parseFlags(['--verbose=true'], spec, {}).values.verbose, true);
     assert.equal(parseFlags(['-verbose=false'], spec, {}).values.verbose, false);
-    const parsed = parseFlags(['-verbose', 'false'], spec, {});
+    const parsed = parseFlags(['-verbose', 'false'], spec, {}, { positionals: true });
     assert.equal(parsed.values.verbose, true);
     assert.deepEqual(parsed.positionals, ['false']);
   });
@@ -82,9 +82,29 @@ describe('parseFlags', () => {
   });
 
   it('stops at the first non-flag argument and after --', () => {
-    assert.deepEqual(parseFlags(['-verbose', 'run', '-x'], spec, {}).positionals, ['run', '-x']);
-    assert.deepEqual(parseFlags(['--', '-verbose'], spec, {}).positionals, ['-verbose']);
-    assert.deepEqual(parseFlags(['-'], spec, {}).positionals, ['-']);
+    const taking = { positionals: true };
+    assert.deepEqual(parseFlags(['-verbose', 'run', '-x'], spec, {}, taking).positionals, ['run', '-x']);
+    assert.deepEqual(parseFlags(['--', '-verbose'], spec, {}, taking).positionals, ['-verbose']);
+    assert.deepEqual(parseFlags(['-'], spec, {}, taking).positionals, ['-']);
+  });
+
+  it('refuses arguments that are not flags unless asked to take them, naming the first', () => {
+    flagError(() => parseFlags(['-verbose', 'timeout=2s', '-x'], spec, {}), /unexpected argument "timeout=2s": flags are written -name=value/);
+    assert.deepEqual(parseFlags([], spec, {}).positionals, []);
+  });
+
+  it('refuses a duration out of the range of its flag, naming both', () => {
+    const ranged = {
+      every: { type: 'duration', default: '5s', range: { min: '1s', max: '1d', zero: true }, description: 'Probe interval.' },
+      wait: { type: 'duration', range: { min: '100ms', max: '5m' }, description: 'Deadline.', env: 'WAIT' },
+    } as const;
+    assert.equal(parseFlags(['-every=1d'], ranged, {}).values.every, 86_400_000);
+    assert.equal(parseFlags(['-every=0'], ranged, {}).values.every, 0);
+    assert.equal(parseFlags(['-wait=100ms'], ranged, {}).values.wait, 100);
+    flagError(() => parseFlags(['-every=30d'], ranged, {}), /-every: 30d is out of range \(1s to 1d, or 0 to turn it off\)/);
+    flagError(() => parseFlags(['-every=500ms'], ranged, {}), /-every: 500ms is out of range/);
+    flagError(() => parseFlags(['-wait=0s'], ranged, {}), /-wait: 0s is out of range \(100ms to 5m\)$/);
+    flagError(() => parseFlags([], ranged, { WAIT: '1h' }), /environment variable WAIT for flag -wait: 1h is out of range/);
   });
 
   it('refuses an unknown flag naming it', () => flagError(() => parseFlags(['-nope=1'], spec, {}), /not defined: -nope$/));
