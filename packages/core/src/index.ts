@@ -53,7 +53,7 @@ export type {
   HttpServerOptions,
 } from './http.js';
 
-export { installSignalHandlers, markReported } from './signals.js';
+export { installSignalHandlers, markReported, oneAtATime } from './signals.js';
 export type { SignalHandlerOptions } from './signals.js';
 
 export {

@@ -29,6 +29,20 @@ export function markReported(err: unknown): void {
 }
 
 /**
+ * `run` one call at a time, in the order of the calls: each waits until the calls before it have
+ * settled. For a reload, which reads files and then awaits before applying them: two at once (a
+ * SIGHUP and a POST /-/reload) could apply the older read last.
+ */
+export function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return () => {
+    const next = last.then(run, run);
+    last = next.catch(() => undefined);
+    return next;
+  };
+}
+
+/**
  * Reloads run one at a time; SIGHUPs arriving during a reload collapse into one more reload, so
  * the last signal always sees the file as it is now.
  */

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
-import { createHttpServer, errorMessage, isCachemonError, loadForReload, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, isCachemonError, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, LaneHandler, LaneRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
@@ -464,7 +464,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     await sendExposition(request, reply, (await registry.metrics()) + processText);
   });
 
-  const reload = async (): Promise<ReloadResult> => {
+  // One at a time (SIGHUP and POST alike), so that the newest read of the files is applied last.
+  const reload = oneAtATime(async (): Promise<ReloadResult> => {
     const next: QueryProxyConfig = loadForReload(options.loadConfig, metrics.reload, logger);
     // The web config after the config file is read, before anything is applied: refused, nothing changes.
     await reloadWebConfigFor(server, metrics.reload, logger);
@@ -475,7 +476,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     const result = { groups: next.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`), warnings: next.warnings };
     logger.info({ groups: result.groups }, 'configuration reloaded');
     return result;
-  };
+  });
   postWithoutBody(app, '/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
 
   /**

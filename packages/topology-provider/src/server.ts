@@ -2,7 +2,7 @@
  * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
  * flags and signals; tests start it in-process with an injected resolver and clock.
  */
-import { createHttpServer, errorMessage, loadForReload, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import { createHttpServer, errorMessage, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { Registry } from 'prom-client';
@@ -124,7 +124,8 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     await sendExposition(request, reply, (await registry.metrics()) + processText);
   });
 
-  const reload = async (): Promise<ReloadResult> => {
+  // One at a time (SIGHUP and POST alike), so that the newest read of the files is applied last.
+  const reload = oneAtATime(async (): Promise<ReloadResult> => {
     const next: TopologyProviderConfig = loadForReload(options.loadConfig, metrics.reload, logger);
     // The web config after the config file is read, before anything is applied: refused, nothing changes.
     await reloadWebConfigFor(server, metrics.reload, logger);
@@ -133,7 +134,7 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     logger.info({ ...result }, 'configuration reloaded');
     if (result.restartNeeded.length > 0) logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
     return result;
-  };
+  });
   const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) }));
   postWithoutBody(app, '/reload/config', reloadRoute);
   postWithoutBody(app, '/-/reload', reloadRoute);
