@@ -4,8 +4,35 @@
 #   instance_name <what it uses> "$@"                      the one <name> argument of start.sh / stop.sh
 #   stop_instance <component> "$@"                         all of a component's stop.sh
 
+# The pid in <pidfile>, when that process runs and is the one the file was written for. A process
+# that started after the file was written (allowing 2 minutes for clock steps), or a file written
+# before the last boot, only reuses the number: after a reboot, a crash or a kill -9, the file is
+# stale, and neither start.sh nor stop.sh must take that process for the daemon.
+daemon_pid() { # <pidfile>
+  local pidfile=$1 pid stat rest written btime hz
+  [ -f "$pidfile" ] || return 1
+  pid=$(cat "$pidfile" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[1-9][0-9]*$ ]] || return 1
+  if stat=$(cat "/proc/$pid/stat" 2>/dev/null) && btime=$(awk '$1 == "btime" { print $2 }' /proc/stat 2>/dev/null) && [ -n "$btime" ]; then
+    rest=${stat##*) }
+    local -a fields
+    read -r -a fields <<<"$rest"
+    hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+    written=$(stat -c %Y "$pidfile") || return 1
+    [ "$written" -ge "$btime" ] || return 1
+    # fields[19] is the process's start (field 22 of /proc/<pid>/stat), in clock ticks since boot.
+    [ $((btime + fields[19] / hz)) -le $((written + 120)) ] || return 1
+  elif [ ! -d /proc/1 ]; then
+    # No /proc to tell by: only whether the number is in use.
+    kill -0 "$pid" 2>/dev/null || [ -n "$(ps -p "$pid" -o pid= 2>/dev/null)" ] || return 1
+  else
+    return 1
+  fi
+  echo "$pid"
+}
+
 daemon_running() { # <pidfile>
-  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+  daemon_pid "$1" >/dev/null
 }
 
 # Sources an env file; each variable named after it keeps the value the caller's environment gave
@@ -25,13 +52,19 @@ load_env() { # <env file> [variable...]
 daemon_start() {
   local name=$1 pidfile=$2 outfile=$3
   shift 3
-  if daemon_running "$pidfile"; then
-    echo "$name: already running (pid $(cat "$pidfile"))" >&2
+  local running
+  if running=$(daemon_pid "$pidfile"); then
+    echo "$name: already running (pid $running)" >&2
     return 1
   fi
   mkdir -p "$(dirname "$pidfile")" "$(dirname "$outfile")"
-  # No open pipe to the caller: output goes to a file, stdin from /dev/null.
-  nohup "$@" >>"$outfile" 2>&1 </dev/null &
+  # No open pipe to the caller: output goes to a file, stdin from /dev/null. A session of its own
+  # (setsid), so that a Ctrl-C or a hang-up of the caller's terminal does not reach it. setsid
+  # runs the command in its own place (no fork: a background job is no process group leader), so
+  # $! is the daemon's pid.
+  local detach=()
+  if command -v setsid >/dev/null; then detach=(setsid); fi
+  nohup "${detach[@]}" "$@" >>"$outfile" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$pidfile"
   # A process that dies at once (port taken, bad flag) is reported here, not discovered later.
@@ -49,15 +82,26 @@ daemon_start() {
 }
 
 daemon_stop() {
-  local name=$1 pidfile=$2 timeout=${3:-15}
-  if ! daemon_running "$pidfile"; then
-    rm -f "$pidfile"
-    echo "$name: not running"
+  local name=$1 pidfile=$2 timeout=${3:-15} pid
+  if ! pid=$(daemon_pid "$pidfile"); then
+    if [ -f "$pidfile" ]; then
+      rm -f "$pidfile"
+      echo "$name: not running (removed the stale pid file $pidfile)"
+    else
+      echo "$name: not running"
+    fi
     return 0
   fi
-  local pid
-  pid=$(cat "$pidfile")
-  kill -TERM "$pid"
+  if ! kill -TERM "$pid" 2>/dev/null; then
+    if [ -d "/proc/$pid" ]; then
+      echo "$name: cannot signal pid $pid (it runs as another user: run stop.sh as that user, or as root)" >&2
+      return 1
+    fi
+    # Ended between the check and the signal.
+    rm -f "$pidfile"
+    echo "$name: stopped (pid $pid)"
+    return 0
+  fi
   local waited=0
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$waited" -ge $((timeout * 10)) ]; then
@@ -143,9 +187,9 @@ system_bin() { # <component dir> <program> <override> [system executables...]
 # Refuses, with the reason, to start what runs already or whose listen address another process
 # holds: before any check that would be confused by either.
 can_start() { # <name> <pidfile> <listen address> <the rest of the sentence when the port is taken>
-  local name=$1 pidfile=$2 address=$3 advice=$4
-  if daemon_running "$pidfile"; then
-    echo "$name: already running (pid $(cat "$pidfile"))" >&2
+  local name=$1 pidfile=$2 address=$3 advice=$4 running
+  if running=$(daemon_pid "$pidfile"); then
+    echo "$name: already running (pid $running)" >&2
     return 1
   fi
   if port_in_use "$address"; then

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
@@ -83,6 +83,40 @@ describe('cache_exporter start.sh / stop.sh', () => {
     assert.ok(!existsSync(pidFile));
     assert.throws(() => process.kill(pid, 0), /ESRCH/);
     assert.match(sh('stop.sh', 'ens1').stdout, /not running/);
+  });
+
+  test('a stale pid file naming a process started after it was written (a reused pid) is neither stopped nor taken for the exporter', async () => {
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const pidFile = join(componentDir, 'run', 'stale.pid');
+      mkdirSync(join(componentDir, 'run'), { recursive: true });
+      writeFileSync(pidFile, `${other.pid}\n`);
+      // Written an hour before the process started: before a crash and a reboot, say.
+      const before = new Date(Date.now() - 3600_000);
+      utimesSync(pidFile, before, before);
+      const stopped = sh('stop.sh', 'stale');
+      assert.equal(stopped.status, 0, stopped.stderr);
+      assert.match(stopped.stdout, /not running \(removed the stale pid file .*stale\.pid\)/);
+      assert.ok(!existsSync(pidFile));
+      process.kill(other.pid!, 0); // still alive: not signalled
+
+      const port = await freePort();
+      writeFileSync(join(componentDir, 'conf', 'stale.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { stale: [zk.address] } }));
+      writeFileSync(pidFile, `${other.pid}\n`);
+      utimesSync(pidFile, before, before);
+      const started = sh('start.sh', 'stale');
+      assert.equal(started.status, 0, started.stderr);
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      assert.notEqual(pid, other.pid);
+      // A session of its own: a Ctrl-C in the terminal that ran start.sh does not reach it.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const [, , , sessionId] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+      assert.equal(sessionId, pid);
+      assert.equal(sh('stop.sh', 'stale').status, 0);
+      process.kill(other.pid!, 0);
+    } finally {
+      other.kill();
+    }
   });
 
   test('CACHE_EXPORTER_NODE_FLAGS runs the exporter with those node flags instead of its own', async () => {
