@@ -332,7 +332,8 @@ export class CacheExporter {
       this.options.logger.level = level;
     }
     const previous = this.config;
-    this.config = { ...next, listen: previous.listen };
+    // What runs: the listen address and the log block but for its level stay until a restart.
+    this.config = { ...next, listen: previous.listen, log: { ...previous.log, level: next.log.level } };
     this.qos.setSimple(next.simpleQos);
     const wanted: WatchedEnsemble = { servers: next.ensemble.servers, serviceCodes: next.serviceCodes };
     if (sameList(wanted.servers, this.watched.servers)) {

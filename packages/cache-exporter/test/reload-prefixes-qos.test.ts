@@ -139,6 +139,21 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     assert.equal(valueOf(some, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 1);
   });
 
+  test('a reload says which changes wait for a restart, against what runs, until they are undone', async () => {
+    const reload = async (config: object): Promise<string[]> => {
+      exporter.writeConfig(config);
+      const response = await fetch(`${exporter.url}/-/reload`, { method: 'POST' });
+      assert.equal(response.status, 200);
+      return ((await response.json()) as { restartNeeded: string[] }).restartNeeded;
+    };
+    const base = { ...zkConfig(), serviceCodes: ['test', 'repl', 'crowded'] };
+    const moved = { ...base, log: { filename: 'elsewhere.log' } };
+    assert.deepEqual(await reload(moved), ['log (except level)']);
+    assert.deepEqual(await reload(moved), ['log (except level)'], 'still not applied');
+    assert.deepEqual(await reload({ ...moved, log: { ...moved.log, level: 'error' } }), ['log (except level)']);
+    assert.deepEqual(await reload(base), [], 'back to what runs');
+  });
+
   test('an invalid config on reload is refused with a JSON error and the running one keeps collecting', async () => {
     exporter.writeConfig({ listen: '127.0.0.1:1', ensembleByName: { a: ['h:1'], b: ['h:2'] } });
     const response = await fetch(`${exporter.url}/-/reload`, { method: 'POST' });
