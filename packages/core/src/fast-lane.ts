@@ -270,6 +270,8 @@ class ByteQueue {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** How long a request still arriving when the server begins to close may take to arrive whole. */
+const UNFINISHED_AT_CLOSE_MS = 1000;
 const LF_LF = '\n\n';
 
 /** One client connection. */
@@ -321,8 +323,24 @@ class LaneConnection {
     else this.socket.end();
   };
 
+  /** When a request was still arriving as the server began to close (see closeIfIdle). */
+  private unfinishedAtClose: number | undefined;
+
+  /**
+   * Called over and over while the server closes: an idle connection is closed at once; one
+   * holding part of a request gets UNFINISHED_AT_CLOSE_MS more for the rest (then it is answered,
+   * with Connection: close), and is dropped after that: a client that never finishes its request
+   * would otherwise hold the shutdown until its cap.
+   */
   closeIfIdle(): void {
-    if (!this.busy && !this.piped && this.buffered.length === 0) this.socket.destroy();
+    if (this.busy || this.piped) return;
+    if (this.buffered.length === 0) {
+      this.socket.destroy();
+      return;
+    }
+    const now = Date.now();
+    this.unfinishedAtClose ??= now;
+    if (now - this.unfinishedAtClose > UNFINISHED_AT_CLOSE_MS) this.socket.destroy();
   }
 
   destroy(): void {

@@ -9,6 +9,7 @@ import {
   ExpositionWriter,
   renderLabels,
   sendExposition,
+  serveExposition,
   type ExpositionSource,
   type HttpServer,
   type WebConfig,
@@ -212,6 +213,38 @@ describe('expositionLane: connections', () => {
     await ended;
     await until(async () => (await connections()) === 0, 'the idle connection closed');
     socket.destroy();
+  });
+
+  it('closing, the server gives a request still arriving a second to arrive whole, then drops it', async () => {
+    const own = await createHttpServer({ name: 'x', logger: captureLogger().logger });
+    // As the daemons serve it: the lane, and the routes (which answer once the server is closing).
+    serveExposition(own, captureLogger().logger, new Map<string, ExpositionSource>([['/metrics', async () => body]]));
+    const ownPort = Number(new URL((await own.listen('127.0.0.1:0')).url).port);
+    const connectTo = async (): Promise<Socket> => {
+      const socket = connect({ host: '127.0.0.1', port: ownPort });
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      return socket;
+    };
+    const stuck = await connectTo();
+    stuck.write('GET /metrics HTTP/1.1\r\nHo');
+    const finishing = await connectTo();
+    finishing.write('GET /metrics HTTP/1.1\r\nHo');
+    let answer = '';
+    finishing.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = Date.now();
+    const closed = own.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    finishing.write('st: x\r\nAccept-Encoding: identity\r\n\r\n');
+    await closed;
+    const ms = Date.now() - started;
+    assert.ok(ms < 3000, `close took ${ms} ms`);
+    assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(answer, /\r\nconnection: close\r\n/i);
+    assert.ok(answer.endsWith(body));
+    stuck.destroy();
+    finishing.destroy();
   });
 
   it('a client that keeps its side open after a Connection: close answer is dropped after the timeout', async () => {
