@@ -16,7 +16,10 @@ conf="$DIR/conf/$name.json"
 need_file cache_exporter "config file" "$conf" "copy conf/example.json and edit it"
 bin=$(cachemon_bin "$DIR" cache-exporter)
 cd "$DIR"
-checked=$("$bin" -config-file="$conf" -check-config)
+# The flags too: one that would refuse the start (a bad value, a web config file that does not load)
+# is said here, before anything starts.
+# shellcheck disable=SC2086 # the flags are words
+checked=$("$bin" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-} -check-config)
 # "<file>: valid (ensemble <name>, listen <address>)": refuse a port already taken before starting.
 listen=${checked##*, listen }
 listen=${listen%)}

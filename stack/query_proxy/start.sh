@@ -21,7 +21,8 @@ if [ -z "${PROXY_LISTEN_ADDRESS:-}" ]; then
 fi
 bin=$(cachemon_bin "$DIR" query-proxy)
 cd "$DIR"
-"$bin" --config="$conf" --check-config >/dev/null
+# shellcheck disable=SC2086 # the flags are words; checked too, before anything starts
+"$bin" --config="$conf" ${QUERY_PROXY_FLAGS:-} --check-config >/dev/null
 # shellcheck disable=SC2086 # the flags are words
 daemon_start query_proxy "$DIR/run/query_proxy.pid" "$DIR/log/query_proxy.out" \
   "$bin" --bind-addr="$PROXY_LISTEN_ADDRESS" --config="$conf" --log.file="$DIR/log/query_proxy.log" ${QUERY_PROXY_FLAGS:-}

@@ -18,6 +18,7 @@ env_file="$DIR/conf/topology_provider.env"
 if [ -f "$env_file" ]; then load_env "$env_file" TOPOLOGY_PROVIDER_FLAGS; fi
 bin=$(cachemon_bin "$DIR" topology-provider)
 cd "$DIR"
-"$bin" -config-file="$conf" -check-config >/dev/null
+# shellcheck disable=SC2086 # the flags are words; checked too, before anything starts
+"$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-} -check-config >/dev/null
 # shellcheck disable=SC2086 # the flags are words
 daemon_start topology_provider "$DIR/run/topology_provider.pid" "$DIR/log/topology_provider.out" "$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-}

@@ -56,6 +56,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadCacheExporterConfig(configFile);
+  // Checked with the config (and by -check-config): a web config that would refuse the start.
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
     process.stdout.write(`${configFile}: valid (ensemble ${config.ensemble.name}, listen ${config.listen})\n`);
     return 0;
@@ -63,7 +65,6 @@ async function main(argv: string[]): Promise<number> {
   // Every line names the ensemble whose topology is served: after a reload that renames it, the new name.
   let served: CacheExporter | undefined;
   const logger = createLogger(config.log, { name: PROGRAM, mixin: () => ({ ensemble: served?.ensembleName ?? config.ensemble.name }) });
-  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
   const registry = new Registry();
   const processMetrics = createProcessMetrics();

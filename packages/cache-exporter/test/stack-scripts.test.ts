@@ -139,6 +139,27 @@ describe('cache_exporter start.sh / stop.sh', () => {
     }
   });
 
+  test('start.sh checks CACHE_EXPORTER_FLAGS before starting: a bad value or a web config that does not load starts nothing', async () => {
+    const port = await freePort();
+    writeFileSync(join(componentDir, 'conf', 'flags.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { flags: [zk.address] } }));
+    const pidFile = join(componentDir, 'run', 'flags.pid');
+    const badValue = shWith({ CACHE_EXPORTER_FLAGS: '-qos-interval=30d' }, 'start.sh', 'flags');
+    assert.notEqual(badValue.status, 0);
+    assert.match(badValue.stderr, /-qos-interval: 30d is out of range \(100ms to 1d, or 0 to turn it off\)/);
+    assert.doesNotMatch(badValue.stderr, /exited at start/, 'refused before it started');
+    assert.ok(!existsSync(pidFile));
+    const missingDash = shWith({ CACHE_EXPORTER_FLAGS: 'qos-interval=10s' }, 'start.sh', 'flags');
+    assert.notEqual(missingDash.status, 0);
+    assert.match(missingDash.stderr, /unexpected argument "qos-interval=10s"/);
+    assert.doesNotMatch(missingDash.stderr, /exited at start/, 'refused before it started');
+    writeFileSync(join(componentDir, 'conf', 'web.yml'), 'basic_auth_users:\n  alice: not-a-hash\n');
+    const badWeb = shWith({ CACHE_EXPORTER_FLAGS: `-web.config.file=${join(componentDir, 'conf', 'web.yml')}` }, 'start.sh', 'flags');
+    assert.notEqual(badWeb.status, 0);
+    assert.match(badWeb.stderr, /web\.yml.*basic_auth_users.*not a bcrypt hash/);
+    assert.doesNotMatch(badWeb.stderr, /exited at start/, 'refused before it started');
+    assert.ok(!existsSync(pidFile));
+  });
+
   test('start.sh refuses a listen port already in use, naming it and the config, and starts nothing', async () => {
     const { createServer } = await import('node:net');
     const taken = createServer();

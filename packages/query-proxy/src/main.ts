@@ -60,13 +60,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
   const config = loadQueryProxyConfig(configFile);
+  // Checked with the config (and by -check-config): a web config that would refuse the start.
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
     for (const warning of config.warnings) process.stdout.write(`${configFile}: warning: ${warning}\n`);
     process.stdout.write(`${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`);
     return 0;
   }
   const logger = createLogger({ ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' }, { name: PROGRAM });
-  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   const processMetrics = createProcessMetrics();
   const proxy = await startQueryProxy(config, {
     logger,

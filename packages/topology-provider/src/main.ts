@@ -55,12 +55,13 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadTopologyProviderConfig(configFile);
+  // Checked with the config (and by -check-config): a web config that would refuse the start.
+  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
     process.stdout.write(`${configFile}: valid (ensembles ${config.ensembles.map((e) => e.name).join(', ') || 'none'}, listen ${config.listen})\n`);
     return 0;
   }
   const logger = createLogger(config.log, { name: PROGRAM });
-  const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   const processMetrics = createProcessMetrics();
   const server = await startProviderServer(config, {
     logger,
