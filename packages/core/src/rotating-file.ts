@@ -162,6 +162,8 @@ class ResilientLogFile extends Writable {
   private reopenAt = 0;
   /** Lines written while no file was open: reported when one is again. */
   private dropped = 0;
+  /** When the file last failed. */
+  private failedAt = -Infinity;
 
   constructor(
     private readonly openInner: () => InnerStream,
@@ -185,7 +187,11 @@ class ResilientLogFile extends Writable {
       this.onError(new Error(`${this.describe}: ${err.message}; opening it again`, { cause: err }));
       if (this.inner === inner) {
         this.inner = undefined;
-        this.reopenAt = Date.now();
+        // At once after a first failure; a second within REOPEN_DELAY_MS (a full disk) waits, so
+        // that stderr gets at most a line or two a second.
+        const now = Date.now();
+        this.reopenAt = now - this.failedAt < REOPEN_DELAY_MS ? now + REOPEN_DELAY_MS : now;
+        this.failedAt = now;
       }
     });
     inner.on('warning', (err: Error) => this.onError(new Error(`${this.describe}: ${err.message}`, { cause: err })));
