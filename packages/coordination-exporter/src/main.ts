@@ -48,7 +48,7 @@ const FLAGS = {
     type: 'duration',
     default: '60s',
     range: { min: '1s', max: '1d', zero: true },
-    description: 'How often names in --zk-hosts are resolved again (1s to 1d; 0: only at start and on SIGHUP).',
+    description: 'How often names in --zk-hosts are resolved again (0: only at start and on SIGHUP).',
   },
   'log.level': { type: 'string', default: 'info', description: 'debug, info, warn, error.' },
   ...DAEMON_FLAGS,

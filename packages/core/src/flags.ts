@@ -85,13 +85,17 @@ function convert(definition: FlagDefinition, name: string, text: string, origin:
       const range = definition.range;
       if (range !== undefined && !(ms === 0 && range.zero === true)) {
         if (ms < parseDuration(range.min) || ms > parseDuration(range.max)) {
-          const zero = range.zero === true ? ', or 0 to turn it off' : '';
-          throw flagError(`invalid value for ${origin} -${name}: ${text} is out of range (${range.min} to ${range.max}${zero})`);
+          throw flagError(`invalid value for ${origin} -${name}: ${text} is out of range (${describeRange(range)})`);
         }
       }
       return ms;
     }
   }
+}
+
+/** The values a ranged duration flag takes, as its error and its usage line say them. */
+function describeRange(range: NonNullable<DurationFlag['range']>): string {
+  return `${range.min} to ${range.max}${range.zero === true ? ', or 0 to turn it off' : ''}`;
 }
 
 function defaultValue(definition: FlagDefinition, name: string): string | number | boolean | undefined {
@@ -168,6 +172,11 @@ function typeHint(definition: FlagDefinition): string {
   return definition.type === 'boolean' ? '' : ` ${definition.type}`;
 }
 
+/** A ranged duration flag's values, for its usage line. */
+function describeRangeOf(definition: FlagDefinition): string {
+  return definition.type === 'duration' && definition.range !== undefined ? ` (${describeRange(definition.range)})` : '';
+}
+
 function describeDefault(definition: FlagDefinition): string {
   if (definition.default === undefined || definition.default === false) return '';
   return definition.type === 'boolean' ? ' (default true)' : ` (default ${JSON.stringify(definition.default)})`;
@@ -180,7 +189,7 @@ export function formatUsage(program: string, spec: FlagSpec): string {
     const definition = spec[name] as FlagDefinition;
     lines.push(`  -${name}${typeHint(definition)}`);
     const env = definition.env === undefined ? '' : ` [env ${definition.env}]`;
-    lines.push(`    \t${definition.description}${describeDefault(definition)}${env}`);
+    lines.push(`    \t${definition.description}${describeRangeOf(definition)}${describeDefault(definition)}${env}`);
   }
   return `${lines.join('\n')}\n`;
 }

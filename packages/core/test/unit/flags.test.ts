@@ -119,6 +119,11 @@ describe('parseFlags', () => {
 });
 
 describe('formatUsage', () => {
+  it('gives the range of a ranged duration flag, as its error does', () => {
+    const ranged = { every: { type: 'duration', default: '5s', range: { min: '1s', max: '1d', zero: true }, description: 'Probe interval.' } } as const;
+    assert.equal(formatUsage('x', ranged), 'Usage of x:\n  -every duration\n    \tProbe interval. (1s to 1d, or 0 to turn it off) (default "5s")\n');
+  });
+
   it('lists every flag with type, description, default and env', () => {
     assert.equal(
       formatUsage('cache-exporter', spec),
