@@ -159,7 +159,7 @@ export class CacheExporter {
     this.rename(pending.name);
     this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
     this.self.ensembleSwitchPending.set(0);
-    this.options.logger.info({ servers: this.config.ensemble.servers }, 'reloaded ensemble read; its topology replaces the previous one');
+    this.options.logger.info({ servers: pending.servers }, 'reloaded ensemble read; its topology replaces the previous one');
   }
 
   /** Gives up a reloaded ensemble not read yet (closing, or another reload changed the servers again). */

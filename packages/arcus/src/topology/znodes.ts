@@ -8,7 +8,6 @@
  */
 import { parseAddress } from '../protocol/address.js';
 
-
 /** The two roots: plain clusters and replication clusters. */
 export const ARCUS_ROOTS = ['/arcus', '/arcus_repl'] as const;
 export type ArcusRoot = (typeof ARCUS_ROOTS)[number];
