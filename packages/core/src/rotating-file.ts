@@ -165,24 +165,28 @@ class ResilientLogFile extends Writable {
   /** When the file last failed. */
   private failedAt = -Infinity;
 
+  /** `first`: the file opened at start (where a failure is the caller's to throw). */
   constructor(
     private readonly openInner: () => InnerStream,
+    first: InnerStream,
     private readonly describe: string,
     private readonly onError: (err: Error) => void,
   ) {
     super({ decodeStrings: false });
-    this.inner = this.open();
+    this.inner = this.watch(first);
   }
 
   private open(): InnerStream | undefined {
-    let inner: InnerStream;
     try {
-      inner = this.openInner();
+      return this.watch(this.openInner());
     } catch (err) {
       this.onError(err instanceof Error ? err : new Error(String(err)));
       this.reopenAt = Date.now() + REOPEN_DELAY_MS;
       return undefined;
     }
+  }
+
+  private watch(inner: InnerStream): InnerStream {
     inner.on('error', (err: Error) => {
       this.onError(new Error(`${this.describe}: ${err.message}; opening it again`, { cause: err }));
       if (this.inner === inner) {
@@ -257,7 +261,6 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
   if (!Number.isInteger(maxSizeBytes) || maxSizeBytes <= 0) {
     throw new CachemonError(Errors.INTERNAL, `maxSizeBytes must be a positive integer, got ${maxSizeBytes}`);
   }
-  ensureWritable(filename);
   const onError = options.onError ?? reportToStderr;
   const dir = dirname(filename);
 
@@ -279,7 +282,8 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
     return inner;
   };
   // A failing file must not crash the daemon, nor end its logging: see ResilientLogFile.
-  const stream = new ResilientLogFile(openInner, `log file ${filename}`, onError);
+  // Opened once here, so that a bad log path fails the start with a clear message.
+  const stream = new ResilientLogFile(openInner, openInner(), `log file ${filename}`, onError);
   schedulePrune();
 
   const close = async (): Promise<void> => {
