@@ -3,7 +3,9 @@
  * answers with coded errors, web-config TLS and basic auth, bounded bodies, graceful close.
  */
 import type { Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { LookupAddress } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP, type AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, {
   LogController,
@@ -30,6 +32,8 @@ export interface HttpServerOptions {
   readonly webConfigFile?: string;
   /** Largest accepted request body; default 1 MiB. */
   readonly bodyLimitBytes?: number;
+  /** Resolves a listen address's host name (default: the system's resolver, as for any connection). */
+  readonly resolveHost?: (host: string) => Promise<readonly LookupAddress[]>;
 }
 
 export interface BoundAddress {
@@ -189,14 +193,34 @@ function urlHost(bound: string): string {
   return bound;
 }
 
-async function listenOn(app: FastifyInstance, address: string, scheme: string): Promise<BoundAddress> {
+/**
+ * The one address a listen host name stands for, as Go daemons take it: its first IPv4 address,
+ * else its first. One address, one server: fastify given a name such as "localhost" would open a
+ * second server for the name's other address, which the fast lane, a reloaded certificate and
+ * close()'s sweep of idle connections would not reach.
+ */
+export function listenAddressFor(host: string, addresses: readonly LookupAddress[]): string {
+  const chosen = addresses.find((a) => a.family === 4) ?? addresses[0];
+  if (chosen === undefined) throw new Error(`${host} has no address`);
+  return chosen.address;
+}
+
+async function listenOn(app: FastifyInstance, address: string, scheme: string, resolveHost: HttpServerOptions['resolveHost']): Promise<BoundAddress> {
   const { host, port } = parseListenAddress(address);
   const fail = (err: unknown): CachemonError =>
     new CachemonError(Errors.LISTEN_FAILED, `cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
+  let bindHost = host;
+  if (host !== '' && isIP(host) === 0) {
+    try {
+      bindHost = listenAddressFor(host, await (resolveHost ?? ((name) => dnsLookup(name, { all: true })))(host));
+    } catch (err) {
+      throw fail(err);
+    }
+  }
   try {
     // ':port' means every interface; fastify would default to localhost, so name it, falling back
     // to IPv4 on hosts without IPv6.
-    await app.listen({ host: host === '' ? '::' : host, port });
+    await app.listen({ host: bindHost === '' ? '::' : bindHost, port });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (host !== '' || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw fail(err);
@@ -274,7 +298,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     setReady(value: boolean): void {
       ready = value;
     },
-    listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https'),
+    listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https', options.resolveHost),
     fastLane: (router: LaneRouter): boolean => {
       if (webConfig !== undefined) return false;
       new FastLane(app.server, { router, bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT });

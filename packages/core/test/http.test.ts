@@ -182,6 +182,45 @@ describe('createHttpServer', () => {
       blocker.close();
     }
   });
+
+  it('listens on one address of a host name, its first IPv4 one, as Go daemons do', async () => {
+    const { logger } = captureLogger();
+    const asked: string[] = [];
+    const server = await createHttpServer({
+      name: 'x',
+      logger,
+      resolveHost: async (host) => {
+        asked.push(host);
+        return [
+          { address: '::1', family: 6 },
+          { address: '127.0.0.1', family: 4 },
+        ];
+      },
+    });
+    open.push(server);
+    const bound = await server.listen('localhost:0');
+    assert.deepEqual(asked, ['localhost']);
+    assert.equal(bound.url, `http://127.0.0.1:${bound.port}`);
+    // One server: nothing opened for the name's other address (fastify, given the name, would have).
+    assert.deepEqual(server.app.addresses().map((a) => (a as { address: string }).address), ['127.0.0.1']);
+    await assert.rejects(fetchRaw(`http://[::1]:${bound.port}/-/healthy`), /ECONNREFUSED/);
+    assert.equal((await fetchRaw(`${bound.url}/-/healthy`)).status, 200);
+  });
+
+  it('takes the first address of a name without IPv4, and refuses a name that does not resolve', async () => {
+    const { logger } = captureLogger();
+    const v6 = await createHttpServer({ name: 'x', logger, resolveHost: async () => [{ address: '::1', family: 6 }] });
+    open.push(v6);
+    const bound = await v6.listen('ip6-localhost:0');
+    assert.equal(bound.url, `http://[::1]:${bound.port}`);
+    assert.equal((await fetchRaw(`${bound.url}/-/healthy`)).status, 200);
+
+    const none = await createHttpServer({ name: 'x', logger });
+    open.push(none);
+    await assert.rejects(none.listen('no-such-host.invalid:0'), (err: unknown) => {
+      return isCachemonError(err, Errors.LISTEN_FAILED) && err.message.startsWith('cannot listen on no-such-host.invalid:0: ') && /ENOTFOUND/.test(err.message);
+    });
+  });
 });
 
 describe('basic auth', () => {
