@@ -33,7 +33,7 @@ can_start alert_router "$DIR/run/alert_router.pid" "$ALERTROUTER_LISTEN_ADDRESS"
 port=${ALERTROUTER_LISTEN_ADDRESS##*:}
 mkdir -p "$DIR/data"
 # shellcheck disable=SC2086 # the extra flags are words
-daemon_start alert_router "$DIR/run/alert_router.pid" "$DIR/log/alert_router.log" \
+daemon_start --listen "$ALERTROUTER_LISTEN_ADDRESS" alert_router "$DIR/run/alert_router.pid" "$DIR/log/alert_router.log" \
   "$bin" --config.file="$conf" --storage.path="$DIR/data" \
   --web.listen-address="$ALERTROUTER_LISTEN_ADDRESS" \
   --web.external-url="${ALERTROUTER_EXTERNAL_URL:-http://127.0.0.1:$port}" \

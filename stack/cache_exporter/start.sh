@@ -32,4 +32,4 @@ if [ -n "${CACHE_EXPORTER_NODE_FLAGS:-}" ]; then
   # shellcheck disable=SC2206 # the flags are words
   run=("$node" ${CACHE_EXPORTER_NODE_FLAGS} "$bin")
 fi
-daemon_start "cache_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.out" "${run[@]}" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-}
+daemon_start --listen "$listen" "cache_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.out" "${run[@]}" -config-file="$conf" ${CACHE_EXPORTER_FLAGS:-}

@@ -55,6 +55,7 @@ fi
 bin=$(cachemon_bin "$DIR" coordination-exporter)
 cd "$DIR"
 mkdir -p log
+can_start "coordination_exporter $name" "$DIR/run/$name.pid" "0.0.0.0:$LISTEN_PORT" "by another process; change LISTEN_PORT in $env_file" || exit 1
 # shellcheck disable=SC2086 # COORDINATION_EXPORTER_FLAGS is a list of flags
-daemon_start "coordination_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.log" \
+daemon_start --listen "0.0.0.0:$LISTEN_PORT" "coordination_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.log" \
   "$bin" --listen="0.0.0.0:$LISTEN_PORT" --zk-hosts="$zk_hosts" ${COORDINATION_EXPORTER_FLAGS:-}

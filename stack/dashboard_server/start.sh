@@ -72,6 +72,6 @@ can_start "dashboard_server $name" "$pidfile" "${addr:-0.0.0.0}:$port" "by anoth
 
 export CACHEMON_DASHBOARD_SERVER_DIR="$DIR"
 mkdir -p "$DIR/data" "$DIR/log" "$DIR/plugins" "$DIR/dashboards" "$DIR/provisioning/plugins" "$DIR/provisioning/alerting"
-daemon_start "dashboard_server $name" "$pidfile" "$DIR/log/$name.out" \
+daemon_start --listen "${addr:-0.0.0.0}:$port" "dashboard_server $name" "$pidfile" "$DIR/log/$name.out" \
   "$grafana" server --homepath "$DASHBOARD_INSTALL_DIR" --config "$conf" --pidfile "$pidfile"
 echo "dashboard_server $name: http://${addr:-0.0.0.0}:$port/ (logs in $DIR/log/)"

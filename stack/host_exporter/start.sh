@@ -28,7 +28,7 @@ case "$level" in debug | info | warn | error) ;; *)
 esac
 bin=$(system_bin "$DIR" node_exporter "${HOST_EXPORTER_BINARY:-}" prometheus-node-exporter node_exporter)
 can_start host_exporter "$DIR/run/host_exporter.pid" "$listen" "(another host exporter?); one host exporter per machine" || exit 1
-GOMAXPROCS=1 daemon_start host_exporter "$DIR/run/host_exporter.pid" "$DIR/log/host_exporter.log" \
+GOMAXPROCS=1 daemon_start --listen "$listen" host_exporter "$DIR/run/host_exporter.pid" "$DIR/log/host_exporter.log" \
   "$bin" \
   --collector.disable-defaults \
   --collector.cpu --collector.meminfo --collector.stat --collector.vmstat --collector.diskstats \

@@ -1,6 +1,10 @@
 # Shared by the component start.sh / stop.sh scripts (sourced, not run).
-#   daemon_start <name> <pidfile> <outfile> <command...>   start in the background, write the pid file
+#   daemon_start [--listen <address>] <name> <pidfile> <outfile> <command...>
+#                                                          start in the background, write the pid file,
+#                                                          wait until the address accepts connections
 #   daemon_stop <name> <pidfile> [timeout seconds]         SIGTERM by pid, wait, SIGKILL after the timeout
+# Both hold <pidfile>.lock while they run (flock), so that two start.sh or stop.sh runs of one
+# instance at once take turns: the second sees what the first did.
 #   instance_name <what it uses> "$@"                      the one <name> argument of start.sh / stop.sh
 #   stop_instance <component> "$@"                         all of a component's stop.sh
 
@@ -49,10 +53,51 @@ load_env() { # <env file> [variable...]
   done
 }
 
-daemon_start() {
+# Holds <pidfile>.lock (its descriptor in DAEMON_LOCK_FD) until daemon_unlock: another start.sh or
+# stop.sh of the same instance waits for it, up to DAEMON_LOCK_WAIT seconds (default 120). Without
+# flock (util-linux), nothing is locked.
+daemon_lock() { # <name> <pidfile>
+  local name=$1 lockfile="$2.lock" wait=${DAEMON_LOCK_WAIT:-120}
+  command -v flock >/dev/null || return 0
+  mkdir -p "$(dirname "$lockfile")"
+  exec {DAEMON_LOCK_FD}>>"$lockfile"
+  if ! flock -w "$wait" "$DAEMON_LOCK_FD"; then
+    exec {DAEMON_LOCK_FD}>&-
+    unset DAEMON_LOCK_FD
+    echo "$name: another start.sh or stop.sh of it has held $lockfile for ${wait}s; nothing done" >&2
+    return 1
+  fi
+}
+
+daemon_unlock() {
+  if [ -n "${DAEMON_LOCK_FD:-}" ]; then
+    exec {DAEMON_LOCK_FD}>&-
+    unset DAEMON_LOCK_FD
+  fi
+}
+
+# Starts <command> in the background and writes its pid to <pidfile>. Done when the process has
+# lived for a second, or, with --listen, once <address> accepts connections (at most
+# DAEMON_START_WAIT seconds, default 60): "started" then means ready to be scraped or queried. A
+# process that exits meanwhile is reported with the last lines of <outfile>.
+daemon_start() { # [--listen <address>] <name> <pidfile> <outfile> <command...>
+  local listen=''
+  if [ "${1:-}" = --listen ]; then
+    listen=$2
+    shift 2
+  fi
   local name=$1 pidfile=$2 outfile=$3
   shift 3
-  local running
+  daemon_lock "$name" "$pidfile" || return 1
+  local status=0
+  daemon_spawn "$name" "$pidfile" "$outfile" "$listen" "$@" || status=$?
+  daemon_unlock
+  return "$status"
+}
+
+daemon_spawn() { # <name> <pidfile> <outfile> <listen address or ""> <command...>
+  local name=$1 pidfile=$2 outfile=$3 listen=$4 running
+  shift 4
   if running=$(daemon_pid "$pidfile"); then
     echo "$name: already running (pid $running)" >&2
     return 1
@@ -61,27 +106,49 @@ daemon_start() {
   # No open pipe to the caller: output goes to a file, stdin from /dev/null. A session of its own
   # (setsid), so that a Ctrl-C or a hang-up of the caller's terminal does not reach it. setsid
   # runs the command in its own place (no fork: a background job is no process group leader), so
-  # $! is the daemon's pid.
+  # $! is the daemon's pid. The lock's descriptor is not the daemon's to keep: it would hold the
+  # lock for as long as it runs.
   local detach=()
   if command -v setsid >/dev/null; then detach=(setsid); fi
-  nohup "${detach[@]}" "$@" >>"$outfile" 2>&1 </dev/null &
+  (
+    if [ -n "${DAEMON_LOCK_FD:-}" ]; then exec {DAEMON_LOCK_FD}>&-; fi
+    exec nohup "${detach[@]}" "$@" >>"$outfile" 2>&1 </dev/null
+  ) &
   local pid=$!
   echo "$pid" >"$pidfile"
   # A process that dies at once (port taken, bad flag) is reported here, not discovered later.
-  local i
-  for i in 1 2 3 4 5 6 7 8 9 10; do
+  local wait=${DAEMON_START_WAIT:-60} tenths=0
+  [[ "$wait" =~ ^[0-9]+$ ]] || wait=60
+  while :; do
     sleep 0.1
+    tenths=$((tenths + 1))
     if ! kill -0 "$pid" 2>/dev/null; then
       rm -f "$pidfile"
       echo "$name: exited at start; last lines of $outfile:" >&2
       tail -n 20 "$outfile" >&2
       return 1
     fi
+    if [ -z "$listen" ]; then
+      [ "$tenths" -lt 10 ] || break
+    elif port_in_use "$listen"; then
+      break
+    elif [ "$tenths" -ge $((wait * 10)) ]; then
+      echo "$name: started (pid $pid), but $listen accepts no connections after ${wait}s; it keeps running (stop.sh stops it; its output: $outfile)" >&2
+      return 1
+    fi
   done
-  echo "$name: started (pid $pid)"
+  echo "$name: started (pid $pid)${listen:+, listening on $listen}"
 }
 
-daemon_stop() {
+daemon_stop() { # <name> <pidfile> [timeout seconds]
+  daemon_lock "$1" "$2" || return 1
+  local status=0
+  daemon_kill "$@" || status=$?
+  daemon_unlock
+  return "$status"
+}
+
+daemon_kill() { # <name> <pidfile> [timeout seconds]
   local name=$1 pidfile=$2 timeout=${3:-15} pid
   if ! pid=$(daemon_pid "$pidfile"); then
     if [ -f "$pidfile" ]; then
@@ -155,6 +222,8 @@ port_in_use() { # <listen address>
   port=${address##*:}
   host=${address%:*}
   case "$host" in "" | 0.0.0.0 | "[::]" | "::") host=127.0.0.1 ;; esac
+  host=${host#[}
+  host=${host%]}
   (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
 }
 

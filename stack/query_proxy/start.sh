@@ -23,6 +23,7 @@ bin=$(cachemon_bin "$DIR" query-proxy)
 cd "$DIR"
 # shellcheck disable=SC2086 # the flags are words; checked too, before anything starts
 "$bin" --config="$conf" ${QUERY_PROXY_FLAGS:-} --check-config >/dev/null
+can_start query_proxy "$DIR/run/query_proxy.pid" "$PROXY_LISTEN_ADDRESS" "by another process; change PROXY_LISTEN_ADDRESS in $env_file" || exit 1
 # shellcheck disable=SC2086 # the flags are words
-daemon_start query_proxy "$DIR/run/query_proxy.pid" "$DIR/log/query_proxy.out" \
+daemon_start --listen "$PROXY_LISTEN_ADDRESS" query_proxy "$DIR/run/query_proxy.pid" "$DIR/log/query_proxy.out" \
   "$bin" --bind-addr="$PROXY_LISTEN_ADDRESS" --config="$conf" --log.file="$DIR/log/query_proxy.log" ${QUERY_PROXY_FLAGS:-}

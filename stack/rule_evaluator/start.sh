@@ -37,7 +37,7 @@ if ! "$bin" -rule="$rules" -dryRun -loggerLevel=ERROR >"$DIR/log/rule_evaluator.
 fi
 port=${RULER_LISTEN_ADDRESS##*:}
 # shellcheck disable=SC2086 # the extra flags are words
-daemon_start rule_evaluator "$DIR/run/rule_evaluator.pid" "$DIR/log/rule_evaluator.log" \
+daemon_start --listen "$RULER_LISTEN_ADDRESS" rule_evaluator "$DIR/run/rule_evaluator.pid" "$DIR/log/rule_evaluator.log" \
   "$bin" -rule="$rules" \
   -datasource.url="$RULER_DATASOURCE_URL" \
   -remoteWrite.url="$RULER_REMOTEWRITE_URL" \

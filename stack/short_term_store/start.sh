@@ -85,7 +85,7 @@ start_role() {
     fi
   fi
   # shellcheck disable=SC2086 # the extra flags are words
-  daemon_start "store $role" "$DIR/run/$role.pid" "$DIR/log/$role.log" "$bin" "${flags[@]}" ${TS_EXTRA_FLAGS:-}
+  daemon_start --listen "$TS_LISTEN_ADDRESS" "store $role" "$DIR/run/$role.pid" "$DIR/log/$role.log" "$bin" "${flags[@]}" ${TS_EXTRA_FLAGS:-}
 }
 
 mkdir -p "$DIR/log"

@@ -19,6 +19,10 @@ if [ -f "$env_file" ]; then load_env "$env_file" TOPOLOGY_PROVIDER_FLAGS; fi
 bin=$(cachemon_bin "$DIR" topology-provider)
 cd "$DIR"
 # shellcheck disable=SC2086 # the flags are words; checked too, before anything starts
-"$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-} -check-config >/dev/null
+checked=$("$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-} -check-config)
+# "<file>: valid (ensembles <names>, listen <address>)": refuse a port already taken before starting.
+listen=${checked##*, listen }
+listen=${listen%)}
+can_start topology_provider "$DIR/run/topology_provider.pid" "$listen" "by another process; change listen in $conf" || exit 1
 # shellcheck disable=SC2086 # the flags are words
-daemon_start topology_provider "$DIR/run/topology_provider.pid" "$DIR/log/topology_provider.out" "$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-}
+daemon_start --listen "$listen" topology_provider "$DIR/run/topology_provider.pid" "$DIR/log/topology_provider.out" "$bin" -config-file="$conf" ${TOPOLOGY_PROVIDER_FLAGS:-}
