@@ -59,8 +59,11 @@ load_env() { # <env file> [variable...]
 daemon_lock() { # <name> <pidfile>
   local name=$1 lockfile="$2.lock" wait=${DAEMON_LOCK_WAIT:-120}
   command -v flock >/dev/null || return 0
-  mkdir -p "$(dirname "$lockfile")"
-  exec {DAEMON_LOCK_FD}>>"$lockfile"
+  if ! mkdir -p "$(dirname "$lockfile")" || ! exec {DAEMON_LOCK_FD}>>"$lockfile"; then
+    unset DAEMON_LOCK_FD
+    echo "$name: cannot open $lockfile; nothing done" >&2
+    return 1
+  fi
   if ! flock -w "$wait" "$DAEMON_LOCK_FD"; then
     exec {DAEMON_LOCK_FD}>&-
     unset DAEMON_LOCK_FD
@@ -102,7 +105,7 @@ daemon_spawn() { # <name> <pidfile> <outfile> <listen address or ""> <command...
     echo "$name: already running (pid $running)" >&2
     return 1
   fi
-  mkdir -p "$(dirname "$pidfile")" "$(dirname "$outfile")"
+  mkdir -p "$(dirname "$pidfile")" "$(dirname "$outfile")" || return 1
   # No open pipe to the caller: output goes to a file, stdin from /dev/null. A session of its own
   # (setsid), so that a Ctrl-C or a hang-up of the caller's terminal does not reach it. setsid
   # runs the command in its own place (no fork: a background job is no process group leader), so
@@ -115,7 +118,12 @@ daemon_spawn() { # <name> <pidfile> <outfile> <listen address or ""> <command...
     exec nohup "${detach[@]}" "$@" >>"$outfile" 2>&1 </dev/null
   ) &
   local pid=$!
-  echo "$pid" >"$pidfile"
+  # (Called in a condition, where set -e does not act: each failure is handled here.)
+  if ! echo "$pid" 2>/dev/null >"$pidfile"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    echo "$name: cannot write the pid file $pidfile; stopped what had started" >&2
+    return 1
+  fi
   # A process that dies at once (port taken, bad flag) is reported here, not discovered later.
   local wait=${DAEMON_START_WAIT:-60} tenths=0
   [[ "$wait" =~ ^[0-9]+$ ]] || wait=60
