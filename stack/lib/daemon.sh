@@ -3,10 +3,10 @@
 #                                                          start in the background, write the pid file,
 #                                                          wait until the address accepts connections
 #   daemon_stop <name> <pidfile> [timeout seconds]         SIGTERM by pid, wait, SIGKILL after the timeout
-# Both hold <pidfile>.lock while they run (flock), so that two start.sh or stop.sh runs of one
-# instance at once take turns: the second sees what the first did.
 #   instance_name <what it uses> "$@"                      the one <name> argument of start.sh / stop.sh
 #   stop_instance <component> "$@"                         all of a component's stop.sh
+# daemon_start and daemon_stop hold <pidfile>.lock while they run (flock), so that two start.sh or
+# stop.sh runs of one instance at once take turns: the second sees what the first did.
 
 # The pid in <pidfile>, when that process runs and is the one the file was written for. A process
 # that started after the file was written (allowing 2 minutes for clock steps), or a file written
@@ -57,17 +57,17 @@ load_env() { # <env file> [variable...]
 # stop.sh of the same instance waits for it, up to DAEMON_LOCK_WAIT seconds (default 120). Without
 # flock (util-linux), nothing is locked.
 daemon_lock() { # <name> <pidfile>
-  local name=$1 lockfile="$2.lock" wait=${DAEMON_LOCK_WAIT:-120}
+  local name=$1 lockfile="$2.lock" limit=${DAEMON_LOCK_WAIT:-120}
   command -v flock >/dev/null || return 0
   if ! mkdir -p "$(dirname "$lockfile")" || ! exec {DAEMON_LOCK_FD}>>"$lockfile"; then
     unset DAEMON_LOCK_FD
     echo "$name: cannot open $lockfile; nothing done" >&2
     return 1
   fi
-  if ! flock -w "$wait" "$DAEMON_LOCK_FD"; then
+  if ! flock -w "$limit" "$DAEMON_LOCK_FD"; then
     exec {DAEMON_LOCK_FD}>&-
     unset DAEMON_LOCK_FD
-    echo "$name: another start.sh or stop.sh of it has held $lockfile for ${wait}s; nothing done" >&2
+    echo "$name: another start.sh or stop.sh of it has held $lockfile for ${limit}s; nothing done" >&2
     return 1
   fi
 }
@@ -118,15 +118,15 @@ daemon_spawn() { # <name> <pidfile> <outfile> <listen address or ""> <command...
     exec nohup "${detach[@]}" "$@" >>"$outfile" 2>&1 </dev/null
   ) &
   local pid=$!
-  # (Called in a condition, where set -e does not act: each failure is handled here.)
+  # daemon_start calls this in a condition, where set -e does not act: each failure is handled.
   if ! echo "$pid" 2>/dev/null >"$pidfile"; then
     kill -TERM "$pid" 2>/dev/null || true
     echo "$name: cannot write the pid file $pidfile; stopped what had started" >&2
     return 1
   fi
   # A process that dies at once (port taken, bad flag) is reported here, not discovered later.
-  local wait=${DAEMON_START_WAIT:-60} tenths=0
-  [[ "$wait" =~ ^[0-9]+$ ]] || wait=60
+  local limit=${DAEMON_START_WAIT:-60} tenths=0
+  [[ "$limit" =~ ^[0-9]+$ ]] || limit=60
   while :; do
     sleep 0.1
     tenths=$((tenths + 1))
@@ -140,8 +140,8 @@ daemon_spawn() { # <name> <pidfile> <outfile> <listen address or ""> <command...
       [ "$tenths" -lt 10 ] || break
     elif port_in_use "$listen"; then
       break
-    elif [ "$tenths" -ge $((wait * 10)) ]; then
-      echo "$name: started (pid $pid), but $listen accepts no connections after ${wait}s; it keeps running (stop.sh stops it; its output: $outfile)" >&2
+    elif [ "$tenths" -ge $((limit * 10)) ]; then
+      echo "$name: started (pid $pid), but $listen accepts no connections after ${limit}s; it keeps running (stop.sh stops it; its output: $outfile)" >&2
       return 1
     fi
   done
