@@ -8,10 +8,11 @@
 //        [--endpoints=metrics,prefixes] [--exporter-flags="-qos-interval=5s ..."]
 //        [--exporter-node-flags="--max-semi-space-size=8 ..."] [--keep-logs]
 //        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--pin] [--out=bench/cache-exporter/results/latest.json]
+//        [--exporter-tree=DIR]   (the built checkout whose bin/cache-exporter is measured; alternate.mjs)
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
@@ -26,14 +27,20 @@ import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
 
 const HERE = dirname(new URL(import.meta.url).pathname);
 const ROOT = join(HERE, '..', '..');
-const EXPORTER_BIN = join(ROOT, 'bin', 'cache-exporter');
-/** The node flags bin/cache-exporter runs with (its first line): the exporter is measured as shipped. */
-const EXPORTER_BIN_NODE_FLAGS = shebangNodeFlags(EXPORTER_BIN);
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
 const args = parseArgs(process.argv.slice(2), import.meta.url);
+/**
+ * The checkout whose exporter is measured: this one, or another built one (a baseline, see
+ * alternate.mjs). Everything else (this driver, the doubles, the floor) is this checkout's.
+ */
+const EXPORTER_TREE = args['exporter-tree'] ? resolve(String(args['exporter-tree'])) : ROOT;
+const EXPORTER_BIN = join(EXPORTER_TREE, 'bin', 'cache-exporter');
+if (!existsSync(EXPORTER_BIN)) throw new Error(`--exporter-tree=${EXPORTER_TREE}: no bin/cache-exporter there`);
+/** The node flags bin/cache-exporter runs with (its first line): the exporter is measured as shipped. */
+const EXPORTER_BIN_NODE_FLAGS = shebangNodeFlags(EXPORTER_BIN);
 const quick = args.quick === 'true';
 if (args.client !== undefined && args.client !== 'bare' && args.client !== 'node') throw new Error(`--client=${args.client}: bare or node`);
 const list = (value, fallback) => (value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number));
@@ -905,7 +912,7 @@ function goals(results) {
  * the exporter loads (the build is what runs; a rebuild during the run makes a mixed result).
  */
 function codeVersion() {
-  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const git = (...a) => spawnSync('git', a, { cwd: EXPORTER_TREE, encoding: 'utf8' }).stdout?.trim() ?? '';
   const dirty = git('status', '--porcelain', '--', 'packages', 'bin');
   let newest = 0;
   const walk = (dir) => {
@@ -916,9 +923,10 @@ function codeVersion() {
       else if (entry.name.endsWith('.js')) newest = Math.max(newest, statSync(path).mtimeMs);
     }
   };
-  for (const pkg of ['core', 'arcus', 'cache-exporter']) walk(join(ROOT, 'packages', pkg, 'dist', 'src'));
+  for (const pkg of ['core', 'arcus', 'cache-exporter']) walk(join(EXPORTER_TREE, 'packages', pkg, 'dist', 'src'));
   return {
     commit: git('rev-parse', '--short', 'HEAD'),
+    ...(EXPORTER_TREE === ROOT ? {} : { tree: EXPORTER_TREE }),
     packagesModified: dirty === '' ? [] : dirty.split('\n'),
     build: new Date(newest).toISOString(),
   };
@@ -933,7 +941,7 @@ async function main() {
     log(`pinned: doubles on CPUs ${PINNING.servers}; this driver, ZooKeeper, the exporter and the floor on CPUs ${PINNING.others}`);
   }
   const codeAtStart = codeVersion();
-  log(`code: commit ${codeAtStart.commit}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
+  log(`code: commit ${codeAtStart.commit}${codeAtStart.tree ? ` (the exporter of ${codeAtStart.tree})` : ''}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
   log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}, scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client`);
   zk = await startBenchZooKeeper();
   log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
@@ -961,7 +969,7 @@ async function main() {
   writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
 
   const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
-  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client${PINNING ? `; doubles pinned to CPUs ${PINNING.servers}, the rest to ${PINNING.others}` : ''})\n`);
+  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${report.code.tree ? `, the exporter of ${report.code.tree}` : ''}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client${PINNING ? `; doubles pinned to CPUs ${PINNING.servers}, the rest to ${PINNING.others}` : ''})\n`);
   process.stdout.write(`exporter node flags: ${report.exporterNodeFlags.join(' ') || 'none'}\n`);
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
   process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
