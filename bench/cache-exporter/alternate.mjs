@@ -66,7 +66,7 @@ function linkNodeModules(dir) {
   const target = join(dir, 'node_modules');
   mkdirSync(join(target, '@cachemon'), { recursive: true });
   for (const name of readdirSync(source)) {
-    if (name === '@cachemon' || existsSync(join(target, name))) continue;
+    if (name === '@cachemon' || existsSync(join(target, name)) || isLink(join(target, name))) continue;
     symlinkSync(join(source, name), join(target, name));
   }
   for (const name of readdirSync(join(source, '@cachemon'))) {
