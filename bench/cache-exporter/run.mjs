@@ -22,6 +22,7 @@ import { freePort, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
 import { allowedCpus, cpuCensus, cpuMs, percentile, pinProcess, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../lib/process.mjs';
+import { formatTable } from '../lib/table.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
 
@@ -793,13 +794,6 @@ function table(results) {
     }
   }
   return formatTable(header, rows);
-}
-/** Columns aligned: the first three to the left (what was measured), the figures to the right. */
-function formatTable(header, rows) {
-  const all = [header, ...rows].map((row) => row.map(String));
-  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)));
-  const line = (row) => row.map((cell, i) => (i <= 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
-  return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
 }
 
 /**

@@ -1,6 +1,7 @@
 // What bench/cache-exporter/alternate.mjs computes: the order of the runs, and the table that puts
 // them side by side. Pure functions of run.mjs's reports.
 import { percentile } from './process.mjs';
+import { formatTable } from './table.mjs';
 
 /**
  * The sides of `pairs` pairs of runs, baseline first, then in the order A B B A A B ...: a machine
@@ -84,13 +85,5 @@ export function sideBySide(runs) {
       );
     }
   }
-  return formatRows(header, rows);
-}
-
-/** Columns aligned: the first five to the left (what was measured), the figures to the right. */
-function formatRows(header, rows) {
-  const all = [header, ...rows].map((row) => row.map(String));
-  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)));
-  const line = (row) => row.map((cell, i) => (i <= 4 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
-  return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
+  return formatTable(header, rows, 5);
 }

@@ -1,0 +1,8 @@
+// The benchmarks' tables: columns aligned, the first `leftColumns` (what was measured) to the
+// left, the figures to the right, a rule under the header.
+export function formatTable(header, rows, leftColumns = 3) {
+  const all = [header, ...rows].map((row) => row.map(String));
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)));
+  const line = (row) => row.map((cell, i) => (i < leftColumns ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
+}
