@@ -40,7 +40,8 @@ export function sideBySide(runs) {
         configurations.get(key).runs.push({
           side: run.side,
           label: `${run.side} ${run.index}`,
-          commit: run.report.code.commit,
+          // `+`: its packages/ or bin/ held uncommitted changes (run.mjs's packagesModified).
+          commit: `${run.report.code.commit}${run.report.code.packagesModified?.length ? '+' : ''}`,
           expP50: measured.exporter.p50,
           expP99: measured.exporter.p99,
           floorP50: measured.floor.p50,

@@ -10,8 +10,8 @@ test('alternationOrder: baseline first, then A B B A, so that a drifting machine
 });
 
 /** A run.mjs report of one configuration, /metrics only. */
-const report = (commit, exp, floor, cpu, rss) => ({
-  code: { commit },
+const report = (commit, exp, floor, cpu, rss, packagesModified = []) => ({
+  code: { commit, packagesModified },
   results: [
     {
       nodes: 100,
@@ -23,11 +23,11 @@ const report = (commit, exp, floor, cpu, rss) => ({
   ],
 });
 
-test('sideBySide: a row per run, then per side the medians, with the median of the runs’ ratios', () => {
+test('sideBySide: a row per run (+: uncommitted changes), then per side the medians, with the median of the runs’ ratios', () => {
   const text = sideBySide([
     { side: 'baseline', index: 1, report: report('aaa1111', [20, 40], [10, 20], 18, 110) },
     { side: 'current', index: 1, report: report('bbb2222', [18, 30], [10, 25], 16, 108) },
-    { side: 'current', index: 2, report: report('bbb2222', [17, 33], [11, 22], 15, 109) },
+    { side: 'current', index: 2, report: report('bbb2222', [17, 33], [11, 22], 15, 109, [' M packages/core/src/exposition.ts']) },
     { side: 'baseline', index: 2, report: report('aaa1111', [21, 36], [12, 24], 19, 111) },
   ]);
   const lines = text.split('\n');
@@ -38,7 +38,7 @@ test('sideBySide: a row per run, then per side the medians, with the median of t
   };
   assert.match(lines[0], /^N\s+P\s+endpoint\s+run\s+commit\s+exp p50/);
   assert.deepEqual(row('baseline 1'), ['100', '0', '/metrics', 'baseline 1', 'aaa1111', '20.0', '40.0', '10.0', '20.0', '2.00x', '18.0', '110']);
-  assert.deepEqual(row('current 2'), ['100', '0', '/metrics', 'current 2', 'bbb2222', '17.0', '33.0', '11.0', '22.0', '1.50x', '15.0', '109']);
+  assert.deepEqual(row('current 2'), ['100', '0', '/metrics', 'current 2', 'bbb2222+', '17.0', '33.0', '11.0', '22.0', '1.50x', '15.0', '109']);
   // Medians of two runs are the lower middle ones (percentile's nearest rank); the ratio is the
   // median of 2.00x and 1.50x (baseline) and of 1.20x and 1.50x (current), not a ratio of medians.
   assert.deepEqual(row('baseline median'), ['100', '0', '/metrics', 'baseline median', 'aaa1111', '20.0', '36.0', '10.0', '20.0', '1.50x', '18.0', '110']);
