@@ -66,20 +66,22 @@ function linkNodeModules(dir) {
   const target = join(dir, 'node_modules');
   mkdirSync(join(target, '@cachemon'), { recursive: true });
   for (const name of readdirSync(source)) {
-    if (name === '@cachemon' || existsSync(join(target, name)) || isLink(join(target, name))) continue;
+    if (name === '@cachemon' || taken(join(target, name))) continue;
     symlinkSync(join(source, name), join(target, name));
   }
   for (const name of readdirSync(join(source, '@cachemon'))) {
     const link = join(target, '@cachemon', name);
-    if (existsSync(link) || isLink(link)) continue;
+    if (taken(link)) continue;
     // npm's link is relative (../../packages/<dir>): the same in the worktree points into it.
     symlinkSync(readlinkSync(join(source, '@cachemon', name)), link);
   }
 }
 
-function isLink(path) {
+/** Something is at `path` (a link counts, even one whose target is gone). */
+function taken(path) {
   try {
-    return lstatSync(path).isSymbolicLink();
+    lstatSync(path);
+    return true;
   } catch {
     return false;
   }
@@ -95,8 +97,9 @@ function runOnce(side, index, tree) {
   const file = createWriteStream(logFile);
   child.stdout.pipe(file);
   child.stderr.pipe(file);
-  // Ctrl-C reaches the child too (same process group): it stops what it started.
-  return new Promise((resolve) => child.on('exit', (code, signal) => resolve({ out, logFile, code: code ?? signal })));
+  // Ctrl-C reaches the child too (same process group): it stops what it started. 'close': the
+  // log has all the child wrote by then.
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ out, logFile, code: code ?? signal })));
 }
 
 async function main() {

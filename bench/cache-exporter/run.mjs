@@ -22,7 +22,7 @@ import { freePort, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
 import { allowedCpus, cpuCensus, cpuMs, percentile, pinProcess, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../lib/process.mjs';
-import { formatTable } from '../lib/table.mjs';
+import { fmt, formatTable } from '../lib/table.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
 
@@ -867,7 +867,6 @@ function censusTable(results) {
   return formatTable(header, rows);
 }
 
-const fmt = (v) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
 const interval = (i) => (i && Number.isFinite(i.low) ? `${i.low.toFixed(2)}-${i.high.toFixed(2)}x` : '-');
 
 function goals(results) {

@@ -1,7 +1,7 @@
 // What bench/cache-exporter/alternate.mjs computes: the order of the runs, and the table that puts
 // them side by side. Pure functions of run.mjs's reports.
 import { percentile } from './process.mjs';
-import { formatTable } from './table.mjs';
+import { fmt, formatTable } from './table.mjs';
 
 /**
  * The sides of `pairs` pairs of runs, baseline first, then in the order A B B A A B ...: a machine
@@ -15,8 +15,6 @@ export function alternationOrder(pairs) {
 
 /** The median of `values` (the lower middle one of an even count, as percentile() ranks). */
 const median = (values) => percentile(values, 50);
-
-const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 
 /**
  * One row per run and endpoint measured, then one per side with the medians of its runs (of two

@@ -1,3 +1,6 @@
+/** A figure for a table: one decimal under 100, none from 100 on, '-' when there is none. */
+export const fmt = (v) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
+
 // The benchmarks' tables: columns aligned, the first `leftColumns` (what was measured) to the
 // left, the figures to the right, a rule under the header.
 export function formatTable(header, rows, leftColumns = 3) {
