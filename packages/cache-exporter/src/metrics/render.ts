@@ -1,5 +1,5 @@
-import { BlockDeflater, CachemonError, Errors, escapeLabelValue, familyHead, formatValue } from '@cachemon/core';
-import type { DeflatedBlock, ExpositionBuffer } from '@cachemon/core';
+import { CachemonError, crcRegister, crcShift, Errors, escapeLabelValue, familyHead, formatValue, editsBetween, LineDeflater, sharedEnds } from '@cachemon/core';
+import type { DeflatedBlock, ExpositionBuffer, LineKeys } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
 import type { FamilySpec, SettingRule } from './catalog.js';
@@ -48,8 +48,28 @@ export interface RenderedStats {
    * whenever the bytes of the family's lines change; equal numbers, equal bytes.
    */
   readonly changes: ArrayLike<number>;
+  /** The node's keys of the plan (NodeKeys). */
+  readonly keys: NodeKeys;
+  /** Per rendered position k of the plan (StatsPlan.order): its line's value length, -1: no line. */
+  readonly valueLengths: Int32Array;
   readonly version: string;
   readonly libevent: string;
+}
+
+/**
+ * What a LineDeflater needs of one node's keys (`name{labels} `), per rendered position k of its
+ * plan, made when the node takes the plan: each key's length, CRC register and shift (see
+ * core's line-deflate), how many bytes it shares at its start and end with key k - 1 (0 for a
+ * family's first), and where its node labels start (`heads`; they end 2 bytes before the key's
+ * end). Keys do not change while the plan stays, so a scrape reads none of them: a node's keys
+ * differ from another node's of the same plan in the node labels only.
+ */
+interface NodeKeys extends LineKeys {
+  /** The node's label text as bytes: every key ends with it and `} `. */
+  readonly base: Buffer;
+  /** The base of the node whose lines these keys last referred to, and how this base is written from it (editsBetween). */
+  pairBase: Buffer | undefined;
+  pairEdits: Int32Array;
 }
 
 /** What one scrape learned about one node. */
@@ -129,6 +149,7 @@ interface NodeSeries {
    */
   prefixLengths: Uint32Array;
   prefixesLength: number;
+  keys: NodeKeys;
   /** Value ranges in the reply being rendered: start and end per position. */
   values: Uint32Array;
   /**
@@ -163,10 +184,12 @@ interface StreamedFamily {
   readonly spec: FamilySpec;
   /** Its position in the renderer's statsFamilyOrder (StatsPlan.byOrder). */
   readonly order: number;
-  readonly deflater: BlockDeflater;
+  readonly deflater: LineDeflater;
+  /** The last node whose lines went to the deflater (the next node's lines refer to its lines). */
+  readonly chain: SegmentChain;
   /** A reply changed the family's lines in this collection: its lines are being compressed. */
   started: boolean;
-  /** The deflater failed: the family is compressed at render() as any other. */
+  /** A node's lines came twice: the family is compressed at render() as any other. */
   failed: boolean;
   /** The marks (RenderedStats.changes) of the node lines in the deflater. */
   readonly marks: Set<number>;
@@ -203,8 +226,10 @@ export class NodeMetricsRenderer {
   readonly blockCounts = { kept: 0, made: 0, streamed: 0 };
   /** The families compressed during the running collection (beginCollection). */
   private readonly streamed: StreamedFamily[] = [];
-  /** Their deflaters, kept from one collection to the next (each holds a zlib stream). */
-  private readonly deflaters: BlockDeflater[] = [];
+  /** Their deflaters, kept from one collection to the next (each keeps its output buffer). */
+  private readonly deflaters: LineDeflater[] = [];
+  /** The deflater of the stats families made at render(). */
+  private readonly deflater = new LineDeflater();
   /** The replies rendered in the running collection, in the order they came. */
   private readonly arrived: RenderedStats[] = [];
   /** RenderedStats.changes numbers above this one were given in the running collection. */
@@ -219,7 +244,9 @@ export class NodeMetricsRenderer {
    * last node has answered is the small families; on two cores, compressing a 100-node body was
    * the largest part of the time a scrape takes beyond the slowest node's reply. A family whose
    * lines no reply changes is not compressed at all (its kept block is sent again, see family()).
-   * render() ends the collection.
+   * Stats families are compressed by a LineDeflater, which writes each key from the same key of
+   * the node before instead of searching for repeats (core's line-deflate). render() ends the
+   * collection.
    */
   beginCollection(gzip: boolean): void {
     this.arrived.length = 0;
@@ -231,12 +258,9 @@ export class NodeMetricsRenderer {
       .sort((a, b) => b.length - a.length)
       .slice(0, MAX_STREAMED_FAMILIES);
     for (const [i, { spec, order }] of large.entries()) {
-      const kept = this.deflaters[i];
-      const deflater = kept === undefined || kept.broken ? BlockDeflater.create() : kept;
-      if (deflater === undefined) break; // no zlib stream can be kept on this Node
-      this.deflaters[i] = deflater;
+      const deflater = (this.deflaters[i] ??= new LineDeflater());
       deflater.begin();
-      this.streamed.push({ spec, order, deflater, started: false, failed: false, marks: new Set() });
+      this.streamed.push({ spec, order, deflater, chain: newChain(), started: false, failed: false, marks: new Set() });
     }
     this.changeAtStart = lastChange;
   }
@@ -324,16 +348,27 @@ export class NodeMetricsRenderer {
     });
 
     this.statsFamilyOrder.forEach((spec, order) => {
-      this.family(out, spec, (emit) => {
-        for (const snapshot of snapshots) {
-          const stats = snapshot.up ? snapshot.stats : undefined;
-          const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-          if (index >= 0) {
-            const segments = stats!.segments;
-            emit(stats!.bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, stats!.changes[index]);
+      this.family(
+        out,
+        spec,
+        (emit) => {
+          for (const snapshot of snapshots) {
+            const stats = snapshot.up ? snapshot.stats : undefined;
+            const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+            if (index >= 0) {
+              const segments = stats!.segments;
+              emit(stats!.bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, stats!.changes[index]);
+            }
           }
-        }
-      });
+        },
+        (deflater, chain) => {
+          for (const snapshot of snapshots) {
+            const stats = snapshot.up ? snapshot.stats : undefined;
+            const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+            if (index >= 0) deflateSegment(deflater, chain, stats!, index);
+          }
+        },
+      );
     });
 
     for (const [families, linesOf] of [
@@ -362,9 +397,15 @@ export class NodeMetricsRenderer {
    * last body, in the same order, the block is sent again as it was, neither copied nor compressed.
    * Families of counters that did not move, of settings, state and versions mostly stay; on a
    * machine with 2 cores, compressing the whole body (2 MB at 100 nodes) was the largest part of
-   * a scrape's own time.
+   * a scrape's own time. A family with `deflate` (the stats families) is made by it on the
+   * renderer's LineDeflater, after its head; the others through the body's zlib stream.
    */
-  private family(out: ExpositionBuffer, spec: FamilySpec, each: (emit: (bytes: Buffer, start: number, end: number, samples: number, mark: unknown) => void) => void): void {
+  private family(
+    out: ExpositionBuffer,
+    spec: FamilySpec,
+    each: (emit: (bytes: Buffer, start: number, end: number, samples: number, mark: unknown) => void) => void,
+    deflate?: (deflater: LineDeflater, chain: SegmentChain) => void,
+  ): void {
     if (!out.blocks) {
       const block = new FamilyBlock(out, spec);
       each((bytes, start, end, samples) => block.lines(bytes, start, end, samples));
@@ -387,12 +428,7 @@ export class NodeMetricsRenderer {
         if (!streamed.marks.has(mark as number)) all = false;
         count++;
       });
-      let block: DeflatedBlock | undefined;
-      try {
-        if (all && count === streamed.marks.size) block = streamed.deflater.end();
-      } catch {
-        streamed.failed = true; // zlib failed: compressed below as any other family
-      }
+      const block = all && count === streamed.marks.size ? streamed.deflater.end() : undefined;
       count = 0;
       if (block !== undefined) {
         each((_bytes, start, end, _samples, mark) => {
@@ -419,6 +455,18 @@ export class NodeMetricsRenderer {
       }
     }
     count = 0;
+    if (deflate !== undefined) {
+      each((_bytes, start, end, _samples, mark) => {
+        if (start !== end) marks[count++] = mark;
+      });
+      marks.length = count;
+      if (count > 0) this.deflater.literals(headOf(spec));
+      deflate(this.deflater, newChain());
+      kept.block = this.deflater.end();
+      if (kept.block.length > 0) out.replay(spec.name, kept.block);
+      this.blockCounts.made++;
+      return;
+    }
     out.beginBlock();
     const block = new FamilyBlock(out, spec);
     each((bytes, start, end, samples, mark) => {
@@ -446,6 +494,7 @@ export class NodeMetricsRenderer {
         plan: undefined,
         prefixLengths: new Uint32Array(0),
         prefixesLength: 0,
+        keys: NO_KEYS,
         values: new Uint32Array(0),
         area: EMPTY,
         areaLength: 0,
@@ -488,6 +537,7 @@ export class NodeMetricsRenderer {
     series.plan = plan;
     series.prefixLengths = lengths;
     series.prefixesLength = total;
+    series.keys = nodeKeys(plan, series.base, series.braced);
     series.values = new Uint32Array(plan.names.length * 2);
   }
 }
@@ -500,10 +550,38 @@ function writeStreamed(family: StreamedFamily, stats: RenderedStats, index: numb
   const mark = stats.changes[index]!;
   // A node's lines twice in one collection would pass render()'s check of the marks: refuse.
   if (family.marks.has(mark)) throw new CachemonError(Errors.INTERNAL, `${family.spec.name}: the same lines twice in one collection`);
-  if (family.deflater.length === 0) family.deflater.write(headOf(family.spec));
-  // A view for as long as the write takes (zlib's crc32 takes no range).
-  family.deflater.write(stats.bytes.subarray(start, end), stats.segments[index * 3 + 2]!);
+  if (family.deflater.length === 0) family.deflater.literals(headOf(family.spec));
+  deflateSegment(family.deflater, family.chain, stats, index);
   family.marks.add(mark);
+}
+
+/** The last node whose lines of a family went to a LineDeflater: the next node's lines refer to its lines. */
+interface SegmentChain {
+  stats: RenderedStats | undefined;
+}
+
+function newChain(): SegmentChain {
+  return { stats: undefined };
+}
+
+/**
+ * A node's lines of family `index` (of its plan) to a LineDeflater, each key written as what it
+ * shares with the same key of the node before (`chain`), which differs in the node labels only;
+ * without one (the first node, or one of another plan), with the key of its line before.
+ */
+function deflateSegment(deflater: LineDeflater, chain: SegmentChain, stats: RenderedStats, index: number): void {
+  const { plan, keys, segments } = stats;
+  const before = chain.stats;
+  let ref: NodeKeys | undefined;
+  if (before !== undefined && before.plan === plan) {
+    ref = before.keys;
+    if (keys.pairBase !== ref.base) {
+      keys.pairBase = ref.base;
+      keys.pairEdits = editsBetween(ref.base, keys.base);
+    }
+  }
+  deflater.run(stats.bytes, segments[index * 3]!, keys, stats.valueLengths, plan.familyStarts[index]!, plan.familyStarts[index + 1]!, ref, keys.pairEdits);
+  if (segments[index * 3 + 1]! > segments[index * 3]!) chain.stats = stats;
 }
 
 const heads = new Map<FamilySpec, Buffer>();
@@ -515,6 +593,47 @@ function headOf(spec: FamilySpec): Buffer {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_KEYS: NodeKeys = {
+  lengths: new Uint32Array(0),
+  registers: new Int32Array(0),
+  shifts: [],
+  links: new Uint16Array(0),
+  heads: new Uint16Array(0),
+  tail: 2,
+  starts: new Int32Array(0),
+  base: EMPTY,
+  pairBase: undefined,
+  pairEdits: new Int32Array(0),
+};
+
+/** A node's NodeKeys of a plan. */
+function nodeKeys(plan: StatsPlan, base: string, braced: string): NodeKeys {
+  const count = plan.order.length;
+  const lengths = new Uint32Array(count);
+  const registers = new Int32Array(count);
+  const shifts: Int32Array[] = [];
+  const links = new Uint16Array(count * 2);
+  const heads = new Uint16Array(count);
+  const baseBytes = Buffer.from(base);
+  for (let f = 0; f < plan.families.length; f++) {
+    let before: Buffer | undefined;
+    for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
+      const key = Buffer.from(plan.prefixText(plan.order[k]!, base, braced));
+      lengths[k] = key.length;
+      // Every key ends with the node labels and `} ` (the tail).
+      heads[k] = Math.min(0xffff, key.length - baseBytes.length - 2);
+      registers[k] = crcRegister(key);
+      shifts.push(crcShift(key.length));
+      if (before !== undefined) {
+        const shared = sharedEnds(before, 0, before.length, key, 0, key.length);
+        links[2 * k] = Math.floor(shared / 0x10000);
+        links[2 * k + 1] = shared % 0x10000;
+      }
+      before = key;
+    }
+  }
+  return { lengths, registers, shifts, links, heads, tail: 2, starts: new Int32Array(count).fill(-1), base: baseBytes, pairBase: undefined, pairEdits: new Int32Array(0) };
+}
 /** The last number given to a changed family of a node (RenderedStats.changes); 2^53 is far. */
 let lastChange = 0;
 const STAT_HEAD = 5; // `STAT `
@@ -718,7 +837,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   series.areaLength = length;
   series.valueLengths = valueLengths;
   const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
-  return { plan, bytes: area, segments, changes, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
+  return { plan, bytes: area, segments, changes, keys: series.keys, valueLengths, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
 /**

@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { execFileSync } from 'node:child_process';
+import * as zlib from 'node:zlib';
+import { crcRegister, crcShift, crcShifted, editsBetween, ExpositionBuffer, GzipStream, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from '../../src/index.js';
+import type { LineKeys } from '../../src/index.js';
+
+const inflate = (parts: readonly Buffer[]): Buffer => zlib.inflateRawSync(Buffer.concat(parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+
+/** A deterministic pseudo-random sequence (so a failure can be run again). */
+function random(seed: number): () => number {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 2 ** 32;
+  };
+}
+
+/** Common leading and trailing bytes of two keys, at most the shorter one's length between them. */
+function common(a: Buffer, b: Buffer): { prefix: number; suffix: number } {
+  const shared = sharedEnds(a, 0, a.length, b, 0, b.length);
+  return { prefix: Math.floor(shared / 0x10000), suffix: shared % 0x10000 };
+}
+
+/**
+ * One run (a node's lines of a family): keys `${heads[k]}${base}${tail}`, values as given (null:
+ * no line). Its text (missing lines left out), and its LineKeys.
+ */
+function makeRun(heads: readonly string[], base: string, tail: string, values: ReadonlyArray<Buffer | null>) {
+  const keys = heads.map((head) => Buffer.from(`${head}${base}${tail}`, 'latin1'));
+  const links = new Uint16Array(keys.length * 2);
+  keys.forEach((key, k) => {
+    if (k === 0) return;
+    const { prefix, suffix } = common(keys[k - 1]!, key);
+    links[2 * k] = prefix;
+    links[2 * k + 1] = suffix;
+  });
+  const lineKeys: LineKeys = {
+    lengths: Uint32Array.from(keys, (key) => key.length),
+    registers: Int32Array.from(keys, (key) => crcRegister(key)),
+    shifts: keys.map((key) => crcShift(key.length)),
+    links,
+    heads: Uint16Array.from(heads, (head) => Buffer.byteLength(head, 'latin1')),
+    tail: Buffer.byteLength(tail, 'latin1'),
+    starts: new Int32Array(keys.length),
+  };
+  const valueLengths = Int32Array.from(values, (value) => (value === null ? -1 : value.length));
+  const text = Buffer.concat(keys.flatMap((key, k) => (values[k] === null ? [] : [key, values[k]!, Buffer.from('\n')])));
+  return { text, keys: lineKeys, valueLengths, base: Buffer.from(base, 'latin1') };
+}
+
+type Run = ReturnType<typeof makeRun>;
+
+/** Writes runs one after the other, each referring to the one before when `useRef(i)`. */
+function deflateRuns(runs: readonly Run[], useRef: (i: number) => boolean, deflater = new LineDeflater(64)) {
+  runs.forEach((run, i) => {
+    const before = runs[i - 1];
+    if (before !== undefined && useRef(i)) {
+      deflater.run(run.text, 0, run.keys, run.valueLengths, 0, run.valueLengths.length, before.keys, editsBetween(before.base, run.base));
+    } else {
+      deflater.run(run.text, 0, run.keys, run.valueLengths, 0, run.valueLengths.length);
+    }
+  });
+  return { text: Buffer.concat(runs.map((run) => run.text)), block: deflater.end() };
+}
+
+const COMMANDS = ['get', 'set', 'getattr', 'bop_insert', 'delete'];
+
+describe('LineDeflater', () => {
+  it('deflates the runs of nodes by their repeated keys into what zlib inflates to the text, with its CRC-32', () => {
+    const runs = Array.from({ length: 60 }, (_, node) =>
+      makeRun(
+        COMMANDS.map((command) => `arcus_commands_total{command="${command}",`),
+        `ensemble="e",service_code="svc",node="10.0.0.${node}:11211",hostname="cache-${node}"`,
+        '} ',
+        COMMANDS.map((command) => Buffer.from(String(node * 7919 + command.length))),
+      ),
+    );
+    const { text, block } = deflateRuns(runs, () => true);
+    assert.deepEqual(inflate(block.parts), text);
+    assert.equal(block.crc, zlib.crc32(text));
+    assert.equal(block.length, text.length);
+    assert.equal(block.samples, 300);
+    const zlibSize = zlib.deflateRawSync(text, { level: 1 }).length;
+    assert.ok(block.parts[0]!.length < text.length / 6, `${block.parts[0]!.length} bytes of ${text.length}`);
+    assert.ok(block.parts[0]!.length < zlibSize * 3, `${block.parts[0]!.length} bytes, zlib level 1 ${zlibSize}`);
+    // Where each line started, for the run after.
+    assert.deepEqual([...runs[59]!.keys.starts], [0, 1, 2, 3, 4].map((k) => text.length - runs[59]!.text.length + [0, 1, 2, 3, 4].slice(0, k).reduce((sum, j) => sum + runs[59]!.keys.lengths[j]! + runs[59]!.valueLengths[j]! + 1, 0)));
+  });
+
+  it('takes any bytes, keys, missing lines and references: random runs inflate to their text', () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const next = random(seed);
+      const pick = (n: number) => Math.floor(next() * n);
+      // Pieces that make keys share beginnings and ends; bytes of every value (the 9-bit literals
+      // too); some longer than a back-reference (258).
+      const piece = () => ['metric{', 'a="', 'b', '\u00e9\u00ff', '"} ', String.fromCharCode(pick(256)), 'x'.repeat(pick(2) === 0 ? 1 : 300)][pick(7)]!;
+      const text = (parts: number) => Array.from({ length: parts }, piece).join('');
+      const lines = 1 + pick(40);
+      const heads = Array.from({ length: lines }, () => text(pick(4)));
+      const tail = text(pick(3));
+      const runs = Array.from({ length: 1 + pick(30) }, () =>
+        makeRun(
+          heads,
+          text(pick(5)),
+          tail,
+          heads.map(() => {
+            if (pick(8) === 0) return null;
+            const value = Buffer.alloc(pick(12));
+            for (let b = 0; b < value.length; b++) value[b] = pick(256);
+            return value;
+          }),
+        ),
+      );
+      const { text: all, block } = deflateRuns(runs, () => pick(4) !== 0);
+      assert.deepEqual(inflate(block.parts), all, `seed ${seed}`);
+      assert.equal(block.crc, zlib.crc32(all), `seed ${seed}`);
+    }
+  });
+
+  it('writes one label text from another by its quoted parts', () => {
+    const edits = (a: string, b: string) => [...editsBetween(Buffer.from(a), Buffer.from(b))];
+    const L = LITERAL;
+    // node and hostname differ: copy, the differing digit, copy, the differing digit, copy.
+    assert.deepEqual(edits('e="x",node="10.0.0.1:1",host="c-1"', 'e="x",node="10.0.0.2:1",host="c-2"'), [19, 0, 1, L, 12, 0, 1, L, 1, 0]);
+    // A longer value shifts what follows: its copies have another delta.
+    assert.deepEqual(edits('node="10.0.0.9:1",host="c"', 'node="10.0.0.10:1",host="c"'), [13, 0, 2, L, 12, 1]);
+    // Quotes in unequal numbers: the start and end they share only.
+    assert.deepEqual(edits('a="1",b="2"', 'a="1\\"x",b="2"'), [4, 0, 3, L, 7, 3]);
+    assert.deepEqual(edits('same', 'same'), [4, 0]);
+    assert.deepEqual(edits('', 'new'), [3, L]);
+  });
+
+  it('writes a run by its links, and compares the keys around a missing line', () => {
+    const heads = Array.from({ length: 400 }, (_, i) => `m{kind="k${i % 9}",node="n${Math.floor(i / 9)}",`);
+    const run = makeRun(heads, 'x="y"', '} ', heads.map((_, i) => (i % 13 === 5 ? null : Buffer.from(String(i * 31)))));
+    const deflater = new LineDeflater(64);
+    // In parts of 50 lines; the first of each refers to nothing.
+    let at = 0;
+    for (let first = 0; first < heads.length; first += 50) {
+      deflater.run(run.text, at, run.keys, run.valueLengths, first, first + 50);
+      for (let k = first; k < first + 50; k++) if (run.valueLengths[k]! >= 0) at += run.keys.lengths[k]! + run.valueLengths[k]! + 1;
+    }
+    const block = deflater.end();
+    assert.deepEqual(inflate(block.parts), run.text);
+    assert.equal(block.crc, zlib.crc32(run.text));
+    assert.equal(block.samples, 400 - 31);
+    assert.equal(run.keys.starts[5], -1, 'a missing line has no start');
+    assert.ok(block.parts[0]!.length < run.text.length / 2, `${block.parts[0]!.length} bytes of ${run.text.length}`);
+  });
+
+  it('writes references of every distance class, up to the window', () => {
+    const distances = [12, 13, 16, 17, 24, 25, 32, 33, 48, 49, 64, 65, 96, 97, 128, 129, 192, 193, 256, 257, 384, 385, 512, 513, 768, 769];
+    for (let d = 1024; d <= MAX_DISTANCE; d *= 2) distances.push(d - 1, d, d + 1, d + d / 2, d + d / 2 + 1);
+    const runs = distances.filter((d) => d <= MAX_DISTANCE).map((d) => {
+      // Two lines whose second key repeats the first: its reference reaches back d bytes.
+      const run = makeRun(['same{', 'same{'], 'k="v"', '} ', [Buffer.alloc(d - 12, 0x37), Buffer.from('1')]);
+      return run;
+    });
+    const { text, block } = deflateRuns(runs, () => false);
+    assert.deepEqual(inflate(block.parts), text);
+    assert.equal(block.crc, zlib.crc32(text));
+    // Each second key (12 bytes) went as a reference of a few bytes, not as literals.
+    assert.ok(block.parts[0]!.length < text.length - 6 * runs.length, `${block.parts[0]!.length} bytes of ${text.length}`);
+  });
+
+  it('writes literals where a reference would reach past the window or claims more than the keys hold', () => {
+    const far = makeRun(['far_metric{'], 'node="a"', '} ', [Buffer.from('1')]);
+    const filler = makeRun(['filler{'], 'node="a"', '} ', [Buffer.from('y'.repeat(MAX_DISTANCE))]);
+    const near = makeRun(['far_metric{'], 'node="b"', '} ', [Buffer.from('2')]);
+    const deflater = new LineDeflater();
+    deflater.run(far.text, 0, far.keys, far.valueLengths, 0, 1);
+    deflater.run(filler.text, 0, filler.keys, filler.valueLengths, 0, 1);
+    // `far` is more than 32 KB back: the reference is not taken.
+    deflater.run(near.text, 0, near.keys, near.valueLengths, 0, 1, far.keys, editsBetween(far.base, near.base));
+    // Links that claim more than the keys hold (start and end overlap) are ignored rather than trusted.
+    const bogus = makeRun(['abc{', 'abc{'], 'x="1"', '} ', [Buffer.from('5'), Buffer.from('6')]);
+    (bogus.keys.links as Uint16Array).set([9, 9], 2);
+    deflater.run(bogus.text, 0, bogus.keys, bogus.valueLengths, 0, 2);
+    const text = Buffer.concat([far.text, filler.text, near.text, bogus.text]);
+    const block = deflater.end();
+    assert.deepEqual(inflate(block.parts), text);
+    assert.equal(block.crc, zlib.crc32(text));
+    assert.equal(block.samples, 5);
+  });
+
+  it('makes blocks that a gzip body takes like any kept block, and begins anew after end()', () => {
+    const deflater = new LineDeflater(16);
+    const head = Buffer.from('# HELP m a family\n# TYPE m counter\n');
+    deflater.literals(head);
+    const runs = Array.from({ length: 100 }, (_, node) =>
+      makeRun(Array.from({ length: 30 }, (_, k) => `m{kind="k${k % 7}",`), `node="n${node}"`, '} ', Array.from({ length: 30 }, (_, k) => Buffer.from(String(node * k)))),
+    );
+    const { text, block } = deflateRuns(runs, (i) => i % 10 !== 0, deflater);
+    assert.equal(block.length, head.length + text.length);
+    const stream = new GzipStream();
+    const body = new ExpositionBuffer(1024, undefined, stream);
+    body.text('before 1\n').countSamples(1);
+    body.replay('m', block);
+    body.text('after 2\n').countSamples(1);
+    body.end();
+    const expected = Buffer.concat([Buffer.from('before 1\n'), head, text, Buffer.from('after 2\n')]);
+    assert.deepEqual(execFileSync('gzip', ['-dc'], { input: stream.end(), maxBuffer: 8 * 1024 * 1024 }), expected);
+    assert.equal(body.sampleCount, 3002);
+    const empty = deflater.end();
+    assert.deepEqual(empty.parts, []);
+    assert.equal(empty.length, 0);
+    deflater.literals(Buffer.from('x 1\n'), 0, 4, 1);
+    const next = deflater.end();
+    assert.equal(inflate(next.parts).toString(), 'x 1\n');
+    assert.equal(next.samples, 1);
+  });
+
+  it('shifts a CRC register by a key as reading the key would', () => {
+    const next = random(7);
+    for (const length of [0, 1, 3, 17, 100, 257]) {
+      const key = Buffer.alloc(length);
+      for (let i = 0; i < length; i++) key[i] = Math.floor(next() * 256);
+      const before = Buffer.from('some text before');
+      const table = crcShift(length);
+      const register = ~zlib.crc32(before) | 0;
+      const shifted = crcShifted(table, register) ^ crcRegister(key);
+      assert.equal(~shifted >>> 0, zlib.crc32(Buffer.concat([before, key])), `length ${length}`);
+      assert.equal(crcShift(length), table, 'kept per length');
+    }
+  });
+});
