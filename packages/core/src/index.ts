@@ -75,7 +75,7 @@ export {
 } from './exposition.js';
 export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';
 export { crcRegister, crcShift, crcShifted, editsBetween, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from './line-deflate.js';
-export type { LineKeys } from './line-deflate.js';
+export type { KeyEdits, LineKeys } from './line-deflate.js';
 
 export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadRefused, reloadWebConfigFor } from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';

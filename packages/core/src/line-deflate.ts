@@ -171,13 +171,27 @@ export function sharedEnds(a: Uint8Array, aStart: number, aLength: number, b: Ui
 export const LITERAL = -0x80000000;
 
 /**
- * How `b` is written from `a`: its spans in order, as pairs (length, delta) — delta LITERAL: b's
- * bytes as they are; else a copy of the bytes of `a` at (position in b) - delta. For label texts
+ * How one key's varying part (`b`) is written from another's (`a`), for LineDeflater.run: `spans`,
+ * b's spans in order as pairs (length, delta): delta LITERAL, b's bytes as they are; else a copy of
+ * the bytes of `a` at (position in b) - delta. The literal spans' bytes are packed as fixed codes
+ * once (`codes`: pairs (code, bits), at most 16 bits each; span j's at codeStarts[j] ..
+ * codeStarts[j + 1]), since every key of a run holds the same `b`.
+ */
+export interface KeyEdits {
+  readonly spans: Int32Array;
+  /** b's length: the sum of the spans. */
+  readonly length: number;
+  readonly codes: Int32Array;
+  readonly codeStarts: Int32Array;
+}
+
+/**
+ * The KeyEdits of `b` against `a` (their spans as described there). For label texts
  * (`ensemble="e",node="10.0.0.1:11211",...`), which differ in a few label values: when both have as
  * many quotes, the texts between quotes are paired, and each pair shares its start and end; else
  * the two texts share their start and end only. Once per pair of nodes, not per line.
  */
-export function editsBetween(a: Uint8Array, b: Uint8Array): Int32Array {
+export function editsBetween(a: Uint8Array, b: Uint8Array): KeyEdits {
   const quotesA: number[] = [];
   const quotesB: number[] = [];
   for (let i = 0; i < a.length; i++) if (a[i] === QUOTE) quotesA.push(i);
@@ -212,7 +226,26 @@ export function editsBetween(a: Uint8Array, b: Uint8Array): Int32Array {
     }
     pair(startA, a.length, startB, b.length);
   }
-  return Int32Array.from(spans);
+  const codes: number[] = [];
+  const codeStarts = new Int32Array(spans.length / 2 + 1);
+  for (let j = 0, position = 0; j < spans.length / 2; j++) {
+    const length = spans[2 * j]!;
+    if (spans[2 * j + 1] === LITERAL) {
+      // Two 8-bit codes to a pair; a 9-bit one (bytes 144-255) alone.
+      for (let i = position, end = position + length; i < end; ) {
+        let code = LITERAL_CODE[b[i]!]!;
+        let bits = LITERAL_BITS[b[i++]!]!;
+        if (i < end && bits + LITERAL_BITS[b[i]!]! <= 16) {
+          code |= LITERAL_CODE[b[i]!]! << bits;
+          bits += LITERAL_BITS[b[i++]!]!;
+        }
+        codes.push(code, bits);
+      }
+    }
+    position += length;
+    codeStarts[j + 1] = codes.length;
+  }
+  return { spans: Int32Array.from(spans), length: b.length, codes: Int32Array.from(codes), codeStarts };
 }
 
 const QUOTE = 0x22;
@@ -233,9 +266,8 @@ export class LineDeflater {
   #length = 0;
   #register = -1;
   #samples = 0;
-  /** A key's spans and the packed codes of a run's literal edits (run()), kept. */
+  /** A key's spans (run()), kept. */
   #spans = new Int32Array(16);
-  #chunks = new Int32Array(16);
 
   constructor(sizeHint = 64 * 1024) {
     this.#out = Buffer.allocUnsafeSlow(Math.max(1024, sizeHint));
@@ -283,24 +315,20 @@ export class LineDeflater {
    * - a first line with neither, as literals.
    * The caller vouches for the bytes being the same: they are not checked.
    */
-  run(text: Uint8Array, at: number, keys: LineKeys, valueLengths: Int32Array, first: number, last: number, ref?: LineKeys, edits?: Int32Array): void {
+  run(text: Uint8Array, at: number, keys: LineKeys, valueLengths: Int32Array, first: number, last: number, ref?: LineKeys, edits?: KeyEdits): void {
     const { lengths, registers, shifts, links, heads, tail, starts } = keys;
     const refStarts = ref?.starts;
     const refLengths = ref?.lengths;
-    const editCount = edits === undefined ? 0 : edits.length;
-    let editsLength = 0;
-    for (let e = 0; e < editCount; e += 2) editsLength += edits![e]!;
-    // A key's spans, triples (length, distance, chunk): distance 0: literals, written byte by byte
-    // (chunk -1) or from the packed codes at `chunk` (the edits' literal spans: the same bytes, this
-    // run's own node labels, in every key of the run). Room for the edits and 3 more.
+    const editSpans = edits?.spans;
+    const editCount = editSpans === undefined ? 0 : editSpans.length;
+    const editsLength = edits === undefined ? -1 : edits.length;
+    const codes = edits?.codes;
+    const codeStarts = edits?.codeStarts;
+    // A key's spans, triples (length, distance, edit): distance 0: literals, written byte by byte
+    // (edit -1) or as the packed codes of literal edit `edit`. Room for the edits and 3 more.
     const spanRoom = 3 * (editCount / 2 + 4);
     if (this.#spans.length < spanRoom) this.#spans = new Int32Array(spanRoom);
     const spans = this.#spans;
-    if (this.#chunks.length < 2 * editsLength) this.#chunks = new Int32Array(2 * editsLength);
-    const chunks = this.#chunks;
-    /** Where each literal edit's packed codes start in `chunks` (made at the first line that uses them), and how many there are. */
-    let chunksMade = false;
-    let chunkCount = 0;
     // The bit writer's state, in locals for the loop (stored back at the end). Codes of at most 16
     // bits are added while fewer than 16 bits wait, and 16 bits are written out once there are.
     let out = this.#out;
@@ -333,53 +361,21 @@ export class LineDeflater {
       if (refStart >= 0 && length - refStart <= MAX_DISTANCE && heads[k]! + editsLength + tail === keyLength) {
         // From the same key of the run before: its head, the varying part by the edits, its tail.
         const distance = length - refStart;
-        if (!chunksMade) {
-          chunksMade = true;
-          // The literal edits' bytes, from this key, packed two codes (at most 18 bits... 16 here:
-          // digits and label characters are 8-bit codes; a 9-bit one goes alone) at a time.
-          let position = at + heads[k]!;
-          for (let e = 0; e < editCount; e += 2) {
-            if (edits![e + 1] === LITERAL) {
-              for (let i = position, end = position + edits![e]!; i < end; ) {
-                const a = text[i++]!;
-                let code = LITERAL_CODE[a]!;
-                let size = LITERAL_BITS[a]!;
-                if (i < end && size + LITERAL_BITS[text[i]!]! <= 16) {
-                  const b = text[i++]!;
-                  code |= LITERAL_CODE[b]! << size;
-                  size += LITERAL_BITS[b]!;
-                }
-                chunks[chunkCount++] = code;
-                chunks[chunkCount++] = size;
-              }
-            }
-            position += edits![e]!;
-          }
-        }
         spans[n++] = heads[k]!;
         spans[n++] = distance;
         spans[n++] = -1;
-        let chunk = 0;
         for (let e = 0; e < editCount; e += 2) {
-          const editLength = edits![e]!;
-          if (edits![e + 1] === LITERAL) {
+          const editLength = editSpans![e]!;
+          const delta = editSpans![e + 1]!;
+          if (delta === LITERAL) {
             spans[n++] = editLength;
             spans[n++] = 0;
-            spans[n++] = chunk;
-            // Chunks of this span: one per two bytes at most; count them as packed above.
-            let bytes = 0;
-            while (bytes < editLength) {
-              bytes += chunks[chunk + 1]! > 9 ? 2 : 1;
-              chunk += 2;
-            }
-            continue;
-          }
-          const spanDistance = distance + edits![e + 1]!;
-          if (spans[n - 2] === spanDistance) {
+            spans[n++] = e >> 1;
+          } else if (spans[n - 2] === distance + delta) {
             spans[n - 3] += editLength;
           } else {
             spans[n++] = editLength;
-            spans[n++] = spanDistance;
+            spans[n++] = distance + delta;
             spans[n++] = -1;
           }
         }
@@ -425,20 +421,18 @@ export class LineDeflater {
         const distance = spans[s + 1]!;
         if (spanLength === 0) continue;
         if (distance === 0 || spanLength < MIN_MATCH || distance > MAX_DISTANCE || distance < 0) {
-          const chunk = spans[s + 2]!;
-          if (chunk >= 0) {
-            // Packed: as many chunks as make up the span's bytes.
-            for (let c = chunk, bytes = 0; bytes < spanLength; c += 2) {
-              const size = chunks[c + 1]!;
-              bits |= chunks[c]! << count;
-              count += size;
+          const edit = spans[s + 2]!;
+          if (edit >= 0) {
+            // A literal edit: its codes, packed once.
+            for (let c = codeStarts![edit]!, end = codeStarts![edit + 1]!; c < end; c += 2) {
+              bits |= codes![c]! << count;
+              count += codes![c + 1]!;
               if (count >= 16) {
                 out[o++] = bits;
                 out[o++] = bits >>> 8;
                 bits >>>= 16;
                 count -= 16;
               }
-              bytes += size > 9 ? 2 : 1;
             }
             position += spanLength;
             continue;

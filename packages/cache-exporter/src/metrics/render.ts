@@ -1,5 +1,5 @@
 import { CachemonError, crcRegister, crcShift, Errors, escapeLabelValue, familyHead, formatValue, editsBetween, LineDeflater, sharedEnds } from '@cachemon/core';
-import type { DeflatedBlock, ExpositionBuffer, LineKeys } from '@cachemon/core';
+import type { DeflatedBlock, ExpositionBuffer, KeyEdits, LineKeys } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
 import type { FamilySpec, SettingRule } from './catalog.js';
@@ -69,7 +69,7 @@ interface NodeKeys extends LineKeys {
   readonly base: Buffer;
   /** The base of the node whose lines these keys last referred to, and how this base is written from it (editsBetween). */
   pairBase: Buffer | undefined;
-  pairEdits: Int32Array;
+  pairEdits: KeyEdits | undefined;
 }
 
 /** What one scrape learned about one node. */
@@ -603,7 +603,7 @@ const NO_KEYS: NodeKeys = {
   starts: new Int32Array(0),
   base: EMPTY,
   pairBase: undefined,
-  pairEdits: new Int32Array(0),
+  pairEdits: undefined,
 };
 
 /** A node's NodeKeys of a plan. */
@@ -632,7 +632,7 @@ function nodeKeys(plan: StatsPlan, base: string, braced: string): NodeKeys {
       before = key;
     }
   }
-  return { lengths, registers, shifts, links, heads, tail: 2, starts: new Int32Array(count).fill(-1), base: baseBytes, pairBase: undefined, pairEdits: new Int32Array(0) };
+  return { lengths, registers, shifts, links, heads, tail: 2, starts: new Int32Array(count).fill(-1), base: baseBytes, pairBase: undefined, pairEdits: undefined };
 }
 /** The last number given to a changed family of a node (RenderedStats.changes); 2^53 is far. */
 let lastChange = 0;

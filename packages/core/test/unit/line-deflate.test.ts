@@ -121,7 +121,7 @@ describe('LineDeflater', () => {
   });
 
   it('writes one label text from another by its quoted parts', () => {
-    const edits = (a: string, b: string) => [...editsBetween(Buffer.from(a), Buffer.from(b))];
+    const edits = (a: string, b: string) => [...editsBetween(Buffer.from(a), Buffer.from(b)).spans];
     const L = LITERAL;
     // node and hostname differ: copy, the differing digit, copy, the differing digit, copy.
     assert.deepEqual(edits('e="x",node="10.0.0.1:1",host="c-1"', 'e="x",node="10.0.0.2:1",host="c-2"'), [19, 0, 1, L, 12, 0, 1, L, 1, 0]);
