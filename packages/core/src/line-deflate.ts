@@ -1,13 +1,14 @@
 /**
  * Raw deflate of exposition lines whose keys (`name{labels} `) repeat, without searching for the
  * repeats. A 100-node /metrics body is 2.2 MB of text and most of it is label text the writer
- * already knows to repeat: the same line of the node before, or the line before with another
- * `command` label. zlib finds those repeats by hashing and comparing every byte (level 1: ~5 ms a
- * scrape on two slow cores, the largest part of a scrape's own CPU). Here the caller says, per
- * line, how many leading and trailing bytes of its key are those of an earlier line, and the
- * encoder writes them as two back-references, the rest of the key and the value as literals, with
- * the fixed Huffman codes of RFC 1951: no search, no tree to build. The output is 2-3 times
- * zlib's size (a few hundred kilobytes at 100 nodes, every 5 s) for a third of its time.
+ * already knows to repeat: a node's key is the same key of the node before with other node
+ * labels, or the line before with another `command` label. zlib finds those repeats by hashing and
+ * comparing every byte (level 1: ~5 ms a scrape on two slow cores, the largest part of a scrape's
+ * own CPU). Here the caller describes a node's lines of a family (a run: LineKeys, made once per
+ * node) and how its node labels differ from the node before's (KeyEdits, once per pair of nodes),
+ * and the encoder writes each key as back-references with the differing bytes as literals, and
+ * the value as literals, in the fixed Huffman codes of RFC 1951: no search, no tree to build. The
+ * output is about twice zlib's size for about half its time (bench/core/line-deflate.mjs).
  *
  * The CRC-32 of the text is kept without reading the keys either: the CRC register is linear, so
  * a key's effect on it is its own register (computed once per key, crcRegister) and a shift of

@@ -1,4 +1,4 @@
-import { CachemonError, crcRegister, crcShift, Errors, escapeLabelValue, familyHead, formatValue, editsBetween, LineDeflater, sharedEnds } from '@cachemon/core';
+import { CachemonError, crcRegister, crcShift, editsBetween, Errors, escapeLabelValue, familyHead, formatValue, LineDeflater, sharedEnds } from '@cachemon/core';
 import type { DeflatedBlock, ExpositionBuffer, KeyEdits, LineKeys } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
