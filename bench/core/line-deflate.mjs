@@ -16,7 +16,7 @@
 // timed apart, since LineDeflater's cost goes with the runs (a node's lines of one family) as well
 // as with the lines: six families of 34 lines a node, and 45 families of one line a node.
 import { constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { BlockDeflater, crcRegister, crcShift, editsBetween, LineDeflater } from '../../packages/core/dist/src/index.js';
+import { BlockDeflater, crcRegister, editsBetween, KEY_FIELDS, LineDeflater } from '../../packages/core/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { percentile } from '../lib/process.mjs';
 import { formatTable } from '../lib/table.mjs';
@@ -59,19 +59,19 @@ function shared(a, b) {
 const bases = Array.from({ length: NODES }, (_, n) => Buffer.from(nodeLabels(n)));
 const nodes = bases.map((base) => {
   const keys = FAMILIES.flatMap((family) => family.extras.map((extra) => Buffer.from(`${family.name}{${extra}${base.toString()}} `)));
-  const links = new Uint16Array(keys.length * 2);
-  FAMILIES.forEach((_, f) => {
-    for (let k = familyStarts[f] + 1; k < familyStarts[f + 1]; k++) [links[2 * k], links[2 * k + 1]] = shared(keys[k - 1], keys[k]);
+  const table = new Int32Array(keys.length * KEY_FIELDS);
+  keys.forEach((key, k) => {
+    table[KEY_FIELDS * k] = key.length;
+    table[KEY_FIELDS * k + 1] = crcRegister(key);
+    table[KEY_FIELDS * k + 3] = key.length - base.length - 2;
   });
-  const lineKeys = {
-    lengths: Uint32Array.from(keys, (key) => key.length),
-    registers: Int32Array.from(keys, (key) => crcRegister(key)),
-    shifts: keys.map((key) => crcShift(key.length)),
-    links,
-    heads: Uint16Array.from(keys, (key) => key.length - base.length - 2),
-    tail: 2,
-    starts: new Int32Array(keys.length),
-  };
+  FAMILIES.forEach((_, f) => {
+    for (let k = familyStarts[f] + 1; k < familyStarts[f + 1]; k++) {
+      const [prefix, suffix] = shared(keys[k - 1], keys[k]);
+      table[KEY_FIELDS * k + 2] = prefix * 0x10000 + suffix;
+    }
+  });
+  const lineKeys = { table, tail: 2 };
   return { keys, lineKeys };
 });
 const edits = bases.map((base, n) => (n > 0 ? editsBetween(bases[n - 1], base) : undefined));

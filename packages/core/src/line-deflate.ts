@@ -92,7 +92,7 @@ export function crcRegister(bytes: Uint8Array, start = 0, end = bytes.length): n
   return register;
 }
 
-const shifts: Array<Int32Array | undefined> = [];
+const SHIFT_TABLES: Array<Int32Array | undefined> = [];
 
 /**
  * What `length` bytes of zeros do to a CRC register, as eight 16-entry tables (one per 4 bits of
@@ -102,7 +102,7 @@ const shifts: Array<Int32Array | undefined> = [];
  * lengths of a body's keys stay in the CPU's cache.
  */
 export function crcShift(length: number): Int32Array {
-  let table = shifts[length];
+  let table = SHIFT_TABLES[length];
   if (table !== undefined) return table;
   // The image of each of the 32 register bits, then every nibble value from its bits.
   const images = new Int32Array(32);
@@ -118,7 +118,7 @@ export function crcShift(length: number): Int32Array {
       table[nibble * 16 + value] = table[nibble * 16 + (value ^ low)]! ^ images[nibble * 4 + 31 - Math.clz32(low)]!;
     }
   }
-  shifts[length] = table;
+  SHIFT_TABLES[length] = table;
   return table;
 }
 
@@ -136,22 +136,20 @@ export function crcShifted(shift: Int32Array, r: number): number {
   );
 }
 
-/** A run's keys (LineDeflater.run): per line k, its key's length, crcRegister, crcShift, and links. */
+/**
+ * A run's keys (LineDeflater.run), made once per node: per line k, at table[KEY_FIELDS * k ..]:
+ * its key's length, its crcRegister, what it shares with key k - 1 (links: start * 0x10000 + end,
+ * 0 for a run's first line), and its head. Keys of several runs (nodes) differ in one part only
+ * (the node labels): the head is the bytes before that part, `tail` the bytes after it (the same
+ * for every k). One array per node: at 500 nodes of ~175 lines, five arrays a node were ~1 MB more.
+ */
 export interface LineKeys {
-  readonly lengths: Uint32Array;
-  readonly registers: Int32Array;
-  readonly shifts: readonly Int32Array[];
-  /** links[2k], links[2k + 1]: bytes key k shares at its start and end with key k - 1. */
-  readonly links: Uint16Array;
-  /**
-   * Keys of several runs (nodes) that differ in one part only (the node labels): per k, the bytes
-   * before that part, and the bytes after it (the same for every k).
-   */
-  readonly heads: Uint16Array;
+  readonly table: Int32Array;
   readonly tail: number;
-  /** Where each line k started in the block's text when the run was last written (-1: none); run() writes them. */
-  readonly starts: Int32Array;
 }
+
+/** Int32s per line in LineKeys.table: length, register, links, head. */
+export const KEY_FIELDS = 4;
 
 /**
  * Bytes two keys share at their start and at their end, no more than the shorter one holds in all,
@@ -254,11 +252,15 @@ const QUOTE = 0x22;
 /**
  * One block of lines, deflated with fixed codes as the caller describes the repeats (run()), and
  * text as literals (literals()). The block ends byte-aligned on a sync flush (end()), as zlib's
- * blocks do, so it stands anywhere in a deflate stream (DeflatedBlock). The output buffer is kept
- * from one block to the next.
+ * blocks do, so it stands anywhere in a deflate stream (DeflatedBlock). Its output buffer is kept
+ * from one block to the next, and a block's bytes move to parts of their own whenever it is full:
+ * a deflater holds that buffer (32 KB) however large its blocks.
  */
 export class LineDeflater {
   #out: Buffer;
+  readonly #size: number;
+  /** The block's output moved out of #out so far (#spill). */
+  #parts: Buffer[] = [];
   #at = 0;
   /** Bits not yet written out (fewer than 8 between calls) and their count. */
   #bits = 0;
@@ -269,15 +271,25 @@ export class LineDeflater {
   #samples = 0;
   /** A key's spans (run()), kept. */
   #spans = new Int32Array(16);
+  /** The keys and lines of the last run, and where its lines started in the text (by k); the other array, for the next run. */
+  #lastKeys: LineKeys | undefined;
+  #lastFirst = 0;
+  #lastLast = 0;
+  #starts = new Int32Array(256);
+  #spare = new Int32Array(256);
 
-  constructor(sizeHint = 64 * 1024) {
-    this.#out = Buffer.allocUnsafeSlow(Math.max(1024, sizeHint));
+  /** `size`: bytes of the output buffer, the most a block holds before its bytes are moved to a part. */
+  constructor(size = 32 * 1024) {
+    this.#size = Math.max(1024, size);
+    this.#out = Buffer.allocUnsafeSlow(this.#size);
     this.begin();
   }
 
   /** Starts a block; what was written since the last begin() is dropped. */
   begin(): void {
     this.#at = 0;
+    this.#parts = [];
+    this.#lastKeys = undefined;
     // BFINAL 0, BTYPE 01 (fixed codes), from the lowest bit.
     this.#bits = 0b010;
     this.#count = 3;
@@ -304,22 +316,31 @@ export class LineDeflater {
 
   /**
    * A run of sample lines (a node's lines of one family): lines k = first .. last - 1 of `keys`,
-   * one after the other from `text[at]`, line k being a key of keys.lengths[k] bytes, a value of
-   * valueLengths[k] and a newline (no line when valueLengths[k] < 0). Each key is written from an
-   * earlier key, its repeated bytes as back-references (3 bytes or more), the rest as literals:
-   * - with `ref` (a run written before in this block, whose keys are these but for the varying
-   *   part) and `edits` (editsBetween of its varying part and this run's), from key k of `ref`:
-   *   keys.heads[k] bytes, then the edits, then keys.tail bytes;
-   * - else (or when ref has no line k, or it is too far back), from the key of the line before:
-   *   keys.links[2k] bytes at the start and keys.links[2k + 1] at the end when that is line k - 1,
-   *   what the two keys share when a line between is missing;
+   * one after the other from `text[at]`, line k being its key (LineKeys), a value of
+   * valueLengths[k] bytes and a newline (no line when valueLengths[k] < 0). Each key is written
+   * from an earlier key, its repeated bytes as back-references (3 bytes or more), the rest as
+   * literals:
+   * - with `ref` (the keys of the run written just before in this block, lines first .. last - 1
+   *   too, which are these but for the varying part) and `edits` (editsBetween of its varying part
+   *   and this run's), from key k of that run: its head, then the edits, then keys.tail bytes;
+   * - else (or when that run had no line k, or it is too far back, or ref is not the keys of the
+   *   run just before), from the key of the line before: its links when that is line k - 1, what
+   *   the two keys share when a line between is missing;
    * - a first line with neither, as literals.
    * The caller vouches for the bytes being the same: they are not checked.
    */
   run(text: Uint8Array, at: number, keys: LineKeys, valueLengths: Int32Array, first: number, last: number, ref?: LineKeys, edits?: KeyEdits): void {
-    const { lengths, registers, shifts, links, heads, tail, starts } = keys;
-    const refStarts = ref?.starts;
-    const refLengths = ref?.lengths;
+    const { table, tail } = keys;
+    const refTable = ref?.table;
+    // Where the lines of the run just before started (by k), if `ref` is its keys; this run's, for the next.
+    const refStarts = ref !== undefined && ref === this.#lastKeys && first === this.#lastFirst && last === this.#lastLast ? this.#starts : undefined;
+    if (this.#spare.length < last) this.#spare = new Int32Array(Math.max(last, 2 * this.#spare.length));
+    const starts = this.#spare;
+    this.#spare = this.#starts;
+    this.#starts = starts;
+    this.#lastKeys = keys;
+    this.#lastFirst = first;
+    this.#lastLast = last;
     const editSpans = edits?.spans;
     const editCount = editSpans === undefined ? 0 : editSpans.length;
     const editsLength = edits === undefined ? -1 : edits.length;
@@ -348,21 +369,23 @@ export class LineDeflater {
         starts[k] = -1;
         continue;
       }
-      const keyLength = lengths[k]!;
+      const keyLength = table[KEY_FIELDS * k]!;
+      const head = table[KEY_FIELDS * k + 3]!;
       const lineLength = keyLength + valueLength + 1;
       if (o + ((lineLength * 9) >>> 3) + 16 > out.length) {
         this.#at = o;
         this.#reserve(lineLength);
         out = this.#out;
+        o = this.#at;
       }
       starts[k] = length;
       // The key's spans.
       let n = 0;
       const refStart = refStarts === undefined ? -1 : refStarts[k]!;
-      if (refStart >= 0 && length - refStart <= MAX_DISTANCE && heads[k]! + editsLength + tail === keyLength) {
+      if (refStart >= 0 && length - refStart <= MAX_DISTANCE && head + editsLength + tail === keyLength) {
         // From the same key of the run before: its head, the varying part by the edits, its tail.
         const distance = length - refStart;
-        spans[n++] = heads[k]!;
+        spans[n++] = head;
         spans[n++] = distance;
         spans[n++] = -1;
         for (let e = 0; e < editCount; e += 2) {
@@ -380,7 +403,7 @@ export class LineDeflater {
             spans[n++] = -1;
           }
         }
-        const tailDistance = distance + keyLength - refLengths![k]!;
+        const tailDistance = distance + keyLength - refTable![KEY_FIELDS * k]!;
         if (spans[n - 2] === tailDistance) {
           spans[n - 3] += tail;
         } else {
@@ -393,8 +416,9 @@ export class LineDeflater {
         let prefix: number;
         let suffix: number;
         if (lastK === k - 1) {
-          prefix = links[2 * k]!;
-          suffix = links[2 * k + 1]!;
+          const links = table[KEY_FIELDS * k + 2]!;
+          prefix = links >>> 16;
+          suffix = links & 0xffff;
         } else {
           const shared = sharedEnds(text, at - lastLineLength, lastKeyLength, text, at, keyLength);
           prefix = Math.floor(shared / 0x10000);
@@ -476,8 +500,7 @@ export class LineDeflater {
       }
       // The CRC register moved over the key without reading it; then the value and the newline,
       // as literals and into the register.
-      const shift = shifts[k]!;
-      register = crcShifted(shift, register) ^ registers[k]!;
+      register = crcShifted(SHIFT_TABLES[keyLength] ?? crcShift(keyLength), register) ^ table[KEY_FIELDS * k + 1]!;
       for (const end = at + lineLength; position < end; position++) {
         const byte = text[position]!;
         register = CRC_TABLE[(register ^ byte) & 0xff]! ^ (register >>> 8);
@@ -523,10 +546,10 @@ export class LineDeflater {
     out[at++] = 0;
     out[at++] = 0xff;
     out[at++] = 0xff;
-    const part = Buffer.allocUnsafeSlow(at);
-    out.copy(part, 0, 0, at);
-    const block: DeflatedBlock = { parts: [part], crc: ~this.#register >>> 0, length: this.#length, samples: this.#samples };
-    if (out.length > KEPT_OUTPUT_BYTES) this.#out = Buffer.allocUnsafeSlow(64 * 1024);
+    this.#at = at;
+    this.#spill();
+    const block: DeflatedBlock = { parts: this.#parts, crc: ~this.#register >>> 0, length: this.#length, samples: this.#samples };
+    if (out.length > this.#size) this.#out = Buffer.allocUnsafeSlow(this.#size);
     this.begin();
     return block;
   }
@@ -568,15 +591,22 @@ export class LineDeflater {
 
   /** Room for `textBytes` more bytes as literals (9 bits each at most) and a block's end. */
   #reserve(textBytes: number): void {
-    const need = this.#at + ((textBytes * 9) >>> 3) + 16;
-    if (need <= this.#out.length) return;
-    let size = this.#out.length * 2;
-    while (size < need) size *= 2;
-    const grown = Buffer.allocUnsafeSlow(size);
-    this.#out.copy(grown, 0, 0, this.#at);
-    this.#out = grown;
+    const room = ((textBytes * 9) >>> 3) + 16;
+    if (this.#at + room <= this.#out.length) return;
+    // The whole bytes so far become a part of the block (the bits of a byte not yet whole wait
+    // in #bits): the output buffer stays small, however large the block.
+    this.#spill();
+    if (room <= this.#out.length) return;
+    // One text larger than the buffer: a buffer of its own, until end().
+    this.#out = Buffer.allocUnsafeSlow(room);
+  }
+
+  /** The output bytes so far to a part of their own, in memory of its own (kept blocks outlive the buffer's next use). */
+  #spill(): void {
+    if (this.#at === 0) return;
+    const part = Buffer.allocUnsafeSlow(this.#at);
+    this.#out.copy(part, 0, 0, this.#at);
+    this.#parts.push(part);
+    this.#at = 0;
   }
 }
-
-/** An output buffer grown past this for one large block is not kept for the next ones. */
-const KEPT_OUTPUT_BYTES = 1024 * 1024;

@@ -1,4 +1,4 @@
-import { CachemonError, crcRegister, crcShift, editsBetween, Errors, escapeLabelValue, familyHead, formatValue, LineDeflater, sharedEnds } from '@cachemon/core';
+import { CachemonError, crcRegister, crcShift, editsBetween, Errors, escapeLabelValue, familyHead, formatValue, KEY_FIELDS, LineDeflater, sharedEnds } from '@cachemon/core';
 import type { DeflatedBlock, ExpositionBuffer, KeyEdits, LineKeys } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
@@ -58,11 +58,11 @@ export interface RenderedStats {
 
 /**
  * What a LineDeflater needs of one node's keys (`name{labels} `), per rendered position k of its
- * plan, made when the node takes the plan: each key's length, CRC register and shift (see
- * core's line-deflate), how many bytes it shares at its start and end with key k - 1 (0 for a
- * family's first), and where its node labels start (`heads`; they end 2 bytes before the key's
- * end). Keys do not change while the plan stays, so a scrape reads none of them: a node's keys
- * differ from another node's of the same plan in the node labels only.
+ * plan, made when the node takes the plan (core's LineKeys): each key's length and CRC register,
+ * how many bytes it shares at its start and end with key k - 1 (0 for a family's first), and
+ * where its node labels start (they end 2 bytes before the key's end). Keys do not change while
+ * the plan stays, so a scrape reads none of them: a node's keys differ from another node's of
+ * the same plan in the node labels only.
  */
 interface NodeKeys extends LineKeys {
   /** The node's label text as bytes: every key ends with it and `} `. */
@@ -580,8 +580,10 @@ function deflateSegment(deflater: LineDeflater, chain: SegmentChain, stats: Rend
       keys.pairEdits = editsBetween(ref.base, keys.base);
     }
   }
+  // A node without lines in the family is not a run: the next node refers to the one before.
+  if (segments[index * 3 + 1]! === segments[index * 3]!) return;
   deflater.run(stats.bytes, segments[index * 3]!, keys, stats.valueLengths, plan.familyStarts[index]!, plan.familyStarts[index + 1]!, ref, keys.pairEdits);
-  if (segments[index * 3 + 1]! > segments[index * 3]!) chain.stats = stats;
+  chain.stats = stats;
 }
 
 const heads = new Map<FamilySpec, Buffer>();
@@ -593,46 +595,27 @@ function headOf(spec: FamilySpec): Buffer {
 }
 
 const EMPTY = Buffer.alloc(0);
-const NO_KEYS: NodeKeys = {
-  lengths: new Uint32Array(0),
-  registers: new Int32Array(0),
-  shifts: [],
-  links: new Uint16Array(0),
-  heads: new Uint16Array(0),
-  tail: 2,
-  starts: new Int32Array(0),
-  base: EMPTY,
-  pairBase: undefined,
-  pairEdits: undefined,
-};
+const NO_KEYS: NodeKeys = { table: new Int32Array(0), tail: 2, base: EMPTY, pairBase: undefined, pairEdits: undefined };
 
 /** A node's NodeKeys of a plan. */
 function nodeKeys(plan: StatsPlan, base: string, braced: string): NodeKeys {
-  const count = plan.order.length;
-  const lengths = new Uint32Array(count);
-  const registers = new Int32Array(count);
-  const shifts: Int32Array[] = [];
-  const links = new Uint16Array(count * 2);
-  const heads = new Uint16Array(count);
+  const table = new Int32Array(plan.order.length * KEY_FIELDS);
   const baseBytes = Buffer.from(base);
   for (let f = 0; f < plan.families.length; f++) {
     let before: Buffer | undefined;
     for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
       const key = Buffer.from(plan.prefixText(plan.order[k]!, base, braced));
-      lengths[k] = key.length;
+      const at = KEY_FIELDS * k;
+      table[at] = key.length;
+      table[at + 1] = crcRegister(key);
+      crcShift(key.length); // made now rather than in a scrape
+      if (before !== undefined) table[at + 2] = sharedEnds(before, 0, before.length, key, 0, key.length);
       // Every key ends with the node labels and `} ` (the tail).
-      heads[k] = Math.min(0xffff, key.length - baseBytes.length - 2);
-      registers[k] = crcRegister(key);
-      shifts.push(crcShift(key.length));
-      if (before !== undefined) {
-        const shared = sharedEnds(before, 0, before.length, key, 0, key.length);
-        links[2 * k] = Math.floor(shared / 0x10000);
-        links[2 * k + 1] = shared % 0x10000;
-      }
+      table[at + 3] = key.length - baseBytes.length - 2;
       before = key;
     }
   }
-  return { lengths, registers, shifts, links, heads, tail: 2, starts: new Int32Array(count).fill(-1), base: baseBytes, pairBase: undefined, pairEdits: undefined };
+  return { table, tail: 2, base: baseBytes, pairBase: undefined, pairEdits: undefined };
 }
 /** The last number given to a changed family of a node (RenderedStats.changes); 2^53 is far. */
 let lastChange = 0;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import * as zlib from 'node:zlib';
-import { crcRegister, crcShift, crcShifted, editsBetween, ExpositionBuffer, GzipStream, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from '../../src/index.js';
+import { crcRegister, crcShift, crcShifted, editsBetween, ExpositionBuffer, GzipStream, KEY_FIELDS, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from '../../src/index.js';
 import type { LineKeys } from '../../src/index.js';
 
 const inflate = (parts: readonly Buffer[]): Buffer => zlib.inflateRawSync(Buffer.concat(parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
@@ -18,34 +18,20 @@ function random(seed: number): () => number {
   };
 }
 
-/** Common leading and trailing bytes of two keys, at most the shorter one's length between them. */
-function common(a: Buffer, b: Buffer): { prefix: number; suffix: number } {
-  const shared = sharedEnds(a, 0, a.length, b, 0, b.length);
-  return { prefix: Math.floor(shared / 0x10000), suffix: shared % 0x10000 };
-}
-
 /**
  * One run (a node's lines of a family): keys `${heads[k]}${base}${tail}`, values as given (null:
  * no line). Its text (missing lines left out), and its LineKeys.
  */
 function makeRun(heads: readonly string[], base: string, tail: string, values: ReadonlyArray<Buffer | null>) {
   const keys = heads.map((head) => Buffer.from(`${head}${base}${tail}`, 'latin1'));
-  const links = new Uint16Array(keys.length * 2);
+  const table = new Int32Array(keys.length * KEY_FIELDS);
   keys.forEach((key, k) => {
-    if (k === 0) return;
-    const { prefix, suffix } = common(keys[k - 1]!, key);
-    links[2 * k] = prefix;
-    links[2 * k + 1] = suffix;
+    table[KEY_FIELDS * k] = key.length;
+    table[KEY_FIELDS * k + 1] = crcRegister(key);
+    if (k > 0) table[KEY_FIELDS * k + 2] = sharedEnds(keys[k - 1]!, 0, keys[k - 1]!.length, key, 0, key.length);
+    table[KEY_FIELDS * k + 3] = Buffer.byteLength(heads[k]!, 'latin1');
   });
-  const lineKeys: LineKeys = {
-    lengths: Uint32Array.from(keys, (key) => key.length),
-    registers: Int32Array.from(keys, (key) => crcRegister(key)),
-    shifts: keys.map((key) => crcShift(key.length)),
-    links,
-    heads: Uint16Array.from(heads, (head) => Buffer.byteLength(head, 'latin1')),
-    tail: Buffer.byteLength(tail, 'latin1'),
-    starts: new Int32Array(keys.length),
-  };
+  const lineKeys: LineKeys = { table, tail: Buffer.byteLength(tail, 'latin1') };
   const valueLengths = Int32Array.from(values, (value) => (value === null ? -1 : value.length));
   const text = Buffer.concat(keys.flatMap((key, k) => (values[k] === null ? [] : [key, values[k]!, Buffer.from('\n')])));
   return { text, keys: lineKeys, valueLengths, base: Buffer.from(base, 'latin1') };
@@ -86,8 +72,18 @@ describe('LineDeflater', () => {
     const zlibSize = zlib.deflateRawSync(text, { level: 1 }).length;
     assert.ok(block.parts[0]!.length < text.length / 6, `${block.parts[0]!.length} bytes of ${text.length}`);
     assert.ok(block.parts[0]!.length < zlibSize * 3, `${block.parts[0]!.length} bytes, zlib level 1 ${zlibSize}`);
-    // Where each line started, for the run after.
-    assert.deepEqual([...runs[59]!.keys.starts], [0, 1, 2, 3, 4].map((k) => text.length - runs[59]!.text.length + [0, 1, 2, 3, 4].slice(0, k).reduce((sum, j) => sum + runs[59]!.keys.lengths[j]! + runs[59]!.valueLengths[j]! + 1, 0)));
+    // Without the runs before as references, each key is written from the key before it only.
+    const alone = deflateRuns(runs, () => false).block;
+    assert.deepEqual(inflate(alone.parts), text);
+    const size = (b: typeof block) => b.parts.reduce((sum, part) => sum + part.length, 0);
+    assert.ok(size(block) < size(alone) * 0.8, `${size(block)} bytes with references, ${size(alone)} without`);
+    // A ref that is not the run just before is not taken (its line starts are not known).
+    const skipped = new LineDeflater();
+    skipped.run(runs[0]!.text, 0, runs[0]!.keys, runs[0]!.valueLengths, 0, 5);
+    skipped.run(runs[1]!.text, 0, runs[1]!.keys, runs[1]!.valueLengths, 0, 5);
+    skipped.run(runs[2]!.text, 0, runs[2]!.keys, runs[2]!.valueLengths, 0, 5, runs[0]!.keys, editsBetween(runs[0]!.base, runs[2]!.base));
+    const three = Buffer.concat([runs[0]!.text, runs[1]!.text, runs[2]!.text]);
+    assert.deepEqual(inflate(skipped.end().parts), three);
   });
 
   it('takes any bytes, keys, missing lines and references: random runs inflate to their text', () => {
@@ -141,13 +137,12 @@ describe('LineDeflater', () => {
     let at = 0;
     for (let first = 0; first < heads.length; first += 50) {
       deflater.run(run.text, at, run.keys, run.valueLengths, first, first + 50);
-      for (let k = first; k < first + 50; k++) if (run.valueLengths[k]! >= 0) at += run.keys.lengths[k]! + run.valueLengths[k]! + 1;
+      for (let k = first; k < first + 50; k++) if (run.valueLengths[k]! >= 0) at += run.keys.table[KEY_FIELDS * k]! + run.valueLengths[k]! + 1;
     }
     const block = deflater.end();
     assert.deepEqual(inflate(block.parts), run.text);
     assert.equal(block.crc, zlib.crc32(run.text));
     assert.equal(block.samples, 400 - 31);
-    assert.equal(run.keys.starts[5], -1, 'a missing line has no start');
     assert.ok(block.parts[0]!.length < run.text.length / 2, `${block.parts[0]!.length} bytes of ${run.text.length}`);
   });
 
@@ -167,23 +162,21 @@ describe('LineDeflater', () => {
   });
 
   it('writes literals where a reference would reach past the window or claims more than the keys hold', () => {
-    const far = makeRun(['far_metric{'], 'node="a"', '} ', [Buffer.from('1')]);
-    const filler = makeRun(['filler{'], 'node="a"', '} ', [Buffer.from('y'.repeat(MAX_DISTANCE))]);
-    const near = makeRun(['far_metric{'], 'node="b"', '} ', [Buffer.from('2')]);
+    // The run before is more than 32 KB long: its lines are too far back to refer to.
+    const far = makeRun(['far_metric{', 'filler{'], 'node="a"', '} ', [Buffer.from('1'), Buffer.from('y'.repeat(MAX_DISTANCE))]);
+    const near = makeRun(['far_metric{', 'filler{'], 'node="b"', '} ', [Buffer.from('2'), Buffer.from('z')]);
     const deflater = new LineDeflater();
-    deflater.run(far.text, 0, far.keys, far.valueLengths, 0, 1);
-    deflater.run(filler.text, 0, filler.keys, filler.valueLengths, 0, 1);
-    // `far` is more than 32 KB back: the reference is not taken.
-    deflater.run(near.text, 0, near.keys, near.valueLengths, 0, 1, far.keys, editsBetween(far.base, near.base));
+    deflater.run(far.text, 0, far.keys, far.valueLengths, 0, 2);
+    deflater.run(near.text, 0, near.keys, near.valueLengths, 0, 2, far.keys, editsBetween(far.base, near.base));
     // Links that claim more than the keys hold (start and end overlap) are ignored rather than trusted.
     const bogus = makeRun(['abc{', 'abc{'], 'x="1"', '} ', [Buffer.from('5'), Buffer.from('6')]);
-    (bogus.keys.links as Uint16Array).set([9, 9], 2);
+    bogus.keys.table[KEY_FIELDS + 2] = 9 * 0x10000 + 9;
     deflater.run(bogus.text, 0, bogus.keys, bogus.valueLengths, 0, 2);
-    const text = Buffer.concat([far.text, filler.text, near.text, bogus.text]);
+    const text = Buffer.concat([far.text, near.text, bogus.text]);
     const block = deflater.end();
     assert.deepEqual(inflate(block.parts), text);
     assert.equal(block.crc, zlib.crc32(text));
-    assert.equal(block.samples, 5);
+    assert.equal(block.samples, 6);
   });
 
   it('makes blocks that a gzip body takes like any kept block, and begins anew after end()', () => {
