@@ -16,7 +16,7 @@
 // timed apart, since LineDeflater's cost goes with the runs (a node's lines of one family) as well
 // as with the lines: six families of 34 lines a node, and 45 families of one line a node.
 import { constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { BlockDeflater, crcRegister, editsBetween, KEY_FIELDS, LineDeflater } from '../../packages/core/dist/src/index.js';
+import { BlockDeflater, crcRegister, editsBetween, KEY_FIELDS, LineDeflater, sharedEnds } from '../../packages/core/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { percentile } from '../lib/process.mjs';
 import { formatTable } from '../lib/table.mjs';
@@ -44,16 +44,6 @@ const heads = FAMILIES.map((f) => Buffer.from(`# HELP ${f.name} A family.\n# TYP
 const familyStarts = [0];
 for (const family of FAMILIES) familyStarts.push(familyStarts[familyStarts.length - 1] + family.extras.length);
 
-/** Bytes two keys share at their start and end. */
-function shared(a, b) {
-  const most = Math.min(a.length, b.length);
-  let prefix = 0;
-  while (prefix < most && a[prefix] === b[prefix]) prefix++;
-  let suffix = 0;
-  while (suffix < most - prefix && a[a.length - 1 - suffix] === b[b.length - 1 - suffix]) suffix++;
-  return [prefix, suffix];
-}
-
 // Per node, what the exporter makes once (NodeKeys in its render.ts): the keys in k order, their
 // LineKeys; and once per pair of nodes one after the other, how one's labels are written from the other's.
 const bases = Array.from({ length: NODES }, (_, n) => Buffer.from(nodeLabels(n)));
@@ -66,10 +56,7 @@ const nodes = bases.map((base) => {
     table[KEY_FIELDS * k + 3] = key.length - base.length - 2;
   });
   FAMILIES.forEach((_, f) => {
-    for (let k = familyStarts[f] + 1; k < familyStarts[f + 1]; k++) {
-      const [prefix, suffix] = shared(keys[k - 1], keys[k]);
-      table[KEY_FIELDS * k + 2] = prefix * 0x10000 + suffix;
-    }
+    for (let k = familyStarts[f] + 1; k < familyStarts[f + 1]; k++) table[KEY_FIELDS * k + 2] = sharedEnds(keys[k - 1], 0, keys[k - 1].length, keys[k], 0, keys[k].length);
   });
   const lineKeys = { table, tail: 2 };
   return { keys, lineKeys };

@@ -397,7 +397,8 @@ export class LineDeflater {
             spans[n++] = editLength;
             spans[n++] = 0;
             spans[n++] = e >> 1;
-          } else if (spans[n - 2] === distance + delta) {
+          } else if (spans[n - 1] === -1 && spans[n - 2] === distance + delta) {
+            // A copy at the same distance as the copy before: one reference.
             spans[n - 3] += editLength;
           } else {
             spans[n++] = editLength;
@@ -406,7 +407,7 @@ export class LineDeflater {
           }
         }
         const tailDistance = distance + keyLength - refTable![KEY_FIELDS * k]!;
-        if (spans[n - 2] === tailDistance) {
+        if (spans[n - 1] === -1 && spans[n - 2] === tailDistance) {
           spans[n - 3] += tail;
         } else {
           spans[n++] = tail;
@@ -575,7 +576,6 @@ export class LineDeflater {
   #literals(text: Uint8Array, start: number, end: number): void {
     for (let i = start; i < end; i++) this.#put(LITERAL_CODE[text[i]!]!, LITERAL_BITS[text[i]!]!);
   }
-
 
   /** Room for `textBytes` more bytes as literals (9 bits each at most) and a block's end. */
   #reserve(textBytes: number): void {

@@ -348,26 +348,20 @@ export class NodeMetricsRenderer {
     });
 
     this.statsFamilyOrder.forEach((spec, order) => {
+      /** The replies of the nodes that are up and have the family, with its index in their plan. */
+      const eachStats = (use: (stats: RenderedStats, index: number) => void): void => {
+        for (const snapshot of snapshots) {
+          const stats = snapshot.up ? snapshot.stats : undefined;
+          const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+          if (index >= 0) use(stats!, index);
+        }
+      };
       this.family(
         out,
         spec,
-        (emit) => {
-          for (const snapshot of snapshots) {
-            const stats = snapshot.up ? snapshot.stats : undefined;
-            const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-            if (index >= 0) {
-              const segments = stats!.segments;
-              emit(stats!.bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, stats!.changes[index]);
-            }
-          }
-        },
-        (deflater, chain) => {
-          for (const snapshot of snapshots) {
-            const stats = snapshot.up ? snapshot.stats : undefined;
-            const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-            if (index >= 0) deflateSegment(deflater, chain, stats!, index);
-          }
-        },
+        (emit) =>
+          eachStats(({ bytes, segments, changes }, index) => emit(bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, changes[index])),
+        (deflater, chain) => eachStats((stats, index) => deflateSegment(deflater, chain, stats, index)),
       );
     });
 
@@ -571,6 +565,8 @@ function newChain(): SegmentChain {
  */
 function deflateSegment(deflater: LineDeflater, chain: SegmentChain, stats: RenderedStats, index: number): void {
   const { plan, keys, segments } = stats;
+  // A node without lines in the family is not a run: the next node refers to the one before.
+  if (segments[index * 3 + 1]! === segments[index * 3]!) return;
   const before = chain.stats;
   let ref: NodeKeys | undefined;
   if (before !== undefined && before.plan === plan) {
@@ -580,8 +576,6 @@ function deflateSegment(deflater: LineDeflater, chain: SegmentChain, stats: Rend
       keys.pairEdits = editsBetween(ref.base, keys.base);
     }
   }
-  // A node without lines in the family is not a run: the next node refers to the one before.
-  if (segments[index * 3 + 1]! === segments[index * 3]!) return;
   deflater.run(stats.bytes, segments[index * 3]!, keys, stats.valueLengths, plan.familyStarts[index]!, plan.familyStarts[index + 1]!, ref, keys.pairEdits);
   chain.stats = stats;
 }
