@@ -16,7 +16,7 @@
 // timed apart, since LineDeflater's cost goes with the runs (a node's lines of one family) as well
 // as with the lines: six families of 34 lines a node, and 45 families of one line a node.
 import { constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { BlockDeflater, crcRegister, editsBetween, KEY_FIELDS, LineDeflater, sharedEnds } from '../../packages/core/dist/src/index.js';
+import { BlockDeflater, editsBetween, LineDeflater, lineKeys } from '../../packages/core/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { percentile } from '../lib/process.mjs';
 import { formatTable } from '../lib/table.mjs';
@@ -49,17 +49,7 @@ for (const family of FAMILIES) familyStarts.push(familyStarts[familyStarts.lengt
 const bases = Array.from({ length: NODES }, (_, n) => Buffer.from(nodeLabels(n)));
 const nodes = bases.map((base) => {
   const keys = FAMILIES.flatMap((family) => family.extras.map((extra) => Buffer.from(`${family.name}{${extra}${base.toString()}} `)));
-  const table = new Int32Array(keys.length * KEY_FIELDS);
-  keys.forEach((key, k) => {
-    table[KEY_FIELDS * k] = key.length;
-    table[KEY_FIELDS * k + 1] = crcRegister(key);
-    table[KEY_FIELDS * k + 3] = key.length - base.length - 2;
-  });
-  FAMILIES.forEach((_, f) => {
-    for (let k = familyStarts[f] + 1; k < familyStarts[f + 1]; k++) table[KEY_FIELDS * k + 2] = sharedEnds(keys[k - 1], 0, keys[k - 1].length, keys[k], 0, keys[k].length);
-  });
-  const lineKeys = { table, tail: 2 };
-  return { keys, lineKeys };
+  return { keys, lineKeys: lineKeys(keys, base.length, 2, familyStarts) };
 });
 const edits = bases.map((base, n) => (n > 0 ? editsBetween(bases[n - 1], base) : undefined));
 

@@ -74,7 +74,7 @@ export {
   sendExposition,
 } from './exposition.js';
 export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';
-export { crcRegister, crcShift, crcShifted, editsBetween, KEY_FIELDS, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from './line-deflate.js';
+export { crcRegister, crcShift, crcShifted, editsBetween, KEY_FIELDS, LineDeflater, lineKeys, LITERAL, MAX_DISTANCE, sharedEnds } from './line-deflate.js';
 export type { KeyEdits, LineKeys } from './line-deflate.js';
 
 export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadRefused, reloadWebConfigFor } from './self-metrics.js';

@@ -152,6 +152,29 @@ export interface LineKeys {
 export const KEY_FIELDS = 4;
 
 /**
+ * The LineKeys of `keys` (key k's bytes at k), each its head, a varying part of `varyingLength`
+ * bytes (the node labels) and a tail of `tailLength` bytes. Keys k - 1 and k are linked unless a
+ * run starts at k (`runStarts`, ascending: the k where each family's lines start). Made once per
+ * node; the CRC shift tables of the keys' lengths are made too, so that a scrape makes none.
+ */
+export function lineKeys(keys: readonly Uint8Array[], varyingLength: number, tailLength: number, runStarts: ArrayLike<number> = [0]): LineKeys {
+  const table = new Int32Array(keys.length * KEY_FIELDS);
+  let nextStart = 0;
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
+    const at = KEY_FIELDS * k;
+    table[at] = key.length;
+    table[at + 1] = crcRegister(key);
+    crcShift(key.length);
+    while (nextStart < runStarts.length && runStarts[nextStart]! < k) nextStart++;
+    const startsRun = nextStart < runStarts.length && runStarts[nextStart] === k;
+    if (k > 0 && !startsRun) table[at + 2] = sharedEnds(keys[k - 1]!, 0, keys[k - 1]!.length, key, 0, key.length);
+    table[at + 3] = key.length - varyingLength - tailLength;
+  }
+  return { table, tail: tailLength };
+}
+
+/**
  * Bytes two keys share at their start and at their end, no more than the shorter one holds in all,
  * as start * 0x10000 + end, each at most 0xffff.
  */

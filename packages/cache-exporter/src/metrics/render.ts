@@ -1,4 +1,4 @@
-import { CachemonError, crcRegister, crcShift, editsBetween, Errors, escapeLabelValue, familyHead, formatValue, KEY_FIELDS, LineDeflater, sharedEnds } from '@cachemon/core';
+import { CachemonError, editsBetween, Errors, escapeLabelValue, familyHead, formatValue, LineDeflater, lineKeys } from '@cachemon/core';
 import type { DeflatedBlock, ExpositionBuffer, KeyEdits, LineKeys } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
@@ -591,26 +591,13 @@ function headOf(spec: FamilySpec): Buffer {
 const EMPTY = Buffer.alloc(0);
 const NO_KEYS: NodeKeys = { table: new Int32Array(0), tail: 2, base: EMPTY, pairBase: undefined, pairEdits: undefined };
 
-/** A node's NodeKeys of a plan. */
+/** A node's NodeKeys of a plan: every key ends with the node labels and `} `. */
 function nodeKeys(plan: StatsPlan, base: string, braced: string): NodeKeys {
-  const table = new Int32Array(plan.order.length * KEY_FIELDS);
   const baseBytes = Buffer.from(base);
-  for (let f = 0; f < plan.families.length; f++) {
-    let before: Buffer | undefined;
-    for (let k = plan.familyStarts[f]!; k < plan.familyStarts[f + 1]!; k++) {
-      const key = Buffer.from(plan.prefixText(plan.order[k]!, base, braced));
-      const at = KEY_FIELDS * k;
-      table[at] = key.length;
-      table[at + 1] = crcRegister(key);
-      crcShift(key.length); // made now rather than in a scrape
-      if (before !== undefined) table[at + 2] = sharedEnds(before, 0, before.length, key, 0, key.length);
-      // Every key ends with the node labels and `} ` (the tail).
-      table[at + 3] = key.length - baseBytes.length - 2;
-      before = key;
-    }
-  }
-  return { table, tail: 2, base: baseBytes, pairBase: undefined, pairEdits: undefined };
+  const keys = Array.from(plan.order, (position) => Buffer.from(plan.prefixText(position, base, braced)));
+  return { ...lineKeys(keys, baseBytes.length, 2, plan.familyStarts), base: baseBytes, pairBase: undefined, pairEdits: undefined };
 }
+
 /** The last number given to a changed family of a node (RenderedStats.changes); 2^53 is far. */
 let lastChange = 0;
 const STAT_HEAD = 5; // `STAT `

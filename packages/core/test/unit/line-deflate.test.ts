@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import * as zlib from 'node:zlib';
-import { crcRegister, crcShift, crcShifted, editsBetween, ExpositionBuffer, GzipStream, KEY_FIELDS, LineDeflater, LITERAL, MAX_DISTANCE, sharedEnds } from '../../src/index.js';
-import type { LineKeys } from '../../src/index.js';
+import { crcRegister, crcShift, crcShifted, editsBetween, ExpositionBuffer, GzipStream, KEY_FIELDS, LineDeflater, lineKeys, LITERAL, MAX_DISTANCE, sharedEnds } from '../../src/index.js';
 
 const inflate = (parts: readonly Buffer[]): Buffer => zlib.inflateRawSync(Buffer.concat(parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
 
@@ -24,17 +23,10 @@ function random(seed: number): () => number {
  */
 function makeRun(heads: readonly string[], base: string, tail: string, values: ReadonlyArray<Buffer | null>) {
   const keys = heads.map((head) => Buffer.from(`${head}${base}${tail}`, 'latin1'));
-  const table = new Int32Array(keys.length * KEY_FIELDS);
-  keys.forEach((key, k) => {
-    table[KEY_FIELDS * k] = key.length;
-    table[KEY_FIELDS * k + 1] = crcRegister(key);
-    if (k > 0) table[KEY_FIELDS * k + 2] = sharedEnds(keys[k - 1]!, 0, keys[k - 1]!.length, key, 0, key.length);
-    table[KEY_FIELDS * k + 3] = Buffer.byteLength(heads[k]!, 'latin1');
-  });
-  const lineKeys: LineKeys = { table, tail: Buffer.byteLength(tail, 'latin1') };
+  const keysOfRun = lineKeys(keys, Buffer.byteLength(base, 'latin1'), Buffer.byteLength(tail, 'latin1'));
   const valueLengths = Int32Array.from(values, (value) => (value === null ? -1 : value.length));
   const text = Buffer.concat(keys.flatMap((key, k) => (values[k] === null ? [] : [key, values[k]!, Buffer.from('\n')])));
-  return { text, keys: lineKeys, valueLengths, base: Buffer.from(base, 'latin1') };
+  return { text, keys: keysOfRun, valueLengths, base: Buffer.from(base, 'latin1') };
 }
 
 type Run = ReturnType<typeof makeRun>;
@@ -218,5 +210,22 @@ describe('LineDeflater', () => {
       assert.equal(~shifted >>> 0, zlib.crc32(Buffer.concat([before, key])), `length ${length}`);
       assert.equal(crcShift(length), table, 'kept per length');
     }
+  });
+
+  it('makes a node\'s key table: length, CRC register, links within a run (none at a run\'s start), head', () => {
+    const base = 'node="10.0.0.1:11211"';
+    const keys = ['a_total{command="get",', 'a_total{command="set",', 'b{'].map((head) => Buffer.from(`${head}${base}} `));
+    const { table, tail } = lineKeys(keys, base.length, 2, [0, 2]);
+    assert.equal(tail, 2);
+    assert.deepEqual(
+      Array.from({ length: 3 }, (_, k) => Array.from(table.subarray(KEY_FIELDS * k, KEY_FIELDS * (k + 1)))),
+      keys.map((key, k) => [
+        key.length,
+        crcRegister(key),
+        k === 1 ? sharedEnds(keys[0]!, 0, keys[0]!.length, key, 0, key.length) : 0,
+        key.length - base.length - 2,
+      ]),
+    );
+    assert.equal(table[KEY_FIELDS + 2], 17 * 0x10000 + 27, 'key 1 shares `a_total{command="` and `et",node=...} ` with key 0');
   });
 });
