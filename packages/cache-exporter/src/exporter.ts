@@ -282,7 +282,7 @@ export class CacheExporter {
     let body: MetricsBody;
     if (stream) {
       writer.end();
-      body = expositionBody({ gzipped: stream.end() });
+      body = expositionBody({ gzippedParts: stream.endParts() });
     } else {
       body = expositionBody({ bytes: writer.toBuffer() });
     }

@@ -70,14 +70,16 @@ export function statusLine(status: number): string {
 
 /**
  * Writes a whole answer: status, `headers` (lines ending in CRLF), Content-Length, the lane's tail,
- * and the body, in one write; then on to the next request.
+ * and the body (one buffer, or parts written in order), in one write; then on to the next request.
  */
-export function answer(reply: LaneReply, status: number, headers: string, body: Buffer | string): void {
-  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+export function answer(reply: LaneReply, status: number, headers: string, body: Buffer | string | readonly Buffer[]): void {
+  const parts = typeof body === 'string' ? [Buffer.from(body)] : Buffer.isBuffer(body) ? [body] : body;
+  let length = 0;
+  for (const part of parts) length += part.length;
   const { socket } = reply;
   socket.cork();
-  socket.write(`${statusLine(status)}${headers}Content-Length: ${bytes.length}\r\n${reply.tail()}`, 'latin1');
-  socket.write(bytes);
+  socket.write(`${statusLine(status)}${headers}Content-Length: ${length}\r\n${reply.tail()}`, 'latin1');
+  for (const part of parts) if (part.length > 0) socket.write(part);
   socket.uncork();
   reply.done(reply.keeps());
 }

@@ -65,6 +65,8 @@ export {
   EXPOSITION_CONTENT_TYPE,
   ExpositionBuffer,
   expositionBody,
+  expositionPayload,
+  expositionPayloadParts,
   ExpositionWriter,
   familyHead,
   formatValue,

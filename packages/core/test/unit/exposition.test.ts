@@ -10,6 +10,9 @@ import {
   Errors,
   escapeHelp,
   escapeLabelValue,
+  expositionBody,
+  expositionPayload,
+  expositionPayloadParts,
   ExpositionBuffer,
   ExpositionWriter,
   formatValue,
@@ -242,6 +245,54 @@ describe('GzipStream', () => {
     assert.equal(gunzipSync(stream.end()).toString(), 'abc');
     assert.throws(() => stream.write(Buffer.from('x')), (err) => isCachemonError(err, Errors.INTERNAL));
     assert.throws(() => stream.end(), (err) => isCachemonError(err, Errors.INTERNAL));
+  });
+
+  it('endParts() gives the member as its parts, kept blocks among them as they are, not joined', () => {
+    const deflater = BlockDeflater.create()!;
+    const kept = exposition(90_000);
+    deflater.write(kept, 1);
+    const block = deflater.end();
+    const stream = new GzipStream();
+    const body = new ExpositionBuffer(4096, undefined, stream);
+    body.text('before 1\n');
+    body.replay('kept', block);
+    body.text('after 2\n');
+    body.end();
+    const parts = stream.endParts();
+    assert.ok(parts.length >= 3, `header, pieces and trailer: ${parts.length} parts`);
+    for (const part of block.parts) assert.ok(parts.includes(part), 'a kept block part is sent as it is, not copied');
+    assert.deepEqual(execFileSync('gzip', ['-dc'], { input: Buffer.concat(parts), maxBuffer: 8 * 1024 * 1024 }), Buffer.concat([Buffer.from('before 1\n'), kept, Buffer.from('after 2\n')]));
+    assert.throws(() => stream.endParts(), (err) => isCachemonError(err, Errors.INTERNAL));
+  });
+});
+
+describe('expositionBody', () => {
+  it('made from gzipped parts: the parts go out as they are; joined, or inflated, only when asked', () => {
+    const text = exposition(50_000);
+    const stream = new GzipStream();
+    stream.write(text.subarray(0, 20_000));
+    stream.write(text.subarray(20_000));
+    const parts = stream.endParts();
+    const body = expositionBody({ gzippedParts: parts });
+    assert.equal(body.gzippedParts(), parts);
+    assert.deepEqual(expositionPayloadParts(body, true), parts);
+    assert.deepEqual(body.gzipped(), Buffer.concat(parts));
+    assert.equal(body.gzipped(), body.gzipped(), 'joined once and kept');
+    assert.deepEqual(body.bytes(), text);
+    assert.deepEqual(expositionPayload(body, false), text);
+    assert.deepEqual(expositionPayloadParts(body, false), [text]);
+  });
+
+  it('made from bytes: one gzipped part, made once; a string or Buffer body is one part', () => {
+    const text = exposition(5000);
+    const body = expositionBody({ bytes: text });
+    const [only, ...rest] = body.gzippedParts();
+    assert.equal(rest.length, 0);
+    assert.equal(only, body.gzipped());
+    assert.deepEqual(gunzipSync(only!), text);
+    assert.deepEqual(gunzipSync(Buffer.concat(expositionPayloadParts('a 1\n', true))).toString(), 'a 1\n');
+    assert.deepEqual(expositionPayloadParts(text, false), [text]);
+    assert.throws(() => expositionBody({}), (err) => isCachemonError(err, Errors.INTERNAL));
   });
 });
 
