@@ -144,11 +144,32 @@ async function record(runArgs) {
   const logDir = join(HERE, 'results', 'logs', `N${n}-P${p}`);
   rmSync(logDir, { recursive: true, force: true }); // --keep-logs appends; this trace wants this run's log only
   const write = (file, text) => writeFileSync(join(TRACING, file), text);
+  const read = (file) => readFileSync(join(TRACING, file), 'latin1').trim();
+  // The tracefs settings this changes, as they were, to be put back whatever happens.
+  // (A buffer never used reads `7 (expanded: 1408)`: its size once in use is put back.)
+  const size = read('buffer_size_kb');
+  const before = {
+    trace_clock: /\[(\S+)\]/.exec(read('trace_clock'))?.[1] ?? 'local',
+    buffer_size_kb: /expanded: (\d+)/.exec(size)?.[1] ?? size,
+    'events/sched/sched_switch/enable': read('events/sched/sched_switch/enable'),
+    tracing_on: read('tracing_on'),
+  };
   write('tracing_on', '0');
-  write('trace_clock', 'mono');
-  write('buffer_size_kb', '262144');
-  write('trace', '');
-  write('events/sched/sched_switch/enable', '1');
+  try {
+    write('trace_clock', 'mono');
+    write('buffer_size_kb', '262144');
+    write('trace', '');
+    write('events/sched/sched_switch/enable', '1');
+    return await traceRun(runArgs, dir, logDir, write);
+  } finally {
+    write('tracing_on', '0');
+    write('trace', '');
+    for (const [file, value] of Object.entries(before)) write(file, value);
+  }
+}
+
+/** run.mjs with the trace on from the end of its warm-up to the end of its measurement. */
+async function traceRun(runArgs, dir, logDir, write) {
   const mono = Number(process.hrtime.bigint()) / 1e6;
   writeFileSync(join(dir, 'clock.json'), JSON.stringify({ epochMs: performance.timeOrigin + performance.now(), monoMs: mono }));
   const others = runArgs.filter((a) => !a.startsWith('--endpoints='));
@@ -177,9 +198,6 @@ async function record(runArgs) {
   const code = await new Promise((resolve) => child.on('close', resolve));
   stop();
   writeFileSync(join(dir, 'trace.txt'), readFileSync(join(TRACING, 'trace')));
-  write('events/sched/sched_switch/enable', '0');
-  write('trace', '');
-  write('buffer_size_kb', '1408');
   if (code !== 0) throw new Error(`run.mjs exited with ${code}`);
   if (!tracing) throw new Error('the run never said it had warmed up: nothing traced');
   writeFileSync(join(dir, 'exporter.log'), readFileSync(join(logDir, 'exporter.log')));

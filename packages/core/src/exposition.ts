@@ -498,8 +498,9 @@ export class GzipStream {
     // them. Something that still refers to the stream after its scrape (not identified; an object
     // V8 had moved to the old generation) kept a whole body alive through minor collections
     // until the next full one, and with it every part of every body: ~0.5 MB/s of ArrayBuffer
-    // memory at 100 nodes, and a full collection every ~15 s whose marking made the slowest
-    // scrapes (bench/cache-exporter/README.md, "Whose CPU the slowest scrapes wait for").
+    // memory at 100 nodes, and a full collection every ~15 s whose marking fell on scrapes and
+    // made the slowest of them (bench/cache-exporter/README.md, "Whose CPU the slowest scrapes
+    // wait for").
     if (this.#pending !== undefined) return [gzipBody(Buffer.concat(this.#pending.splice(0), this.#size))];
     const trailer = Buffer.alloc(10);
     trailer[0] = FINAL_EMPTY_BLOCK[0];
