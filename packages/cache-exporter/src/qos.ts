@@ -32,6 +32,7 @@ export class QosScheduler {
   /** Addresses of the live nodes of the last topology. */
   private live: ReadonlySet<string> = new Set();
   private tick: NodeJS.Timeout | undefined;
+  /** The timers of rounds still starting their nodes' probes (one a round; two only if a round overruns). */
   private pending = new Set<NodeJS.Timeout>();
   /** Collections running (hold()); probes falling due meanwhile wait in `deferred`. */
   private holds = 0;
@@ -90,26 +91,40 @@ export class QosScheduler {
   stop(): void {
     if (this.tick) clearInterval(this.tick);
     this.tick = undefined;
-    for (const timer of this.pending) clearTimeout(timer);
+    for (const timer of this.pending) clearInterval(timer);
     this.pending.clear();
     this.deferred.clear();
     for (const connection of this.connections.values()) connection.close();
     this.connections.clear();
   }
 
+  /**
+   * Starts node i's probes at i x step, step = 80 % of the interval / N, so that the last node
+   * finishes before the next round. One timer a round, moved from node to node: a timer per node
+   * lived up to 80 % of the interval, long enough to outlive two young-generation collections, so
+   * every round sent hundreds of timers to the old generation.
+   */
   private round(): void {
     const nodes = this.nodes;
-    // Spread over 80% of the interval so the last node finishes before the next round starts.
-    const step = nodes.length > 0 ? (this.intervalMs * 0.8) / nodes.length : 0;
-    nodes.forEach((node, i) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(timer);
+    if (nodes.length === 0) return;
+    const step = (this.intervalMs * 0.8) / nodes.length;
+    const started = performance.now();
+    let next = 0;
+    const due = (): void => {
+      const now = performance.now();
+      while (next < nodes.length && started + next * step <= now) {
+        const node = nodes[next++]!;
         if (this.holds > 0) this.deferred.add(node);
         else void this.probe(node);
-      }, i * step);
-      timer.unref();
-      this.pending.add(timer);
-    });
+      }
+      if (next < nodes.length) return;
+      clearInterval(timer);
+      this.pending.delete(timer);
+    };
+    const timer = setInterval(due, Math.max(1, step));
+    timer.unref();
+    this.pending.add(timer);
+    due();
   }
 
   private async probe(node: CacheNode): Promise<void> {

@@ -66,6 +66,23 @@ describe('formatValue', () => {
   for (const [value, text] of table) {
     it(`${String(value)} -> ${text}`, () => assert.equal(formatValue(value), text));
   }
+  it('writes every finite number as String() does (the shortest round-trip form)', () => {
+    // Doubles from their bits: every exponent and sign, and integers of every size.
+    const bits = new DataView(new ArrayBuffer(8));
+    let seed = 12345;
+    const random32 = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    for (let i = 0; i < 20000; i++) {
+      bits.setUint32(0, random32());
+      bits.setUint32(4, random32());
+      const double = bits.getFloat64(0);
+      if (Number.isFinite(double)) assert.equal(formatValue(double), String(double));
+      const integer = Math.floor((random32() / 2 ** 32) * 10 ** (i % 22)) * (i % 2 ? -1 : 1);
+      assert.equal(formatValue(integer), String(integer));
+    }
+    for (const edge of [Number.MIN_VALUE, -Number.MIN_VALUE, Number.MAX_VALUE, Number.EPSILON, 2 ** 53 + 2, 1e-7, 123e-20, 0.000001]) {
+      assert.equal(formatValue(edge), String(edge));
+    }
+  });
 });
 
 describe('renderLabels', () => {
