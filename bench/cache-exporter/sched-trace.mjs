@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Who held the two CPUs while the slowest /metrics scrapes ran. Runs one configuration of run.mjs
 // with the exporter's debug log (each scrape's end and length, by its own clock), records the
-// kernel's sched_switch events (tracefs) from the end of the warm-up to the end of the /metrics
-// measurement, and prints, for the slowest scrapes and for median ones, how many milliseconds each
-// kind of thread was on a CPU during the scrape: the exporter's main thread and its V8 helper
-// threads, the doubles, the driver, the floor, ZooKeeper, anything else, and idle CPUs.
+// kernel's scheduler events (tracefs: switches, wakeups, moves between CPUs) from the end of the
+// warm-up to the end of the /metrics measurement, and prints, for the slowest scrapes and for
+// median ones, how many milliseconds each kind of thread was on a CPU during the scrape (the
+// exporter's main thread and its V8 helper threads, the doubles, the driver, the floor, ZooKeeper,
+// anything else, idle CPUs), and how long the exporter's and the doubles' main threads took turns
+// on one CPU while another CPU was idle.
 //
 //   sudo node bench/cache-exporter/sched-trace.mjs --nodes=100 --prefixes=0 --traffic [run.mjs options]
 //
@@ -17,6 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
+/** The events recorded: who ran (sched_switch), who woke whom and where it was placed, and moves between CPUs. */
+const EVENTS = ['sched_switch', 'sched_waking', 'sched_wakeup', 'sched_migrate_task'];
 const TRACING = '/sys/kernel/tracing';
 
 /** One sched_switch line of the trace: cpu, time in ms (trace clock), the thread leaving and the one coming. */
@@ -25,16 +29,85 @@ export function parseSwitch(line) {
   return m ? { cpu: Number(m[1]), ms: Number(m[2]) * 1000, prev: Number(m[3]), next: Number(m[4]) } : undefined;
 }
 
-/** The on-CPU intervals of every thread from sched_switch events, sorted by start: {start, end, tid}. */
-export function onCpuIntervals(switches) {
-  const last = new Map();
+/**
+ * A line of the trace that puts a thread on a CPU's run queue: sched_wakeup (the CPU it is woken
+ * on) or sched_migrate_task (the CPU it is moved to), as {ms, tid, cpu}.
+ */
+export function parseArrival(line) {
+  const m = /\s([\d.]+): (?:sched_wakeup: .*\bpid=(\d+) .*target_cpu=(\d+)|sched_migrate_task: .*\bpid=(\d+) .*dest_cpu=(\d+))/.exec(line);
+  if (!m) return undefined;
+  return m[2] !== undefined ? { ms: Number(m[1]) * 1000, tid: Number(m[2]), cpu: Number(m[3]) } : { ms: Number(m[1]) * 1000, tid: Number(m[4]), cpu: Number(m[5]) };
+}
+
+/**
+ * The on-CPU intervals {start, end, tid, cpu} of every thread, idle (tid 0) included, sorted by
+ * start, from switches (parseSwitch) and arrivals (parseArrival) in time order. A switch away
+ * from a thread the CPU was not known to run means the switch to it was not recorded: on this
+ * kind of VM the kernel records no switch away from one CPU's idle task. The thread then ran from
+ * its arrival on that CPU (a wakeup there, or a move there, since the CPU's last switch), and the
+ * CPU ran what it ran before until then; without such an arrival, from the CPU's last switch.
+ */
+export function onCpuIntervals(events) {
+  const current = new Map();
+  const arrivals = new Map();
   const intervals = [];
-  for (const s of switches) {
-    const before = last.get(s.cpu);
-    if (before !== undefined) intervals.push({ start: before.ms, end: s.ms, tid: s.prev });
-    last.set(s.cpu, { ms: s.ms });
+  for (const e of events) {
+    if (e.prev === undefined) {
+      arrivals.set(e.tid, e);
+      continue;
+    }
+    const before = current.get(e.cpu);
+    if (before !== undefined) {
+      let from = before.ms;
+      if (before.tid !== e.prev) {
+        const arrival = arrivals.get(e.prev);
+        if (arrival !== undefined && arrival.cpu === e.cpu && arrival.ms >= before.ms && arrival.ms <= e.ms) {
+          intervals.push({ start: before.ms, end: arrival.ms, tid: before.tid, cpu: e.cpu });
+          from = arrival.ms;
+        }
+      }
+      intervals.push({ start: from, end: e.ms, tid: e.prev, cpu: e.cpu });
+    }
+    current.set(e.cpu, { ms: e.ms, tid: e.next });
   }
   return intervals.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * The spans {start, end} during which threads `a` and `b` belonged to one CPU (the CPU each last
+ * ran on, or was woken on or moved to) while another CPU was idle: the two took turns on one CPU
+ * with a CPU free. From onCpuIntervals and the arrivals (parseArrival).
+ */
+export function sharedCpuSpans(intervals, arrivals, a, b) {
+  const points = [];
+  for (const iv of intervals) {
+    if (iv.tid === a || iv.tid === b) points.push({ ms: iv.start, tid: iv.tid, cpu: iv.cpu });
+    if (iv.tid === 0) points.push({ ms: iv.start, idle: iv.cpu, on: true }, { ms: iv.end, idle: iv.cpu, on: false });
+  }
+  for (const arrival of arrivals) if (arrival.tid === a || arrival.tid === b) points.push(arrival);
+  // At one time, an idle span's end before the next one's start.
+  points.sort((x, y) => x.ms - y.ms || (x.on === false ? -1 : 0) - (y.on === false ? -1 : 0));
+  const where = new Map();
+  const idle = new Set();
+  const spans = [];
+  let since;
+  for (const point of points) {
+    if (point.idle !== undefined) {
+      if (point.on) idle.add(point.idle);
+      else idle.delete(point.idle);
+    } else {
+      where.set(point.tid, point.cpu);
+    }
+    const cpu = where.get(a);
+    let shared = false;
+    if (cpu !== undefined && cpu === where.get(b)) for (const other of idle) if (other !== cpu) shared = true;
+    if (shared && since === undefined) since = point.ms;
+    if (!shared && since !== undefined) {
+      if (point.ms > since) spans.push({ start: since, end: point.ms });
+      since = undefined;
+    }
+  }
+  return spans;
 }
 
 /** Milliseconds each role (roleOf(tid)) was on a CPU within [from, to); `intervals` sorted by start. */
@@ -59,7 +132,9 @@ export function roleOfCommand(cmdline) {
   return 'other';
 }
 
-const ROLES = ['exporter main', 'exporter helpers', 'doubles', 'driver', 'floor', 'zookeeper', 'other', 'idle'];
+/** ms of the scrape during which the exporter's main thread and the doubles' shared a CPU while another idled (sharedCpuSpans). */
+const SHARED_COLUMN = 'exp+doubles on one CPU, one idle';
+const ROLES = ['exporter main', 'exporter helpers', 'doubles', 'driver', 'floor', 'zookeeper', 'other', 'idle', SHARED_COLUMN];
 
 function threadTable() {
   const rows = [];
@@ -88,12 +163,18 @@ export function analyze(dir, slowest = 12) {
     roleByTid.set(tid, role === 'exporter' ? (tid === pid ? 'exporter main' : 'exporter helpers') : role);
   }
   const roleOf = (tid) => (tid === 0 ? 'idle' : (roleByTid.get(tid) ?? 'other'));
-  const switches = [];
+  const events = [];
+  const arrivals = [];
   for (const line of readFileSync(join(dir, 'trace.txt'), 'utf8').split('\n')) {
-    const s = parseSwitch(line);
-    if (s) switches.push(s);
+    const e = parseSwitch(line) ?? parseArrival(line);
+    if (e === undefined) continue;
+    events.push(e);
+    if (e.prev === undefined) arrivals.push(e);
   }
-  const intervals = onCpuIntervals(switches);
+  const intervals = onCpuIntervals(events);
+  const mainOf = (role) => threads.find((t) => t.tid === t.pid && roleOfCommand(t.cmdline) === role)?.tid;
+  // Traces without wakeups and moves (recorded since 2026-11-27, later) count only where switches put the two.
+  const shared = sharedCpuSpans(intervals, arrivals, mainOf('exporter'), mainOf('doubles'));
   if (intervals.length === 0) throw new Error(`${dir}/trace.txt holds no sched_switch events`);
   const first = intervals[0].start;
   const lastEnd = intervals.at(-1).end;
@@ -103,7 +184,11 @@ export function analyze(dir, slowest = 12) {
     const entry = JSON.parse(line);
     const end = Date.parse(entry.time) - epochMinusMono;
     const start = end - entry.totalMs;
-    if (start >= first && end <= lastEnd) scrapes.push({ ms: entry.totalMs, used: usageBetween(intervals, start, end, roleOf) });
+    if (start >= first && end <= lastEnd) {
+      const used = usageBetween(intervals, start, end, roleOf);
+      used[SHARED_COLUMN] = usageBetween(shared, start, end, () => SHARED_COLUMN)[SHARED_COLUMN] ?? 0;
+      scrapes.push({ ms: entry.totalMs, used });
+    }
   }
   if (scrapes.length === 0) throw new Error(`no scrape of ${dir}/exporter.log falls within the trace`);
   scrapes.sort((a, b) => b.ms - a.ms);
@@ -118,7 +203,8 @@ export function analyze(dir, slowest = 12) {
   const row = (label, s) => [label.padEnd(22), s.ms.toFixed(1).padStart(8), ...ROLES.map((r) => (s.used[r] ?? 0).toFixed(1).padStart(r.length + 2))].join('');
   const middle = Math.floor(scrapes.length / 2);
   const lines = [
-    `${scrapes.length} scrapes in the trace; ms of CPU each kind of thread had during a scrape (the exporter's own clock; two CPUs)`,
+    `${scrapes.length} scrapes in the trace; ms of CPU each kind of thread had during a scrape (the exporter's own clock; two CPUs),`,
+    `and the ms the exporter's and the doubles' main threads spent on one CPU while another was idle (the last column)`,
     '',
     ['scrape'.padEnd(22), 'ms'.padStart(8), ...ROLES.map((r) => r.padStart(r.length + 2))].join(''),
     ...scrapes.slice(0, slowest).map((s, i) => row(`slowest ${i + 1}`, s)),
@@ -151,7 +237,7 @@ async function record(runArgs) {
   const before = {
     trace_clock: /\[(\S+)\]/.exec(read('trace_clock'))?.[1] ?? 'local',
     buffer_size_kb: /expanded: (\d+)/.exec(size)?.[1] ?? size,
-    'events/sched/sched_switch/enable': read('events/sched/sched_switch/enable'),
+    ...Object.fromEntries(EVENTS.map((event) => [`events/sched/${event}/enable`, read(`events/sched/${event}/enable`)])),
     tracing_on: read('tracing_on'),
   };
   write('tracing_on', '0');
@@ -159,7 +245,7 @@ async function record(runArgs) {
     write('trace_clock', 'mono');
     write('buffer_size_kb', '262144');
     write('trace', '');
-    write('events/sched/sched_switch/enable', '1');
+    for (const event of EVENTS) write(`events/sched/${event}/enable`, '1');
     return await traceRun(runArgs, dir, logDir, write);
   } finally {
     write('tracing_on', '0');
