@@ -19,8 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-/** The events recorded: who ran (sched_switch), who woke whom and where it was placed, and moves between CPUs. */
-const EVENTS = ['sched_switch', 'sched_waking', 'sched_wakeup', 'sched_migrate_task'];
+/** The events recorded: who ran (sched_switch), the CPU a woken thread was put on (sched_wakeup), and moves between CPUs. */
+const EVENTS = ['sched_switch', 'sched_wakeup', 'sched_migrate_task'];
 const TRACING = '/sys/kernel/tracing';
 
 /** One sched_switch line of the trace: cpu, time in ms (trace clock), the thread leaving and the one coming. */
