@@ -176,9 +176,10 @@ interface EncodedLines {
 }
 
 /**
- * A large stats family compressed while a collection runs (NodeMetricsRenderer.beginCollection):
- * from the first reply that changes its lines on, each node's lines go to its deflater as the
- * node's reply is rendered, in the order the replies come.
+ * A stats family compressed while a collection runs (NodeMetricsRenderer.beginCollection): from
+ * the first reply that changes its lines on, each node's lines go to its deflater as the node's
+ * reply is rendered, in the order the replies come. One per family, kept from one collection to
+ * the next (with its deflater's output buffer).
  */
 interface StreamedFamily {
   readonly spec: FamilySpec;
@@ -196,12 +197,12 @@ interface StreamedFamily {
 }
 
 /**
- * Stats families of at least this many bytes in the last body are compressed while the replies
- * come (at most MAX_STREAMED_FAMILIES of them, the largest): at 100 nodes the six command
- * counter families, 1.5 MB of a 2.2 MB body.
+ * The output buffer of a streamed family's deflater: an eighth of the family's bytes in the body
+ * it was first seen in (the encoder makes ~10 times fewer), within these bounds. A block that
+ * outgrows it spills into parts of that size.
  */
-const STREAM_MIN_BYTES = 64 * 1024;
-const MAX_STREAMED_FAMILIES = 8;
+const STREAM_BUFFER_MIN = 1024;
+const STREAM_BUFFER_MAX = 32 * 1024;
 
 /** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
 const SETTINGS_FAMILIES: readonly FamilySpec[] = [...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family))];
@@ -226,8 +227,8 @@ export class NodeMetricsRenderer {
   readonly blockCounts = { kept: 0, made: 0, streamed: 0 };
   /** The families compressed during the running collection (beginCollection). */
   private readonly streamed: StreamedFamily[] = [];
-  /** Their deflaters, kept from one collection to the next (each keeps its output buffer). */
-  private readonly deflaters: LineDeflater[] = [];
+  /** Each stats family's, by its position in statsFamilyOrder, made at its first gzipped collection. */
+  private readonly streamedByOrder: Array<StreamedFamily | undefined> = [];
   /** The deflater of the stats families made at render(). */
   private readonly deflater = new LineDeflater();
   /** The replies rendered in the running collection, in the order they came. */
@@ -238,30 +239,36 @@ export class NodeMetricsRenderer {
   constructor(readonly ensemble: string) {}
 
   /**
-   * Starts a collection whose body is gzipped (`gzip`): the largest stats families of the last
-   * gzipped body are then compressed while the replies come, each reply's lines as soon as it is
-   * rendered, instead of all at render() after the last reply. What is left to compress once the
-   * last node has answered is the small families; on two cores, compressing a 100-node body was
-   * the largest part of the time a scrape takes beyond the slowest node's reply. A family whose
-   * lines no reply changes is not compressed at all (its kept block is sent again, see family()).
-   * Stats families are compressed by a LineDeflater, which writes each key from the same key of
-   * the node before instead of searching for repeats (core's line-deflate). render() ends the
-   * collection.
+   * Starts a collection whose body is gzipped (`gzip`): the stats families are then compressed
+   * while the replies come, each reply's lines as soon as it is rendered, instead of all at
+   * render() after the last reply. What is left once the last node has answered is the few
+   * families that are not stats (state, durations, settings, QoS); on two cores, compressing a
+   * 100-node body was the largest part of the time a scrape takes beyond the slowest node's reply.
+   * A family whose lines no reply changes is not compressed at all (its kept block is sent again,
+   * see statsFamily()). Stats families are compressed by a LineDeflater, which writes each key
+   * from the same key of the node before instead of searching for repeats (core's line-deflate).
+   * render() ends the collection.
    */
   beginCollection(gzip: boolean): void {
     this.arrived.length = 0;
     this.streamed.length = 0;
     if (!gzip) return;
-    const large = this.statsFamilyOrder
-      .map((spec, order) => ({ spec, order, length: this.blocks.get(spec)?.block?.length ?? 0 }))
-      .filter((family) => family.length >= STREAM_MIN_BYTES)
-      .sort((a, b) => b.length - a.length)
-      .slice(0, MAX_STREAMED_FAMILIES);
-    for (const [i, { spec, order }] of large.entries()) {
-      const deflater = (this.deflaters[i] ??= new LineDeflater());
-      deflater.begin();
-      this.streamed.push({ spec, order, deflater, chain: newChain(), started: false, failed: false, marks: new Set() });
-    }
+    this.statsFamilyOrder.forEach((spec, order) => {
+      let family = this.streamedByOrder[order];
+      if (family === undefined) {
+        const bytes = this.blocks.get(spec)?.block?.length ?? 0;
+        const size = Math.min(STREAM_BUFFER_MAX, Math.max(STREAM_BUFFER_MIN, bytes >> 3));
+        family = { spec, order, deflater: new LineDeflater(size), chain: newChain(), started: false, failed: false, marks: new Set() };
+        this.streamedByOrder[order] = family;
+      } else {
+        family.deflater.begin();
+        family.chain.stats = undefined;
+        family.started = false;
+        family.failed = false;
+        family.marks.clear();
+      }
+      this.streamed.push(family);
+    });
     this.changeAtStart = lastChange;
   }
 
@@ -347,23 +354,7 @@ export class NodeMetricsRenderer {
       }
     });
 
-    this.statsFamilyOrder.forEach((spec, order) => {
-      /** The replies of the nodes that are up and have the family, with its index in their plan. */
-      const eachStats = (use: (stats: RenderedStats, index: number) => void): void => {
-        for (const snapshot of snapshots) {
-          const stats = snapshot.up ? snapshot.stats : undefined;
-          const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-          if (index >= 0) use(stats!, index);
-        }
-      };
-      this.family(
-        out,
-        spec,
-        (emit) =>
-          eachStats(({ bytes, segments, changes }, index) => emit(bytes, segments[index * 3]!, segments[index * 3 + 1]!, segments[index * 3 + 2]!, changes[index])),
-        (deflater, chain) => eachStats((stats, index) => deflateSegment(deflater, chain, stats, index)),
-      );
-    });
+    this.statsFamilyOrder.forEach((spec, order) => this.statsFamily(out, spec, order, snapshots));
 
     for (const [families, linesOf] of [
       [SETTINGS_FAMILIES, (i: number) => settingsLines(series[i]!, snapshots[i]!)],
@@ -384,57 +375,28 @@ export class NodeMetricsRenderer {
   }
 
   /**
-   * Writes one family whose lines `each` gives, node by node: bytes [start, end) of a buffer
-   * (none when equal), their sample count, and a mark that is the same object or number only while
-   * the bytes are the same.
+   * Writes one family that is not stats, whose lines `each` gives, node by node: bytes
+   * [start, end) of a buffer (none when equal), their sample count, and a mark that is the same
+   * object only while the bytes are the same.
    * When the sink makes blocks, the family is one block, kept: if every mark is what it was in the
    * last body, in the same order, the block is sent again as it was, neither copied nor compressed.
-   * Families of counters that did not move, of settings, state and versions mostly stay; on a
-   * machine with 2 cores, compressing the whole body (2 MB at 100 nodes) was the largest part of
-   * a scrape's own time. A family with `deflate` (the stats families) is made by it on the
-   * renderer's LineDeflater, after its head; the others through the body's zlib stream.
+   * Families of settings, state and versions mostly stay; on a machine with 2 cores, compressing
+   * the whole body (2 MB at 100 nodes) was the largest part of a scrape's own time. A block made
+   * again goes through the body's zlib stream.
    */
   private family(
     out: ExpositionBuffer,
     spec: FamilySpec,
     each: (emit: (bytes: Buffer, start: number, end: number, samples: number, mark: unknown) => void) => void,
-    deflate?: (deflater: LineDeflater, chain: SegmentChain) => void,
   ): void {
     if (!out.blocks) {
       const block = new FamilyBlock(out, spec);
       each((bytes, start, end, samples) => block.lines(bytes, start, end, samples));
       return;
     }
-    let kept = this.blocks.get(spec);
-    if (kept === undefined) {
-      kept = { marks: [], block: undefined };
-      this.blocks.set(spec, kept);
-    }
+    const kept = this.keptOf(spec);
     const marks = kept.marks;
     let count = 0;
-    const streamed = this.streamed.find((family) => family.spec === spec);
-    if (streamed?.started === true && !streamed.failed) {
-      // Compressed while the replies came: usable when it holds the lines of exactly the nodes
-      // written here (in the order they answered, which is as good as any).
-      let all = true;
-      each((_bytes, start, end, _samples, mark) => {
-        if (start === end) return;
-        if (!streamed.marks.has(mark as number)) all = false;
-        count++;
-      });
-      const block = all && count === streamed.marks.size ? streamed.deflater.end() : undefined;
-      count = 0;
-      if (block !== undefined) {
-        each((_bytes, start, end, _samples, mark) => {
-          if (start !== end) marks[count++] = mark;
-        });
-        marks.length = count;
-        kept.block = block;
-        if (block.length > 0) out.replay(spec.name, block);
-        this.blockCounts.streamed++;
-        return;
-      }
-    }
     let same = kept.block !== undefined;
     if (same) {
       each((_bytes, start, end, _samples, mark) => {
@@ -449,18 +411,6 @@ export class NodeMetricsRenderer {
       }
     }
     count = 0;
-    if (deflate !== undefined) {
-      each((_bytes, start, end, _samples, mark) => {
-        if (start !== end) marks[count++] = mark;
-      });
-      marks.length = count;
-      if (count > 0) this.deflater.literals(headOf(spec));
-      deflate(this.deflater, newChain());
-      kept.block = this.deflater.end();
-      if (kept.block.length > 0) out.replay(spec.name, kept.block);
-      this.blockCounts.made++;
-      return;
-    }
     out.beginBlock();
     const block = new FamilyBlock(out, spec);
     each((bytes, start, end, samples, mark) => {
@@ -471,6 +421,85 @@ export class NodeMetricsRenderer {
     marks.length = count;
     kept.block = out.endBlock();
     this.blockCounts.made++;
+  }
+
+  /**
+   * Writes one stats family (position `order` of statsFamilyOrder): the lines of the nodes that
+   * are up and have it, node by node, each node's marked by its RenderedStats.changes number. As
+   * family() does, with two more ways to the block: the one compressed while the replies came
+   * (beginCollection), when it holds the lines of exactly these nodes (in the order they
+   * answered, which is as good as any); else, when a line changed, the family compressed here on
+   * the renderer's LineDeflater. Plain loops rather than family()'s callbacks: at 100 nodes this
+   * runs ~60 times a scrape after the last reply.
+   */
+  private statsFamily(out: ExpositionBuffer, spec: FamilySpec, order: number, snapshots: readonly NodeSnapshot[]): void {
+    const count = snapshots.length;
+    if (!out.blocks) {
+      const block = new FamilyBlock(out, spec);
+      for (let i = 0; i < count; i++) {
+        const stats = statsOf(snapshots[i]!);
+        const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+        if (index >= 0) block.lines(stats!.bytes, stats!.segments[index * 3]!, stats!.segments[index * 3 + 1]!, stats!.segments[index * 3 + 2]!);
+      }
+      return;
+    }
+    const kept = this.keptOf(spec);
+    const marks = kept.marks;
+    const streamed = this.streamed.length > 0 ? this.streamedByOrder[order] : undefined;
+    if (streamed !== undefined && streamed.started && !streamed.failed) {
+      let lines = 0;
+      let all = true;
+      for (let i = 0; i < count && all; i++) {
+        const stats = statsOf(snapshots[i]!);
+        const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+        if (index < 0 || stats!.segments[index * 3] === stats!.segments[index * 3 + 1]) continue;
+        if (streamed.marks.has(stats!.changes[index]!)) lines++;
+        else all = false;
+      }
+      if (all && lines === streamed.marks.size) {
+        const block = streamed.deflater.end();
+        recordMarks(marks, snapshots, order);
+        kept.block = block;
+        if (block.length > 0) out.replay(spec.name, block);
+        this.blockCounts.streamed++;
+        return;
+      }
+    }
+    if (kept.block !== undefined) {
+      let lines = 0;
+      let same = true;
+      for (let i = 0; i < count && same; i++) {
+        const stats = statsOf(snapshots[i]!);
+        const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+        if (index < 0 || stats!.segments[index * 3] === stats!.segments[index * 3 + 1]) continue;
+        same = marks[lines++] === stats!.changes[index];
+      }
+      if (same && lines === marks.length) {
+        if (kept.block.length > 0) out.replay(spec.name, kept.block);
+        this.blockCounts.kept++;
+        return;
+      }
+    }
+    if (recordMarks(marks, snapshots, order) > 0) this.deflater.literals(headOf(spec));
+    const chain = newChain();
+    for (let i = 0; i < count; i++) {
+      const stats = statsOf(snapshots[i]!);
+      const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+      if (index >= 0) deflateSegment(this.deflater, chain, stats!, index);
+    }
+    kept.block = this.deflater.end();
+    if (kept.block.length > 0) out.replay(spec.name, kept.block);
+    this.blockCounts.made++;
+  }
+
+  /** A family's block in the last gzipped body, with the marks of its lines (made empty at first). */
+  private keptOf(spec: FamilySpec): { marks: unknown[]; block: DeflatedBlock | undefined } {
+    let kept = this.blocks.get(spec);
+    if (kept === undefined) {
+      kept = { marks: [], block: undefined };
+      this.blocks.set(spec, kept);
+    }
+    return kept;
   }
 
   private nodeSeries(node: CacheNode): NodeSeries {
@@ -547,6 +576,23 @@ function writeStreamed(family: StreamedFamily, stats: RenderedStats, index: numb
   if (family.deflater.length === 0) family.deflater.literals(headOf(family.spec));
   deflateSegment(family.deflater, family.chain, stats, index);
   family.marks.add(mark);
+}
+
+/** A snapshot's rendered stats reply when the node is up. */
+function statsOf(snapshot: NodeSnapshot): RenderedStats | undefined {
+  return snapshot.up ? snapshot.stats : undefined;
+}
+
+/** Sets `marks` to those of stats family `order`'s lines, node by node (statsFamily()); their count. */
+function recordMarks(marks: unknown[], snapshots: readonly NodeSnapshot[], order: number): number {
+  let lines = 0;
+  for (const snapshot of snapshots) {
+    const stats = statsOf(snapshot);
+    const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
+    if (index >= 0 && stats!.segments[index * 3] !== stats!.segments[index * 3 + 1]) marks[lines++] = stats!.changes[index];
+  }
+  marks.length = lines;
+  return lines;
 }
 
 /** The last node whose lines of a family went to a LineDeflater: the next node's lines refer to its lines. */

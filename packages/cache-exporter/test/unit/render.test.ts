@@ -358,7 +358,7 @@ test('gzipped, unchanged families are sent as kept blocks, and the body reads as
   assert.ok(quietSteps > 20, `scrapes in which nothing changed and no family was compressed again: ${quietSteps}`);
 });
 
-test('large families compressed while the replies come read as a fresh rendering, in any arrival order (seeded, 60 nodes x 60 scrapes)', () => {
+test('stats families compressed while the replies come read as a fresh rendering, in any arrival order (seeded, 60 nodes x 60 scrapes)', () => {
   // mulberry32: many draws (the LCG of the tests above falls into short cycles in doubles).
   let seed = 20261124;
   const random = () => {
@@ -425,7 +425,7 @@ test('large families compressed while the replies come read as a fresh rendering
     }
     assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
     // Counters moved, the last gzipped body had the large families, every rendered node is in:
-    // the large families must have been compressed while the replies came.
+    // the changed families must have been compressed while the replies came.
     if (gzip && !quiet && dropped === undefined && step > 0) {
       eligibleScrapes++;
       if (shared.blockCounts.streamed >= 3) streamedScrapes++;
@@ -433,11 +433,11 @@ test('large families compressed while the replies come read as a fresh rendering
     if (quiet && gzip && shared.blockCounts.streamed === 0 && shared.blockCounts.made === 0) quietScrapes++;
   }
   assert.ok(eligibleScrapes > 30, `scrapes where counters moved: ${eligibleScrapes}`);
-  assert.equal(streamedScrapes, eligibleScrapes, 'scrapes with the large families compressed while the replies came');
+  assert.equal(streamedScrapes, eligibleScrapes, 'scrapes with the changed families compressed while the replies came');
   assert.ok(quietScrapes > 3, `scrapes in which nothing changed and nothing was compressed: ${quietScrapes}`);
 });
 
-test("a node's reply rendered twice in one collection is not compressed twice into a large family", () => {
+test("a node's reply rendered twice in one collection is not compressed twice into a streamed family", () => {
   const shared = new NodeMetricsRenderer('zk1');
   const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${31000 + i}`));
   const body = (scrape: number, twice: boolean) => {
