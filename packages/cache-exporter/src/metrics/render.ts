@@ -185,7 +185,9 @@ interface StreamedFamily {
   readonly spec: FamilySpec;
   /** Its position in the renderer's statsFamilyOrder (StatsPlan.byOrder). */
   readonly order: number;
-  readonly deflater: LineDeflater;
+  deflater: LineDeflater;
+  /** The size of its deflater's output buffer (streamBufferSize). */
+  size: number;
   /** The last node whose lines went to the deflater (the next node's lines refer to its lines). */
   readonly chain: SegmentChain;
   /** A reply changed the family's lines in this collection: its lines are being compressed. */
@@ -197,12 +199,17 @@ interface StreamedFamily {
 }
 
 /**
- * The output buffer of a streamed family's deflater: an eighth of the family's bytes in the body
- * it was first seen in (the encoder makes ~10 times fewer), within these bounds. A block that
- * outgrows it spills into parts of that size.
+ * The output buffer of a streamed family's deflater: an eighth of the family's bytes in the last
+ * gzipped body (the encoder makes ~10 times fewer), within these bounds. A block that outgrows it
+ * spills into parts of that size: a buffer too small for its family makes a block of many small
+ * parts, so a deflater is made again when its family has grown to twice its buffer's measure.
  */
 const STREAM_BUFFER_MIN = 1024;
 const STREAM_BUFFER_MAX = 32 * 1024;
+
+function streamBufferSize(familyBytes: number): number {
+  return Math.min(STREAM_BUFFER_MAX, Math.max(STREAM_BUFFER_MIN, familyBytes >> 3));
+}
 
 /** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
 const SETTINGS_FAMILIES: readonly FamilySpec[] = [...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family))];
@@ -255,12 +262,15 @@ export class NodeMetricsRenderer {
     if (!gzip) return;
     this.statsFamilyOrder.forEach((spec, order) => {
       let family = this.streamedByOrder[order];
+      const size = streamBufferSize(this.blocks.get(spec)?.block?.length ?? 0);
       if (family === undefined) {
-        const bytes = this.blocks.get(spec)?.block?.length ?? 0;
-        const size = Math.min(STREAM_BUFFER_MAX, Math.max(STREAM_BUFFER_MIN, bytes >> 3));
-        family = { spec, order, deflater: new LineDeflater(size), chain: newChain(), started: false, failed: false, marks: new Set() };
+        family = { spec, order, deflater: new LineDeflater(size), size, chain: newChain(), started: false, failed: false, marks: new Set() };
         this.streamedByOrder[order] = family;
       } else {
+        if (size >= 2 * family.size) {
+          family.deflater = new LineDeflater(size);
+          family.size = size;
+        }
         family.deflater.begin();
         family.chain.stats = undefined;
         family.started = false;
