@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+// What the exporter's renderer costs a /metrics scrape, without sockets, servers or HTTP: N nodes'
+// `stats` replies (the captured ARCUS 1.15.0 reply, its counters moving every scrape as under
+// traffic), each node's settings and ZooKeeper status, and QoS results of which two nodes' change
+// per scrape (probes every 5 s, scrapes every 100 ms). Per scrape it times
+//
+//   accept: NodeMetricsRenderer.acceptStats() of every reply, as the collector calls it when each
+//           reply arrives (matching, rewriting, and compressing the streamed families);
+//   render: NodeMetricsRenderer.render() into a gzipped body, what is left after the last reply.
+//
+// With --baseline=DIR (a built checkout, e.g. the worktree alternate.mjs makes), the same replies
+// go to that checkout's renderer too, in alternated blocks, and both are printed side by side.
+//
+//   node bench/cache-exporter/render.mjs [--nodes=100] [--scrapes=600] [--block=50] [--baseline=DIR]
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const args = Object.fromEntries(
+  process.argv.slice(2).map((arg) => {
+    const match = /^--([^=]+)(?:=(.*))?$/.exec(arg);
+    if (!match) throw new Error(`unknown argument ${arg}`);
+    return [match[1], match[2] ?? 'true'];
+  }),
+);
+for (const key of Object.keys(args)) {
+  if (!['nodes', 'scrapes', 'block', 'baseline'].includes(key)) throw new Error(`unknown option --${key}`);
+}
+const NODES = Number(args.nodes ?? 100);
+const SCRAPES = Number(args.scrapes ?? 600);
+const BLOCK = Number(args.block ?? 50);
+const WARMUP = Math.min(200, Math.floor(SCRAPES / 3));
+
+async function load(tree) {
+  const exporter = await import(pathToFileURL(join(tree, 'packages/cache-exporter/dist/src/index.js')).href);
+  const core = await import(pathToFileURL(join(tree, 'packages/core/dist/src/index.js')).href);
+  return { NodeMetricsRenderer: exporter.NodeMetricsRenderer, ExpositionBuffer: core.ExpositionBuffer, GzipStream: core.GzipStream };
+}
+
+const FIXTURES = join(ROOT, 'packages/testkit/fixtures/arcus-1.15.0');
+const entries = (file) =>
+  readFileSync(join(FIXTURES, file), 'latin1')
+    .split('\r\n')
+    .filter((line) => line.startsWith('STAT '))
+    .map((line) => {
+      const [, name, ...value] = line.split(' ');
+      return [name, value.join(' ')];
+    });
+
+// mulberry32: the same replies for both sides, run after run.
+let seed = 20261127;
+const random = () => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+};
+
+const nodes = Array.from({ length: NODES }, (_, i) => ({
+  serviceCode: `bench${Math.floor(i / 100)}`,
+  node: `127.0.0.1:${20000 + i}`,
+  hostname: `cache-host-${i}`,
+  live: true,
+}));
+const fields = nodes.map(() => entries('01-stats.raw'));
+const settings = nodes.map(() => entries('02-stats-settings.raw'));
+const zookeeper = nodes.map(() => entries('04-stats-zookeeper.raw'));
+const qosResult = () => ({
+  at: Date.now(),
+  results: [
+    { probe: 'kv_set', ok: true, seconds: random() / 1000 },
+    { probe: 'kv_get', ok: true, seconds: random() / 1000 },
+  ],
+});
+const qos = nodes.map(() => qosResult());
+const MOVING = /^(cmd_|get_|set_|incr_|decr_|delete_|touch_|bytes|total_items|curr_items|.*_hits$|.*_misses$|rusage_)/;
+
+/** The next scrape's replies: most counters move, as under traffic; two nodes have new QoS results. */
+function nextScrape() {
+  for (const list of fields) {
+    for (const field of list) {
+      if (!MOVING.test(field[0]) || random() >= 0.7) continue;
+      field[1] = field[0].startsWith('rusage_') ? (Number(field[1]) + 0.001).toFixed(6) : String(Number(field[1]) + 1 + Math.floor(random() * 50));
+    }
+  }
+  for (let j = 0; j < 2; j++) qos[Math.floor(random() * NODES)] = qosResult();
+  return {
+    replies: fields.map((list) => Buffer.from(`${list.map(([name, value]) => `STAT ${name} ${value}\r\n`).join('')}END\r\n`, 'latin1')),
+    qos: new Map(nodes.map((node, i) => [node, qos[i]])),
+    durations: nodes.map(() => random() / 100),
+  };
+}
+
+function side(name, lib) {
+  const renderer = new lib.NodeMetricsRenderer('bench');
+  const piece = Buffer.allocUnsafeSlow(256 * 1024);
+  const accept = [];
+  const render = [];
+  let lastBody;
+  return {
+    name,
+    accept,
+    render,
+    /** The last body's gzipped size and its sample lines (checked: it must inflate). */
+    get body() {
+      const text = gunzipSync(lastBody).toString();
+      return { bytes: lastBody.length, series: text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).length };
+    },
+    scrape(input, measured) {
+      const t0 = performance.now();
+      renderer.beginCollection(true);
+      const snapshots = nodes.map((node, i) => ({
+        node,
+        up: true,
+        durationSeconds: input.durations[i],
+        stats: renderer.acceptStats(node, input.replies[i]),
+        settings: settings[i],
+        zookeeper: zookeeper[i],
+      }));
+      const t1 = performance.now();
+      const stream = new lib.GzipStream();
+      const out = new lib.ExpositionBuffer(piece.length, piece, stream);
+      renderer.render(snapshots, out, (node) => input.qos.get(node));
+      const t2 = performance.now();
+      out.end();
+      const parts = stream.endParts();
+      if (measured) {
+        accept.push(t1 - t0);
+        render.push(t2 - t1);
+        lastBody = Buffer.concat(parts);
+      }
+    },
+  };
+}
+
+const sides = [side('this checkout', await load(ROOT))];
+if (args.baseline !== undefined) sides.unshift(side(`baseline ${basename(resolve(args.baseline))}`, await load(resolve(args.baseline))));
+
+// Blocks of scrapes, the sides alternated (A B B A ...) so that neither always runs warm or first.
+for (let scrape = 0, block = 0; scrape < WARMUP + SCRAPES; scrape += BLOCK, block++) {
+  const inputs = Array.from({ length: Math.min(BLOCK, WARMUP + SCRAPES - scrape) }, () => nextScrape());
+  const order = block % 2 === 0 ? sides : [...sides].reverse();
+  for (const each of order) inputs.forEach((input, i) => each.scrape(input, scrape + i >= WARMUP));
+}
+
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+};
+const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+const f = (ms) => ms.toFixed(3);
+console.log(`renderer, ${NODES} nodes, ${SCRAPES} scrapes after ${WARMUP} (node ${process.version}); ms per scrape`);
+console.log('');
+console.log('side                                        accept mean  render mean  render p50  render p99  accept+render  body KB   series');
+for (const each of sides) {
+  const body = each.body;
+  console.log(
+    `${each.name.padEnd(42)}  ${f(mean(each.accept)).padStart(11)}  ${f(mean(each.render)).padStart(11)}  ${f(quantile(each.render, 0.5)).padStart(10)}  ${f(quantile(each.render, 0.99)).padStart(10)}  ${f(mean(each.accept) + mean(each.render)).padStart(13)}  ${(body.bytes / 1024).toFixed(0).padStart(7)}  ${String(body.series).padStart(7)}`,
+  );
+}

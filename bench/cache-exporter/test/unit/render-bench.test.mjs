@@ -1,0 +1,43 @@
+// The renderer benchmark (render.mjs) runs, against a baseline too, and times bodies that inflate
+// to every node's series.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const RENDER = fileURLToPath(new URL('../../render.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+
+function run(args) {
+  const result = spawnSync(process.execPath, [RENDER, ...args], { encoding: 'utf8' });
+  assert.equal(result.status, 0, result.stderr);
+  return result.stdout
+    .split('\n')
+    .filter((line) => /^(this checkout|baseline)/.test(line))
+    .map((line) => {
+      const numbers = line.trim().split(/\s{2,}/).slice(1).map(Number);
+      return { side: line.slice(0, 42).trim(), numbers };
+    });
+}
+
+test('render.mjs: times accept and render per scrape and its bodies hold every node series, for this checkout and a baseline', () => {
+  const few = run(['--nodes=3', '--scrapes=12', '--block=4']);
+  assert.equal(few.length, 1);
+  const many = run(['--nodes=6', '--scrapes=12', '--block=4', `--baseline=${ROOT}`]);
+  assert.deepEqual(
+    many.map((row) => row.side.split(' ')[0]),
+    ['baseline', 'this'],
+  );
+  for (const { numbers } of [...few, ...many]) {
+    assert.equal(numbers.length, 7);
+    const [acceptMean, renderMean, , , sum, bodyKB, series] = numbers;
+    assert.ok(acceptMean > 0 && renderMean > 0, `times: ${numbers}`);
+    assert.ok(Math.abs(sum - acceptMean - renderMean) < 0.002, `accept+render: ${numbers}`);
+    assert.ok(bodyKB >= 0 && series > 0, `body: ${numbers}`);
+  }
+  // The same inputs on both sides: the same series; twice the nodes, twice the node series (less the few of neither).
+  assert.equal(many[0].numbers[6], many[1].numbers[6]);
+  const perNode = (many[1].numbers[6] - few[0].numbers[6]) / 3;
+  assert.ok(perNode > 150, `series per node: ${perNode}`);
+  assert.equal(few[0].numbers[6], 3 * perNode);
+});
