@@ -33,6 +33,8 @@ const SCRAPES = Number(args.scrapes ?? 600);
 const BLOCK = Number(args.block ?? 50);
 const WARMUP = Math.min(200, Math.floor(SCRAPES / 3));
 
+const { seededRandom } = await import(pathToFileURL(join(ROOT, 'packages/testkit/dist/src/index.js')).href);
+
 async function load(tree) {
   const exporter = await import(pathToFileURL(join(tree, 'packages/cache-exporter/dist/src/index.js')).href);
   const core = await import(pathToFileURL(join(tree, 'packages/core/dist/src/index.js')).href);
@@ -49,14 +51,8 @@ const entries = (file) =>
       return [name, value.join(' ')];
     });
 
-// mulberry32: the same replies for both sides, run after run.
-let seed = 20261127;
-const random = () => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-};
+// The same replies for both sides, run after run.
+const random = seededRandom(20261127);
 
 const nodes = Array.from({ length: NODES }, (_, i) => ({
   serviceCode: `bench${Math.floor(i / 100)}`,

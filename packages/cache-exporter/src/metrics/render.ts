@@ -461,8 +461,8 @@ export class NodeMetricsRenderer {
       let all = true;
       for (let i = 0; i < count && all; i++) {
         const stats = statsOf(snapshots[i]!);
-        const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-        if (index < 0 || stats!.segments[index * 3] === stats!.segments[index * 3 + 1]) continue;
+        const index = linesAt(stats, order);
+        if (index < 0) continue;
         if (streamed.marks.has(stats!.changes[index]!)) lines++;
         else all = false;
       }
@@ -480,9 +480,8 @@ export class NodeMetricsRenderer {
       let same = true;
       for (let i = 0; i < count && same; i++) {
         const stats = statsOf(snapshots[i]!);
-        const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-        if (index < 0 || stats!.segments[index * 3] === stats!.segments[index * 3 + 1]) continue;
-        same = marks[lines++] === stats!.changes[index];
+        const index = linesAt(stats, order);
+        if (index >= 0) same = marks[lines++] === stats!.changes[index];
       }
       if (same && lines === marks.length) {
         if (kept.block.length > 0) out.replay(spec.name, kept.block);
@@ -593,13 +592,20 @@ function statsOf(snapshot: NodeSnapshot): RenderedStats | undefined {
   return snapshot.up ? snapshot.stats : undefined;
 }
 
+/** The index in `stats`'s plan of stats family `order` (statsFamilyOrder) when the node has lines of it, else -1. */
+function linesAt(stats: RenderedStats | undefined, order: number): number {
+  if (stats === undefined) return -1;
+  const index = stats.plan.byOrder[order]!;
+  return index >= 0 && stats.segments[index * 3] !== stats.segments[index * 3 + 1] ? index : -1;
+}
+
 /** Sets `marks` to those of stats family `order`'s lines, node by node (statsFamily()); their count. */
 function recordMarks(marks: unknown[], snapshots: readonly NodeSnapshot[], order: number): number {
   let lines = 0;
   for (const snapshot of snapshots) {
     const stats = statsOf(snapshot);
-    const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-    if (index >= 0 && stats!.segments[index * 3] !== stats!.segments[index * 3 + 1]) marks[lines++] = stats!.changes[index];
+    const index = linesAt(stats, order);
+    if (index >= 0) marks[lines++] = stats!.changes[index];
   }
   marks.length = lines;
   return lines;
