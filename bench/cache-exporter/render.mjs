@@ -31,6 +31,9 @@ for (const key of Object.keys(args)) {
 const NODES = Number(args.nodes ?? 100);
 const SCRAPES = Number(args.scrapes ?? 600);
 const BLOCK = Number(args.block ?? 50);
+for (const [name, value] of [['nodes', NODES], ['scrapes', SCRAPES], ['block', BLOCK]]) {
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1, not ${args[name]}`);
+}
 const WARMUP = Math.min(200, Math.floor(SCRAPES / 3));
 
 const { seededRandom } = await import(pathToFileURL(join(ROOT, 'packages/testkit/dist/src/index.js')).href);
