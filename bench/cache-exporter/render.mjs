@@ -16,15 +16,12 @@ import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from '../lib/args.mjs';
+import { percentile } from '../lib/process.mjs';
+import { formatTable } from '../lib/table.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const args = Object.fromEntries(
-  process.argv.slice(2).map((arg) => {
-    const match = /^--([^=]+)(?:=(.*))?$/.exec(arg);
-    if (!match) throw new Error(`unknown argument ${arg}`);
-    return [match[1], match[2] ?? 'true'];
-  }),
-);
+const args = parseArgs(process.argv.slice(2), import.meta.url);
 for (const key of Object.keys(args)) {
   if (!['nodes', 'scrapes', 'block', 'baseline'].includes(key)) throw new Error(`unknown option --${key}`);
 }
@@ -144,18 +141,26 @@ for (let scrape = 0, block = 0; scrape < WARMUP + SCRAPES; scrape += BLOCK, bloc
   for (const each of order) inputs.forEach((input, i) => each.scrape(input, scrape + i >= WARMUP));
 }
 
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-};
 const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
 const f = (ms) => ms.toFixed(3);
 console.log(`renderer, ${NODES} nodes, ${SCRAPES} scrapes after ${WARMUP} (node ${process.version}); ms per scrape`);
 console.log('');
-console.log('side                                        accept mean  render mean  render p50  render p99  accept+render  body KB   series');
-for (const each of sides) {
-  const body = each.body;
-  console.log(
-    `${each.name.padEnd(42)}  ${f(mean(each.accept)).padStart(11)}  ${f(mean(each.render)).padStart(11)}  ${f(quantile(each.render, 0.5)).padStart(10)}  ${f(quantile(each.render, 0.99)).padStart(10)}  ${f(mean(each.accept) + mean(each.render)).padStart(13)}  ${(body.bytes / 1024).toFixed(0).padStart(7)}  ${String(body.series).padStart(7)}`,
-  );
-}
+console.log(
+  formatTable(
+    ['side', 'accept mean', 'render mean', 'render p50', 'render p99', 'accept+render', 'body KB', 'series'],
+    sides.map((each) => {
+      const body = each.body;
+      return [
+        each.name,
+        f(mean(each.accept)),
+        f(mean(each.render)),
+        f(percentile(each.render, 50)),
+        f(percentile(each.render, 99)),
+        f(mean(each.accept) + mean(each.render)),
+        (body.bytes / 1024).toFixed(0),
+        String(body.series),
+      ];
+    }),
+    1,
+  ),
+);

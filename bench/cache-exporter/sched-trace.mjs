@@ -172,10 +172,10 @@ export function analyze(dir, slowest = 12) {
     if (e.prev === undefined) arrivals.push(e);
   }
   const intervals = onCpuIntervals(events);
+  if (intervals.length === 0) throw new Error(`${dir}/trace.txt holds no sched_switch events`);
   const mainOf = (role) => threads.find((t) => t.tid === t.pid && roleOfCommand(t.cmdline) === role)?.tid;
   // Traces without wakeups and moves (recorded since 2026-11-27, later) count only where switches put the two.
   const shared = sharedCpuSpans(intervals, arrivals, mainOf('exporter'), mainOf('doubles'));
-  if (intervals.length === 0) throw new Error(`${dir}/trace.txt holds no sched_switch events`);
   const first = intervals[0].start;
   const lastEnd = intervals.at(-1).end;
   const scrapes = [];

@@ -15,8 +15,8 @@ function run(args) {
     .split('\n')
     .filter((line) => /^(this checkout|baseline)/.test(line))
     .map((line) => {
-      const numbers = line.trim().split(/\s{2,}/).slice(1).map(Number);
-      return { side: line.slice(0, 42).trim(), numbers };
+      const [side, ...cells] = line.trim().split(/\s{2,}/);
+      return { side, numbers: cells.map(Number) };
     });
 }
 
