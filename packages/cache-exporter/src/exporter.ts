@@ -1,7 +1,7 @@
 import { ExpositionBuffer, ExpositionWriter, GzipStream, expositionBody, reloadRefused } from '@cachemon/core';
 import type { ExpositionBody, Logger } from '@cachemon/core';
 import { TopologyWatcher } from '@cachemon/arcus';
-import type { Resolver, Topology } from '@cachemon/arcus';
+import type { CacheNode, Resolver, Topology } from '@cachemon/arcus';
 import type { Registry } from 'prom-client';
 import type { CacheExporterConfig } from './config.js';
 import { prefixSelectionFor } from './config.js';
@@ -264,6 +264,7 @@ export class CacheExporter {
     renderer.beginCollection(gzip);
     const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
     const processText = this.readProcessMetrics();
+    this.prepareQos(renderer, topology.nodes);
     const snapshots = await collecting;
     const collected = performance.now();
     const stream = gzip ? new GzipStream() : undefined;
@@ -273,7 +274,7 @@ export class CacheExporter {
     for (const s of snapshots) {
       if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
     }
-    renderer.render(snapshots, writer, (node) => this.qos.snapshot(node.node));
+    renderer.render(snapshots, writer, this.qosOf);
     const rendered = performance.now();
     if (processText) writer.text(await processText);
     // Read last, so that the scrapes that joined this collection are counted in its body.
@@ -315,6 +316,24 @@ export class CacheExporter {
     const read = this.options.processMetrics;
     if (read === undefined) return undefined;
     return new Promise((resolve, reject) => setImmediate(() => read().then(resolve, reject)));
+  }
+
+  /** A node's latest QoS results. */
+  private readonly qosOf = (node: CacheNode) => this.qos.snapshot(node.node);
+
+  /**
+   * The QoS families compressed while the nodes answer (NodeMetricsRenderer.prepareQos), after the
+   * requests have left, as readProcessMetrics(). A failure there costs nothing but the time:
+   * render() compresses what was not prepared.
+   */
+  private prepareQos(renderer: NodeMetricsRenderer, nodes: readonly CacheNode[]): void {
+    setImmediate(() => {
+      try {
+        renderer.prepareQos(nodes, this.qosOf);
+      } catch (err) {
+        this.options.logger.warn({ error: String(err) }, 'could not compress the QoS lines ahead of the scrape; they are compressed with the rest');
+      }
+    });
   }
 
   /**

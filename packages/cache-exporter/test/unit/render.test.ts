@@ -459,3 +459,70 @@ test("a node's reply rendered twice in one collection is not compressed twice in
   assert.equal(count(again), 1, 'the node that answered twice has its lines once');
   assert.equal(again.split('\n').length, once.split('\n').length);
 });
+
+test('QoS families compressed ahead of render (prepareQos) read as a fresh rendering, also when results come in between (seeded, 30 nodes x 150 scrapes)', () => {
+  let seed = 20261128;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const shared = new NodeMetricsRenderer('zk1');
+  const live = Array.from({ length: 30 }, (_, i) => node(`127.0.0.1:${32000 + i}`));
+  // A node that leaves the topology comes back as another object, as the watcher makes them.
+  const gone = live.map((n) => ({ ...n, live: false }));
+  const isLive = live.map(() => true);
+  const nodeSettings = live.map(() => settings);
+  const qos = new Map<string, QosSnapshot>();
+  const qosOf = (n: CacheNode) => qos.get(n.node);
+  const newResult = (n: CacheNode, step: number) =>
+    qos.set(n.node, { at: 1_700_000_000_000 + step, results: [{ probe: 'kv_set', ok: true, seconds: random() / 100 }, { probe: 'kv_get', ok: random() < 0.9, seconds: random() / 100 }] });
+  const bytes = reply(stats);
+  let prepared = 0;
+  let unprepared = 0;
+  for (let step = 0; step < 150; step++) {
+    // Between scrapes: probes finish (every node's now and then), nodes come and go, settings change.
+    const all = random() < 0.2;
+    for (const n of live) if (all || random() < 0.1) newResult(n, step);
+    for (let i = 0; i < live.length; i++) {
+      if (random() < 0.005) isLive[i] = !isLive[i];
+      if (random() < 0.005) nodeSettings[i] = settings.map(([name, value]) => [name, name === 'threads' ? String(step) : value] as const);
+    }
+    const nodes = live.map((n, i) => (isLive[i] ? n : gone[i]!));
+    const gzip = random() > 0.1;
+    const prepare = random() < 0.7;
+    shared.beginCollection(gzip);
+    if (prepare) shared.prepareQos(nodes, qosOf);
+    // A probe that was running when the collection started ends before render().
+    const late = random() < 0.2;
+    if (late) newResult(live[Math.floor(random() * live.length)]!, step + 0.5);
+    const fresh = new NodeMetricsRenderer('zk1');
+    const snapshotsOf = (renderer: NodeMetricsRenderer): NodeSnapshot[] =>
+      nodes.map((n, i) => (n.live ? { node: n, up: true, stats: renderer.acceptStats(n, bytes), settings: nodeSettings[i] } : { node: n, up: false, reason: 'not_registered' }));
+    const stream = new GzipStream();
+    const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
+    shared.render(snapshotsOf(shared), body, qosOf);
+    let text: string;
+    if (gzip) {
+      body.end();
+      text = gunzipSync(stream.end()).toString();
+    } else {
+      text = body.toBuffer().toString();
+    }
+    const plain = new ExpositionBuffer(256);
+    fresh.render(snapshotsOf(fresh), plain, qosOf);
+    const lines = (t: string) => t.split('\n').sort();
+    assert.deepEqual(lines(text), lines(plain.toBuffer().toString()), `step ${step}`);
+    assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
+    assert.ok(text.includes('arcus_qos_latency_seconds{'), `step ${step}: QoS lines`);
+    // Stats never change here: after the first gzipped body, what render() compresses is what
+    // changed since the last one and was not prepared.
+    if (gzip && step > 5 && !late) {
+      if (prepare && shared.blockCounts.made === 0) prepared++;
+      if (!prepare && shared.blockCounts.made > 0) unprepared++;
+    }
+  }
+  assert.ok(prepared > 30, `scrapes in which render() compressed nothing, QoS prepared: ${prepared}`);
+  assert.ok(unprepared > 10, `scrapes in which render() compressed QoS it was not given ahead: ${unprepared}`);
+});
