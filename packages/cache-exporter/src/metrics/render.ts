@@ -409,10 +409,11 @@ export class NodeMetricsRenderer {
    * Writes the families of a group whose lines come per node as EncodedLines (settings, QoS), each
    * through family(). When the sink makes blocks and every node's lines are the same objects as
    * in the group's last blocks, in the same order, every family's kept block is sent again at once,
-   * without a look at each family's lines (settings mostly stay: ~40 families at 100 nodes).
+   * without a look at each family's lines (the 12 families of settings mostly stay).
    */
   private familyGroup(out: ExpositionBuffer, families: readonly FamilySpec[], encoded: ReadonlyArray<EncodedLines | undefined>): void {
-    if (out.blocks) {
+    const blocks = out.blocks;
+    if (blocks) {
       const last = this.groupLines.get(families);
       const kept = last !== undefined && sameItems(last, encoded) ? families.map((spec) => this.blocks.get(spec)?.block) : undefined;
       if (kept !== undefined && kept.every((block) => block !== undefined)) {
@@ -422,6 +423,8 @@ export class NodeMetricsRenderer {
         this.blockCounts.kept += families.length;
         return;
       }
+      // Until every family's block has been made again, the blocks are not all of one scrape's lines.
+      this.groupLines.delete(families);
     }
     families.forEach((spec, index) => {
       this.family(out, spec, (emit) => {
@@ -431,8 +434,8 @@ export class NodeMetricsRenderer {
         }
       });
     });
-    // What the kept blocks now hold (only blocks are kept: a body without them changes nothing).
-    if (out.blocks) this.groupLines.set(families, encoded);
+    // What the kept blocks now hold (a body without blocks changes none).
+    if (blocks) this.groupLines.set(families, encoded);
   }
 
   /**
