@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
 import { CachemonError, Errors, ExpositionBuffer, GzipStream } from '@cachemon/core';
-import { arcusSample } from '@cachemon/testkit';
+import { arcusSample, seededRandom } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
 import { NodeMetricsRenderer, isDecimal } from '../../src/index.js';
@@ -36,6 +36,21 @@ function render(snapshots: NodeSnapshot[], qos: ReadonlyMap<CacheNode, QosSnapsh
   const writer = new ExpositionBuffer(256);
   renderer.render(snapshots, writer, (n) => qos.get(n));
   return writer.toBuffer().toString('utf8');
+}
+
+/** A body `renderer` renders of `snapshots`, gzipped (read back) or not, and its sample count. */
+function renderedBody(
+  target: NodeMetricsRenderer,
+  snapshots: NodeSnapshot[],
+  gzip: boolean,
+  qosOf: (n: CacheNode) => QosSnapshot | undefined = () => undefined,
+): { text: string; samples: number } {
+  const stream = new GzipStream();
+  const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
+  target.render(snapshots, body, qosOf);
+  if (!gzip) return { text: body.toBuffer().toString(), samples: body.sampleCount };
+  body.end();
+  return { text: gunzipSync(stream.end()).toString(), samples: body.sampleCount };
 }
 
 function sampleLines(text: string): string[] {
@@ -359,14 +374,8 @@ test('gzipped, unchanged families are sent as kept blocks, and the body reads as
 });
 
 test('stats families compressed while the replies come read as a fresh rendering, in any arrival order (seeded, 60 nodes x 60 scrapes)', () => {
-  // mulberry32: many draws (the LCG of the tests above falls into short cycles in doubles).
-  let seed = 20261124;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  // Many draws (the LCG of the tests above falls into short cycles in doubles).
+  const random = seededRandom(20261124);
   const shared = new NodeMetricsRenderer('zk1');
   const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${30000 + i}`));
   // The sample's fields; four families of command counters of 64 KB and more at 60 nodes.
@@ -402,20 +411,10 @@ test('stats families compressed while the replies come read as a fresh rendering
     const dropped = !quiet && random() < 0.2 ? nodes[Math.floor(random() * nodes.length)] : undefined;
     const snapshotsOf = (rendered: Map<CacheNode, RenderedStats>): NodeSnapshot[] =>
       nodes.map((n) => (rendered.has(n) && n !== dropped ? { node: n, up: true, stats: rendered.get(n)!, settings } : { node: n, up: false, reason: 'timeout' }));
-    const stream = new GzipStream();
-    const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
-    shared.render(snapshotsOf(shared1), body);
-    let text: string;
-    if (gzip) {
-      body.end();
-      text = gunzipSync(stream.end()).toString();
-    } else {
-      text = body.toBuffer().toString();
-    }
-    const plain = new ExpositionBuffer(256);
-    fresh.render(snapshotsOf(fresh1), plain);
+    const { text, samples } = renderedBody(shared, snapshotsOf(shared1), gzip);
+    const plain = renderedBody(fresh, snapshotsOf(fresh1), false);
     const lines = (t: string) => t.split('\n').sort();
-    assert.deepEqual(lines(text), lines(plain.toBuffer().toString()), `step ${step}`);
+    assert.deepEqual(lines(text), lines(plain.text), `step ${step}`);
     // Every sample line follows its own family's HELP and TYPE (sorted lines would not see a
     // family's lines apart from its head).
     let family = '';
@@ -423,7 +422,7 @@ test('stats families compressed while the replies come read as a fresh rendering
       if (line.startsWith('# TYPE ')) family = line.split(' ')[2]!;
       else if (line !== '' && !line.startsWith('#')) assert.equal(line.slice(0, line.search(/[{ ]/)), family, `step ${step}: ${line}`);
     }
-    assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
+    assert.equal(samples, plain.samples, `step ${step}: samples`);
     // Counters moved, the last gzipped body had the large families, every rendered node is in:
     // the changed families must have been compressed while the replies came.
     if (gzip && !quiet && dropped === undefined && step > 0) {
@@ -461,13 +460,7 @@ test("a node's reply rendered twice in one collection is not compressed twice in
 });
 
 test('QoS families compressed ahead of render (prepareQos) read as a fresh rendering, also when results come in between (seeded, 30 nodes x 150 scrapes)', () => {
-  let seed = 20261128;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  const random = seededRandom(20261128);
   const shared = new NodeMetricsRenderer('zk1');
   const live = Array.from({ length: 30 }, (_, i) => node(`127.0.0.1:${32000 + i}`));
   // A node that leaves the topology comes back as another object, as the watcher makes them.
@@ -500,21 +493,11 @@ test('QoS families compressed ahead of render (prepareQos) read as a fresh rende
     const fresh = new NodeMetricsRenderer('zk1');
     const snapshotsOf = (renderer: NodeMetricsRenderer): NodeSnapshot[] =>
       nodes.map((n, i) => (n.live ? { node: n, up: true, stats: renderer.acceptStats(n, bytes), settings: nodeSettings[i] } : { node: n, up: false, reason: 'not_registered' }));
-    const stream = new GzipStream();
-    const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
-    shared.render(snapshotsOf(shared), body, qosOf);
-    let text: string;
-    if (gzip) {
-      body.end();
-      text = gunzipSync(stream.end()).toString();
-    } else {
-      text = body.toBuffer().toString();
-    }
-    const plain = new ExpositionBuffer(256);
-    fresh.render(snapshotsOf(fresh), plain, qosOf);
+    const { text, samples } = renderedBody(shared, snapshotsOf(shared), gzip, qosOf);
+    const plain = renderedBody(fresh, snapshotsOf(fresh), false, qosOf);
     const lines = (t: string) => t.split('\n').sort();
-    assert.deepEqual(lines(text), lines(plain.toBuffer().toString()), `step ${step}`);
-    assert.equal(body.sampleCount, plain.sampleCount, `step ${step}: samples`);
+    assert.deepEqual(lines(text), lines(plain.text), `step ${step}`);
+    assert.equal(samples, plain.samples, `step ${step}: samples`);
     assert.ok(text.includes('arcus_qos_latency_seconds{'), `step ${step}: QoS lines`);
     // Stats never change here: after the first gzipped body, what render() compresses is what
     // changed since the last one and was not prepared.
