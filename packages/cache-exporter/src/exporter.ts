@@ -7,6 +7,7 @@ import type { CacheExporterConfig } from './config.js';
 import { prefixSelectionFor } from './config.js';
 import { CacheCollector, CollectionDeadline } from './collector.js';
 import { QosScheduler } from './qos.js';
+import { sameItems } from './lists.js';
 import { NodeMetricsRenderer } from './metrics/render.js';
 import { PrefixAggregator } from './metrics/prefixes.js';
 import { SelfMetrics } from './self-metrics.js';
@@ -355,14 +356,14 @@ export class CacheExporter {
     this.config = { ...next, listen: previous.listen, log: { ...previous.log, level: next.log.level } };
     this.qos.setSimple(next.simpleQos);
     const wanted: WatchedEnsemble = { servers: next.ensemble.servers, serviceCodes: next.serviceCodes };
-    if (sameList(wanted.servers, this.watched.servers)) {
+    if (sameItems(wanted.servers, this.watched.servers)) {
       // The servers being read (a rename, other service codes, or back from a switch not done).
       this.dropPending();
       this.rename(next.ensemble.name);
-      if (!sameList(wanted.serviceCodes, this.watched.serviceCodes)) this.watcher.setServiceCodes(wanted.serviceCodes);
+      if (!sameItems(wanted.serviceCodes, this.watched.serviceCodes)) this.watcher.setServiceCodes(wanted.serviceCodes);
       this.watched = wanted;
-    } else if (this.pending !== undefined && sameList(wanted.servers, this.pending.servers)) {
-      if (!sameList(wanted.serviceCodes, this.pending.serviceCodes)) this.pending.watcher.setServiceCodes(wanted.serviceCodes);
+    } else if (this.pending !== undefined && sameItems(wanted.servers, this.pending.servers)) {
+      if (!sameItems(wanted.serviceCodes, this.pending.serviceCodes)) this.pending.watcher.setServiceCodes(wanted.serviceCodes);
       this.pending = { ...this.pending, ...wanted, name: next.ensemble.name };
     } else {
       this.dropPending();
@@ -391,10 +392,6 @@ export class CacheExporter {
 interface WatchedEnsemble {
   readonly servers: readonly string[];
   readonly serviceCodes: readonly string[] | undefined;
-}
-
-function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
-  return a === b || (a !== undefined && b !== undefined && a.length === b.length && a.every((item, i) => item === b[i]));
 }
 
 /** How long a reloaded ensemble may go unread before a warning says the previous one is still served. */

@@ -18,6 +18,7 @@ import {
   ruleForStat,
 } from './catalog.js';
 import { nodeLabelText, withLabel } from './labels.js';
+import { sameItems } from '../lists.js';
 
 export type StatsEntries = ReadonlyArray<readonly [string, string]>;
 
@@ -414,8 +415,7 @@ export class NodeMetricsRenderer {
   private familyGroup(out: ExpositionBuffer, families: readonly FamilySpec[], encoded: ReadonlyArray<EncodedLines | undefined>): void {
     const blocks = out.blocks;
     if (blocks) {
-      const last = this.groupLines.get(families);
-      const kept = last !== undefined && sameItems(last, encoded) ? families.map((spec) => this.blocks.get(spec)?.block) : undefined;
+      const kept = sameItems(this.groupLines.get(families), encoded) ? families.map((spec) => this.blocks.get(spec)?.block) : undefined;
       if (kept !== undefined && kept.every((block) => block !== undefined)) {
         families.forEach((spec, index) => {
           if (kept[index]!.length > 0) out.replay(spec.name, kept[index]!);
@@ -1002,13 +1002,6 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
   });
   series.qosLines = { ...lines, qos };
   return series.qosLines;
-}
-
-/** True when `a` and `b` hold the same items (by identity) in the same order. */
-function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** Piece size of prepareQos()'s buffer: the QoS families of 100 nodes are ~60 KB. */
