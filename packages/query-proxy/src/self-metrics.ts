@@ -14,7 +14,6 @@ export class ProxyMetrics {
   readonly groupDuration: Histogram<'group' | 'endpoint'>;
   readonly groupErrors: Counter<'group' | 'kind'>;
   readonly warnings: Counter<'endpoint'>;
-  readonly laneAnswers: Counter<'endpoint'>;
   readonly reload: ReloadMetrics;
 
   constructor(registry: Registry, config: () => QueryProxyConfig, version: string) {
@@ -49,12 +48,6 @@ export class ProxyMetrics {
     this.warnings = new Counter({
       name: 'cachemon_query_proxy_answers_with_warnings_total',
       help: 'Answers that carried warnings (series in two groups, cross-group aggregation, a failed group with ignore_error, a spanning query), by endpoint.',
-      labelNames: ['endpoint'],
-      registers,
-    });
-    this.laneAnswers = new Counter({
-      name: 'cachemon_query_proxy_fast_lane_requests_total',
-      help: 'Single-group queries answered by the fast lane (on the client connection itself, past the HTTP framework), by endpoint; the rest of the API requests went through the routes.',
       labelNames: ['endpoint'],
       registers,
     });

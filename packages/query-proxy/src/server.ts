@@ -11,7 +11,7 @@ import type { OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { createHttpServer, errorMessage, isCachemonError, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
-import type { FastifyReply, FastifyRequest, LaneHandler, LaneRequest, Logger, WebConfig } from '@cachemon/core';
+import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import type { QueryProxyConfig, ServerGroup } from './config.js';
 import { combiningProblem, matchesForGroup, parseQuery, planMatches, planQuery, PromQLParseError, queryForGroup } from './planner.js';
@@ -19,15 +19,18 @@ import type { Plan, RouteDecision } from './planner.js';
 import { groupWarnings, mergeMetadata, MergeError, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from './merge.js';
 import type { GroupAnswer, Merged } from './merge.js';
 import { ProxyMetrics } from './self-metrics.js';
-import { breakFailure, callFailure, GroupCall, GroupFailure, groupSearch, storeTarget, Upstreams } from './upstream.js';
-import { ProxyLane, RELAY_BUFFER_BYTES } from './fast-lane.js';
-import type { LaneCall, LaneFailure } from './fast-lane.js';
+import { breakFailure, GroupCall, GroupFailure, Upstreams } from './upstream.js';
 import type { UpstreamRequest } from './upstream.js';
 
 /** Largest request body: a dashboard's POSTed query with every node of a variable in a regex. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** Longest query accepted; the stores have their own limit (VictoriaMetrics' -search.maxQueryLen). */
 export const DEFAULT_MAX_QUERY_LENGTH = 256 * 1024;
+/**
+ * Most of a store's answer held back before it is relayed: an answer that ends within this many
+ * bytes goes to the client in one write; a longer one is streamed from there on.
+ */
+const RELAY_BUFFER_BYTES = 64 * 1024;
 /** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
 const PLAN_CACHE_SIZE = 2048;
 /** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
@@ -161,6 +164,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   const registry = new Registry();
   const metrics = new ProxyMetrics(registry, () => config, options.version);
   const upstreams = new Upstreams();
+  /** The server is closing: an answer relayed from now on says Connection: close, as the routes' do. */
+  let closing = false;
   const plans = new Map<string, Plan>();
   const files = uiFiles();
 
@@ -268,7 +273,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     const own = reply.getHeaders() as OutgoingHttpHeaders;
     // The group's timeout holds until the answer has ended: a store that stops sending mid-answer
     // is cut off then, as one that never answers is.
-    await relay(answer.status, { ...own, ...answer.headers }, answer.body, reply.raw, (err, sent) => {
+    await relay(answer.status, { ...own, ...answer.headers }, answer.body, reply.raw, () => closing, (err, sent) => {
       if (call.canceled) return undefined;
       const failure = breakFailure(group, call.timedOut, errorMessage(err));
       brokeOff(endpoint, failure, sent);
@@ -479,112 +484,11 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   });
   postWithoutBody(app, '/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
 
-  /**
-   * The fast lane's router (fast-lane.ts): a query or range query that routes to one group of one
-   * plain-HTTP store, with no labels of its own, is answered by the lane; anything else (undefined)
-   * by the routes above. Side effects as the routes have them: the request counted by decision, the
-   * group timed at the head of its answer, X-Cachemon-Route and Server-Timing, the same errors.
-   */
-  const laneEndpoints = new Map<string, 'query' | 'query_range'>([
-    ['/api/v1/query', 'query'],
-    ['/api/v1/query_range', 'query_range'],
-  ]);
-  const proxyLane = new ProxyLane();
-  const laneRoute = (request: LaneRequest): LaneHandler | undefined => {
-    const call = laneCall(request);
-    return call === undefined ? undefined : proxyLane.handler(call);
-  };
-  const laneCall = (request: LaneRequest): LaneCall | undefined => {
-    const endpoint = laneEndpoints.get(request.path);
-    if (endpoint === undefined) return undefined;
-    const { head } = request;
-    let body: string | undefined;
-    if (head.method === 'POST') {
-      const type = head.headers.get('content-type');
-      if (type === undefined || !/^application\/x-www-form-urlencoded\s*(?:;|$)/i.test(type)) return undefined;
-      body = request.body.toString('utf8');
-    } else if (request.body.length > 0) return undefined;
-    const query = formParams(request.search, body).get('query');
-    if (query === null || query.length > maxQueryLength) return undefined;
-    let planned: Plan;
-    try {
-      planned = plan(query);
-    } catch {
-      return undefined;
-    }
-    if (planned.decision === 'none' || planned.decision === 'spanning' || planned.groups.length !== 1) return undefined;
-    const group = planned.groups[0]!;
-    if (Object.keys(group.labels).length > 0 || group.targets.length !== 1) return undefined;
-    const label = group.targets[0]!;
-    const store = storeTarget(label);
-    if (store.https) return undefined;
-
-    const started = performance.now();
-    const search = groupSearch(group, request.search);
-    const host = store.hostname.includes(':') ? `[${store.hostname}]:${store.port}` : `${store.hostname}:${store.port}`;
-    let requestHead = `${head.method} ${store.prefix}${request.path}${search === '' ? '' : `?${search}`} HTTP/1.1\r\nHost: ${host}\r\n`;
-    const accept = head.headers.get('accept-encoding');
-    if (accept) requestHead += `Accept-Encoding: ${accept}\r\n`;
-    if (head.method === 'POST') requestHead += `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${request.body.length}\r\n`;
-    requestHead += 'Connection: keep-alive\r\n\r\n';
-    const route = `X-Cachemon-Route: ${planned.decision}\r\n`;
-    let answeredLines = route;
-    // The group's time to its answer's head, taken when the head arrives and recorded once the
-    // client's answer has been written (the histogram is no part of the answer's way back).
-    let answeredMs: number | undefined;
-    const recordAnswered = (): void => {
-      if (answeredMs === undefined) return;
-      metrics.groupDuration.observe({ group: group.name, endpoint }, answeredMs / 1000);
-      answeredMs = undefined;
-    };
-    const bodyFailure = (failure: LaneFailure): GroupFailure => breakFailure(group, failure.kind === 'timeout', failure.problem);
-    return {
-      label,
-      host: store.hostname,
-      port: store.port,
-      requestHead,
-      body: head.method === 'POST' ? request.body : Buffer.alloc(0),
-      timeoutMs: group.timeoutMs,
-      taken: () => {
-        metrics.requests.inc({ endpoint, decision: planned.decision });
-        metrics.laneAnswers.inc({ endpoint });
-      },
-      answered: () => {
-        answeredMs = performance.now() - started;
-        answeredLines = `${route}Server-Timing: ${serverTiming([{ group, ms: answeredMs }])}\r\n`;
-        return answeredLines;
-      },
-      failed: (failure) => {
-        recordAnswered();
-        if (failure.phase === 'body') {
-          if (failure.kind === 'canceled') return undefined;
-          const answer = singleFailure(endpoint, group, bodyFailure(failure), emptyResult(endpoint, planned.parsed));
-          return { status: answer.status, headers: `${answeredLines}Content-Type: ${JSON_TYPE}\r\n`, body: answer.text };
-        }
-        const groupFailure = callFailure(group, { canceled: failure.kind === 'canceled', timedOut: failure.kind === 'timeout' }, [failure.problem]);
-        const timing = recordGroup(endpoint, group, started, groupFailure);
-        const answer = singleFailure(endpoint, group, groupFailure, emptyResult(endpoint, planned.parsed));
-        return { status: answer.status, headers: `${route}Server-Timing: ${serverTiming([timing])}\r\nContent-Type: ${JSON_TYPE}\r\n`, body: answer.text };
-      },
-      brokeOff: (failure, passedOn) => {
-        recordAnswered();
-        if (failure.kind !== 'canceled') brokeOff(endpoint, bodyFailure(failure), passedOn);
-      },
-      finished: () => {
-        recordAnswered();
-        metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000);
-      },
-    };
-  };
-  // Behind a web config (TLS, basic auth) every request goes through fastify's checks.
-  server.fastLane(laneRoute);
-
   let bound;
   try {
     bound = await server.listen(options.listen);
   } catch (err) {
     await upstreams.close();
-    proxyLane.close();
     throw err;
   }
   server.setReady(true);
@@ -596,9 +500,9 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     config: () => config,
     reload,
     close: async () => {
+      closing = true;
       await server.close();
       await upstreams.close();
-      proxyLane.close();
     },
   };
 }
@@ -666,9 +570,14 @@ function relay(
   headers: OutgoingHttpHeaders,
   body: Readable,
   raw: ServerResponse,
+  closing: () => boolean,
   onBreak: (err: Error, sent: boolean) => EarlyAnswer | undefined,
 ): Promise<void> {
   return new Promise((resolve) => {
+    const writeHead = (code: number, fields: OutgoingHttpHeaders): void => {
+      if (closing()) raw.shouldKeepAlive = false;
+      raw.writeHead(code, fields);
+    };
     let settled = false;
     let broken = false;
     /** The answer so far, until it is too long to hold (then undefined: streaming). */
@@ -688,7 +597,7 @@ function relay(
         settle();
         return;
       }
-      raw.writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
+      writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
       raw.end(early.text); // settles on finish
     };
     const closedEarly = (): Error => new Error('the store closed the connection before the end of its answer');
@@ -732,7 +641,7 @@ function relay(
       heldBytes += chunk.length;
       if (heldBytes <= RELAY_BUFFER_BYTES) return;
       // Too long to hold: stream it (chunked, unless the store said its length).
-      raw.writeHead(status, headers);
+      writeHead(status, headers);
       const chunks = held;
       held = undefined;
       for (const piece of chunks) write(piece);
@@ -744,7 +653,7 @@ function relay(
       }
       const whole = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes);
       held = undefined;
-      raw.writeHead(status, { ...headers, 'content-length': whole.length });
+      writeHead(status, { ...headers, 'content-length': whole.length });
       raw.end(whole);
     });
   });

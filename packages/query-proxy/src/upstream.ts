@@ -146,7 +146,7 @@ function groupParams(params: Readonly<Record<string, string>>): GroupParams {
 const paramsOf = new WeakMap<ServerGroup, GroupParams>();
 
 /** The query string the group's stores receive for the client's `search` (without `?`). */
-export function groupSearch(group: ServerGroup, search: string): string {
+function groupSearch(group: ServerGroup, search: string): string {
   let own = paramsOf.get(group);
   if (own === undefined) {
     own = groupParams(group.queryParams);
@@ -171,7 +171,7 @@ function answerOf(answer: IncomingMessage, status: number, target: string): Upst
 }
 
 /** A replica's base URL, parsed once: what each request to it needs. */
-export interface Target {
+interface Target {
   readonly https: boolean;
   readonly hostname: string;
   readonly port: number;
@@ -182,7 +182,7 @@ export interface Target {
 const targets = new Map<string, Target>();
 
 /** A replica's base URL (a group's target), parsed. */
-export function storeTarget(base: string): Target {
+function storeTarget(base: string): Target {
   let target = targets.get(base);
   if (target === undefined) {
     const url = new URL(base);
@@ -218,7 +218,9 @@ export class Upstreams {
 
   /**
    * One HTTP request to a replica; resolves with the answer's head, its body unread. `started`
-   * is given the request, for the caller to give it up.
+   * is given the request, for the caller to give it up. A request that went out on a kept
+   * connection the store had just closed (its idle timeout) is sent again on another: that store
+   * has not failed.
    */
   private requestOnce(
     base: string,
@@ -232,11 +234,21 @@ export class Upstreams {
     const { https, hostname, port, prefix } = storeTarget(base);
     return new Promise((resolve, reject) => {
       const send = https ? httpsRequest : httpRequest;
-      const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, resolve);
-      req.once('error', reject);
-      call.attach(req);
-      started?.(req);
-      req.end(body);
+      const attempt = (): void => {
+        let answered = false;
+        const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, (answer) => {
+          answered = true;
+          resolve(answer);
+        });
+        req.once('error', (err: NodeJS.ErrnoException) => {
+          if (!answered && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) attempt();
+          else reject(err);
+        });
+        call.attach(req);
+        started?.(req);
+        req.end(body);
+      };
+      attempt();
     });
   }
 
@@ -386,7 +398,7 @@ export class Upstreams {
 }
 
 /** Why a call failed before its answer began: the client gone, the timeout, or (when neither) every replica's problem. */
-export function callFailure(group: ServerGroup, ended: { readonly canceled: boolean; readonly timedOut: boolean }, problems: readonly string[]): GroupFailure {
+function callFailure(group: ServerGroup, ended: { readonly canceled: boolean; readonly timedOut: boolean }, problems: readonly string[]): GroupFailure {
   if (ended.canceled) return new GroupFailure(group, 'canceled', 'the client went away');
   const said = problems.length > 0 ? ` (${problems.join('; ')})` : '';
   if (ended.timedOut) return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
@@ -401,7 +413,7 @@ export function breakFailure(group: ServerGroup, timedOut: boolean, problem: str
 }
 
 /** A store's error body, short: the Prometheus `error` field when it is one. */
-export function errorText(text: string): string {
+function errorText(text: string): string {
   try {
     const parsed = JSON.parse(text) as { error?: unknown };
     if (typeof parsed.error === 'string') return parsed.error;
