@@ -11,7 +11,6 @@
 // body happen after the timing, as before.
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
-import { AnswerFramer } from '../../packages/core/dist/src/index.js';
 
 export class BareHttpClient {
   /** @param {string} host @param {number} port */
@@ -126,31 +125,112 @@ export class NodeHttpClient {
   }
 }
 
+const HEAD_END = Buffer.from('\r\n\r\n');
+
 /**
- * One answer read as it arrives, framed by core's AnswerFramer (the fast lane's): `add` returns true
- * once the body is complete. The body's bytes are kept as views of the chunks they came in; they are
- * joined only when asked for, after the timing.
+ * One answer read as it arrives (Content-Length or chunked): `add` returns true once the body is
+ * complete, and throws on bytes that are no HTTP answer. The body's bytes are kept as views of the
+ * chunks they came in; they are joined only when asked for, after the timing.
  */
 export class AnswerReader {
   constructor() {
     /** @type {Buffer[]} */
     this.pieces = [];
-    this.framer = new AnswerFramer((piece) => this.pieces.push(piece));
-  }
-
-  get status() {
-    return this.framer.status;
-  }
-
-  /** Header values by lower-case name. @returns {Record<string, string>} */
-  get headers() {
-    return Object.fromEntries(this.framer.headers);
+    this.status = 0;
+    /** Header values by lower-case name. @type {Record<string, string>} */
+    this.headers = {};
+    /** @type {Buffer | undefined} the head so far, until it is complete */
+    this.head = Buffer.alloc(0);
+    /** Body bytes still to come (Content-Length), or -1 (chunked). */
+    this.left = 0;
+    /** Chunked: what comes next ('size' line, chunk 'data', its 'crlf', 'trailer'), the line so far, the chunk's bytes still to come. */
+    this.state = 'size';
+    this.line = '';
+    this.chunkLeft = 0;
+    this.done = false;
   }
 
   /** @param {Buffer} chunk @returns {boolean} */
   add(chunk) {
-    this.framer.push(chunk);
-    return this.framer.done;
+    if (this.head !== undefined) {
+      const bytes = this.head.length === 0 ? chunk : Buffer.concat([this.head, chunk]);
+      const end = bytes.indexOf(HEAD_END);
+      if (end < 0) {
+        if (bytes.length > 64 * 1024) throw new Error('an answer head longer than 64 KB');
+        this.head = bytes;
+        return false;
+      }
+      this.head = undefined;
+      this.readHead(bytes.toString('latin1', 0, end));
+      chunk = bytes.subarray(end + 4);
+      if (this.done) return true;
+    }
+    if (this.left >= 0) {
+      const take = chunk.subarray(0, this.left);
+      if (take.length > 0) this.pieces.push(take);
+      this.left -= take.length;
+      this.done = this.left === 0;
+      return this.done;
+    }
+    return this.chunked(chunk);
+  }
+
+  /** @param {string} head */
+  readHead(head) {
+    const [statusLine, ...lines] = head.split('\r\n');
+    const status = /^HTTP\/1\.[01] ([1-9][0-9]{2})(?: |$)/.exec(statusLine);
+    if (!status) throw new Error(`not an HTTP answer: ${JSON.stringify(statusLine.slice(0, 80))}`);
+    this.status = Number(status[1]);
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      if (colon <= 0) throw new Error(`a malformed header line in an answer: ${JSON.stringify(line.slice(0, 80))}`);
+      const name = line.slice(0, colon).trim().toLowerCase();
+      this.headers[name] ??= line.slice(colon + 1).trim();
+    }
+    if (this.status === 204 || this.status === 304) this.done = true;
+    else if (this.headers['transfer-encoding']?.toLowerCase() === 'chunked') this.left = -1;
+    else if (/^[0-9]+$/.test(this.headers['content-length'] ?? '')) this.left = Number(this.headers['content-length']);
+    else throw new Error('an answer without a usable length');
+    if (this.left === 0) this.done = true;
+  }
+
+  /** Reads a chunked body as it arrives: chunk-size lines, chunks and their CRLF, the trailer. @param {Buffer} chunk */
+  chunked(chunk) {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.state === 'data') {
+        const take = Math.min(this.chunkLeft, chunk.length - i);
+        this.pieces.push(chunk.subarray(i, i + take));
+        this.chunkLeft -= take;
+        i += take;
+        if (this.chunkLeft === 0) this.state = 'crlf';
+        continue;
+      }
+      const nl = chunk.indexOf(10, i);
+      if (nl < 0) {
+        this.line += chunk.toString('latin1', i);
+        if (this.line.length > 4096) throw new Error('a chunk-size or trailer line longer than 4096 bytes');
+        return false;
+      }
+      const line = (this.line + chunk.toString('latin1', i, nl)).replace(/\r$/, '');
+      this.line = '';
+      i = nl + 1;
+      if (this.state === 'crlf') {
+        if (line !== '') throw new Error('chunk data longer than its size');
+        this.state = 'size';
+      } else if (this.state === 'trailer') {
+        if (line === '') {
+          this.done = true;
+          return true;
+        }
+      } else {
+        const size = line.split(';', 1)[0].trim();
+        if (!/^[0-9a-fA-F]{1,12}$/.test(size)) throw new Error(`a bad chunk-size line ${JSON.stringify(line.slice(0, 40))}`);
+        this.chunkLeft = Number.parseInt(size, 16);
+        this.state = this.chunkLeft === 0 ? 'trailer' : 'data';
+      }
+    }
+    return false;
   }
 
   /** The body bytes (de-chunked). */

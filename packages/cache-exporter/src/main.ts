@@ -81,11 +81,9 @@ async function main(argv: string[]): Promise<number> {
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
 
-  // Through the routes, and on the fast lane (core's fast-lane.ts): what a store's scrape takes.
   const deadline = (timeoutHeader: string | string[] | undefined) => scrapeDeadline(timeoutHeader, values['scrape-timeout']);
   serveExposition(
     server,
-    logger,
     new Map<string, ExpositionSource>([
       ['/metrics', (timeoutHeader, gzip) => exporter.metrics(deadline(timeoutHeader), gzip)],
       ['/metrics/prefixes', (timeoutHeader) => exporter.prefixMetrics(deadline(timeoutHeader))],

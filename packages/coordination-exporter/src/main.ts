@@ -77,8 +77,7 @@ async function main(argv: string[]): Promise<number> {
   const webConfigFile = values['web.config.file'] || undefined;
   const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
   const { app } = server;
-  // Through the routes, and on the fast lane (core's fast-lane.ts): what a store's scrape takes.
-  serveExposition(server, logger, new Map([['/metrics', (timeoutHeader) => exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS))]]));
+  serveExposition(server, new Map([['/metrics', (timeoutHeader) => exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS))]]));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
     const list = exporter.endpoints.map((e) => `<li>${formatEndpoint(e).replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</li>`).join('');

@@ -20,8 +20,7 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from './errors.j
 import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
 import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
-import { answer as laneAnswer, FastLane, type LaneRouter } from './fast-lane.js';
-import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayloadParts, sendExposition, type ExpositionBody } from './exposition.js';
+import { acceptsGzip, sendExposition, type ExpositionBody } from './exposition.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
@@ -55,12 +54,6 @@ export interface HttpServer {
    * CACHEMON_WEB_CONFIG_INVALID and changes nothing. Nothing to do without webConfigFile.
    */
   reloadWebConfig(): Promise<void>;
-  /**
-   * Puts the fast lane (fast-lane.ts) in front of the routes: requests `router` takes are answered
-   * on the client's socket, the rest by the routes as before. Not with a web config: behind TLS or
-   * basic auth every request passes the framework's checks (returns false, nothing installed).
-   */
-  fastLane(router: LaneRouter): boolean;
 }
 
 export interface ErrorAnswer {
@@ -166,17 +159,11 @@ function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => 
   });
 }
 
-/** The answer to a request that failed with `err`, logged when it is a failure of the daemon. */
-export function failedRequest(err: unknown, url: string, logger: Logger): ErrorAnswer {
-  const answered = toErrorAnswer(err);
-  // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
-  if (answered.status >= 500 && answered.body.code !== Errors.NOT_READY.code) logger.error({ err, url }, 'request failed');
-  return answered;
-}
-
 function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
-    const { status, body } = failedRequest(err, request.url, request.log as Logger);
+    const { status, body } = toErrorAnswer(err);
+    // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
+    if (status >= 500 && body.code !== Errors.NOT_READY.code) request.log.error({ err, url: request.url }, 'request failed');
     return reply.code(status).type(JSON_TYPE).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -196,8 +183,8 @@ function urlHost(bound: string): string {
 /**
  * The one address a listen host name stands for, as Go daemons take it: its first IPv4 address,
  * else its first. One address, one server: fastify given a name such as "localhost" would open a
- * second server for the name's other address, which the fast lane, a reloaded certificate and
- * close()'s sweep of idle connections would not reach.
+ * second server for the name's other address, which a reloaded certificate and close()'s sweep
+ * of idle connections would not reach.
  */
 export function listenAddressFor(host: string, addresses: readonly LookupAddress[]): string {
   const chosen = addresses.find((a) => a.family === 4) ?? addresses[0];
@@ -299,11 +286,6 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
       ready = value;
     },
     listen: (address: string) => listenOn(app, address, tls === undefined ? 'http' : 'https', options.resolveHost),
-    fastLane: (router: LaneRouter): boolean => {
-      if (webConfig !== undefined) return false;
-      new FastLane(app.server, { router, bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT });
-      return true;
-    },
     reloadWebConfig: async () => {
       const file = options.webConfigFile;
       if (file === undefined || security === undefined) return;
@@ -337,41 +319,13 @@ export type ExpositionSource = (timeoutHeader: string | string[] | undefined, gz
 
 const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
 
-/**
- * Serves an exporter's scrape paths: `GET <path>` through the routes (sendExposition) and the same
- * answers on the fast lane (expositionLane), where there is one.
- */
-export function serveExposition(server: HttpServer, logger: Logger, paths: ReadonlyMap<string, ExpositionSource>): void {
+/** Serves an exporter's scrape paths: `GET <path>` answered by sendExposition from its source. */
+export function serveExposition(server: HttpServer, paths: ReadonlyMap<string, ExpositionSource>): void {
   for (const [path, source] of paths) {
     server.app.get(path, async (request, reply) => {
       await sendExposition(request, reply, await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])));
     });
   }
-  server.fastLane(expositionLane(logger, paths));
-}
-
-/**
- * A fast-lane router for an exporter's scrape paths (`GET /metrics` and the like): answered on the
- * socket as sendExposition answers them through the routes (Content-Type, Vary, gzip when
- * accepted; a failure in the routes' JSON shape, logged the same way). Every other request is the
- * routes'.
- */
-export function expositionLane(logger: Logger, paths: ReadonlyMap<string, ExpositionSource>): LaneRouter {
-  const headers = `Content-Type: ${EXPOSITION_CONTENT_TYPE}\r\nVary: Accept-Encoding\r\n`;
-  return (request) => {
-    const source = paths.get(request.path);
-    if (source === undefined || request.head.method !== 'GET' || request.body.length > 0) return undefined;
-    return (reply) => {
-      const gzip = acceptsGzip(request.head.headers.get('accept-encoding'));
-      source(request.head.headers.get(TIMEOUT_HEADER), gzip).then(
-        (body) => laneAnswer(reply, 200, gzip ? `${headers}Content-Encoding: gzip\r\n` : headers, expositionPayloadParts(body, gzip)),
-        (err: unknown) => {
-          const { status, body } = failedRequest(err, request.head.target, logger);
-          laneAnswer(reply, status, `Content-Type: ${JSON_TYPE}\r\n`, JSON.stringify(body));
-        },
-      );
-    };
-  };
 }
 
 export type { FastifyInstance, FastifyReply, FastifyRequest };

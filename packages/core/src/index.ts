@@ -37,12 +37,8 @@ export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-c
 export { formatHostPort, listenAddressSchema, parseListenAddress, serverAddressSchema, serverListSchema } from './listen-address.js';
 export type { ListenAddress } from './listen-address.js';
 
-export { createHttpServer, expositionLane, postWithoutBody, scrapeDeadline, serveExposition, toErrorAnswer } from './http.js';
+export { createHttpServer, postWithoutBody, scrapeDeadline, serveExposition, toErrorAnswer } from './http.js';
 export type { ExpositionSource } from './http.js';
-export { answer, statusLine, writeHeld } from './fast-lane.js';
-export type { LaneHandler, LaneReply, LaneRequest, LaneRouter } from './fast-lane.js';
-export { AnswerFramer, parseRequestHead } from './http-framing.js';
-export type { RequestHead } from './http-framing.js';
 export type {
   BoundAddress,
   ErrorAnswer,
