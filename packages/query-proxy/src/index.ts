@@ -4,5 +4,6 @@ export { combiningProblem, groupCanAnswer, matchesForGroup, parseQuery, parseSel
 export type { CombiningOperation, LabelMatcher, MatchOp, MatchPlan, ParsedQuery, Plan, RouteDecision, Selector } from './planner.js';
 export { formatLabels, groupWarnings, MergeError, mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue, withGroupLabels } from './merge.js';
 export type { GroupAnswer, Merged, QueryData } from './merge.js';
-export { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_MAX_QUERY_LENGTH, PROMETHEUS_COMPATIBLE_VERSION, startQueryProxy } from './server.js';
+export { PROMETHEUS_COMPATIBLE_VERSION } from './routes/api.js';
+export { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
 export type { QueryProxy, QueryProxyOptions, ReloadResult } from './server.js';

@@ -1,0 +1,196 @@
+/**
+ * The Prometheus query API the dashboard server uses, routed to the server groups by label filter.
+ * Every answer says how it was routed: `X-Cachemon-Route` (single, several, none, spanning) and a
+ * `Server-Timing` entry per group asked.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from '@cachemon/core';
+import { ApiError } from '../api-answers.js';
+import type { apiErrorHandler, Endpoint } from '../api-answers.js';
+import type { QueryProxyConfig, ServerGroup } from '../config.js';
+import type { Forwarder } from '../forward.js';
+import { mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from '../merge.js';
+import type { GroupAnswer, Merged } from '../merge.js';
+import { combiningProblem, matchesForGroup, parseQuery, planMatches, planQuery, PromQLParseError, queryForGroup } from '../planner.js';
+import type { Plan, RouteDecision } from '../planner.js';
+import type { ProxyMetrics } from '../self-metrics.js';
+import type { UpstreamRequest } from '../upstream.js';
+
+/** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
+const PLAN_CACHE_SIZE = 2048;
+/** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
+export const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
+
+export interface ApiRoutesOptions {
+  readonly config: () => QueryProxyConfig;
+  readonly forwarder: Forwarder;
+  readonly metrics: ProxyMetrics;
+  readonly maxQueryLength: number;
+  /** The proxy's version, for /api/v1/status/buildinfo. */
+  readonly version: string;
+  readonly errorHandler: ReturnType<typeof apiErrorHandler>;
+}
+
+export interface ApiRoutes {
+  /** Forgets the plans made for the config before (after a reload). */
+  clearPlans(): void;
+}
+
+/**
+ * The request's parameters as the stores read them (Go's Request.Form): a form-encoded body's
+ * first, then the query string's, so where both set one (`query`) the body's is the one used.
+ */
+function requestParams(request: FastifyRequest): { search: string; body: string | undefined; params: URLSearchParams } {
+  const at = request.url.indexOf('?');
+  const search = at === -1 ? '' : request.url.slice(at + 1);
+  const body = typeof request.body === 'string' ? request.body : undefined;
+  if (!body) return { search, body, params: new URLSearchParams(search) };
+  const params = new URLSearchParams(body);
+  if (search !== '') for (const [k, v] of new URLSearchParams(search)) params.append(k, v);
+  return { search, body, params };
+}
+
+/** What a query answers when no group has anything for it, in the shape its result would have. */
+function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']): { resultType: string; result: unknown[] } {
+  const resultType = endpoint === 'query_range' ? 'matrix' : parsed.instantResultType;
+  return { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
+}
+
+/** The client's request as the single path forwards it: same method, parameters and body. */
+function asIs(request: FastifyRequest, path: string, search: string, body: string | undefined): UpstreamRequest {
+  const accept = request.headers['accept-encoding'];
+  return { path, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}) };
+}
+
+/** Installs /api/v1/*: GET and POST (form-encoded) alike. */
+export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): ApiRoutes {
+  const { config, forwarder, metrics, maxQueryLength } = options;
+  const plans = new Map<string, Plan>();
+
+  const plan = (query: string): Plan => {
+    let cached = plans.get(query);
+    if (cached === undefined) {
+      cached = planQuery(parseQuery(query), config().groups);
+      if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value!);
+      plans.set(query, cached);
+    }
+    return cached;
+  };
+
+  /**
+   * Routes a request: a bad query or parameter is a 400 (`param` names it), counted as `invalid`;
+   * a decision is counted, said in X-Cachemon-Route, and the answer timed when it is complete.
+   */
+  const routed = <T extends { decision: RouteDecision }>(reply: FastifyReply, endpoint: Endpoint, param: string, decide: () => T): T => {
+    const started = performance.now();
+    let result: T;
+    try {
+      result = decide();
+    } catch (err) {
+      metrics.requests.inc({ endpoint, decision: 'invalid' });
+      if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "${param}": ${err.message}`);
+      throw err;
+    }
+    metrics.requests.inc({ endpoint, decision: result.decision });
+    reply.header('X-Cachemon-Route', result.decision);
+    reply.raw.once('finish', () => metrics.requestDuration.observe({ endpoint }, (performance.now() - started) / 1000));
+    return result;
+  };
+
+  const queryHandler = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
+    const { search, body, params } = requestParams(request);
+    const planned = routed(reply, endpoint, 'query', () => {
+      const query = params.get('query');
+      if (query === null) throw new ApiError('bad_data', 'invalid parameter "query": the parameter is missing');
+      if (query.length > maxQueryLength) {
+        throw new ApiError('bad_data', `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`);
+      }
+      return plan(query);
+    });
+    const empty = emptyResult(endpoint, planned.parsed);
+    if (planned.decision === 'none') return forwarder.success(reply, endpoint, empty, []);
+    if (planned.decision === 'spanning') return forwarder.success(reply, endpoint, empty, [planned.reason!]);
+    const path = `/api/v1/${endpoint}`;
+    const [only] = planned.groups;
+    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
+    const warnings = [planned.warning, combiningProblem(planned.parsed, planned.groups)].filter((w) => w !== undefined);
+    const sortedBy = endpoint === 'query' && planned.groups.length > 1 ? planned.parsed.sortedBy : undefined;
+    const requestFor = (group: ServerGroup): UpstreamRequest => {
+      const form = new URLSearchParams(params);
+      form.set('query', queryForGroup(planned.parsed, group));
+      return { path, method: 'POST', search: '', body: form.toString() };
+    };
+    return forwarder.gather(
+      endpoint,
+      planned.groups,
+      requestFor,
+      (answers) => {
+        const merged = mergeQueryData(answers);
+        // Each group sorted its own series: the merged list is sorted again, as one store would have.
+        const data = sortedBy === undefined ? merged.data : sortByValue(merged.data, sortedBy === 'value descending');
+        return { data, warnings: [...merged.warnings, ...warnings] };
+      },
+      reply,
+    );
+  };
+
+  /** /series, /labels, /label/<name>/values, /metadata: routed by match[], answers united. */
+  const listHandler =
+    <T>(endpoint: Endpoint, path: (request: FastifyRequest) => string, merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>, empty: unknown) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const { search, body, params } = requestParams(request);
+      const route = routed(reply, endpoint, 'match[]', () => {
+        const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
+        if (endpoint === 'series' && matches.length === 0) throw new ApiError('bad_data', 'no match[] parameter provided');
+        return planMatches(matches, config().groups);
+      });
+      if (route.groups.length === 0) return forwarder.success(reply, endpoint, empty, []);
+      const upstreamPath = path(request);
+      const [only] = route.groups;
+      if (route.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forwarder.forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
+      // Each group gets the match[] it can answer, written for it (its own labels' matchers out).
+      const requestFor = (group: ServerGroup): UpstreamRequest => {
+        const form = new URLSearchParams(params);
+        if (route.matches.length > 0) {
+          form.delete('match[]');
+          for (const match of matchesForGroup(route, group)) form.append('match[]', match);
+        }
+        return { path: upstreamPath, method: 'POST', search: '', body: form.toString() };
+      };
+      return forwarder.gather(endpoint, route.groups, requestFor, (answers) => merge(answers, request), reply);
+    };
+
+  const { errorHandler } = options;
+  const api = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => {
+    app.route({ method: ['GET', 'POST'], url: path, handler, errorHandler });
+  };
+  api('/api/v1/query', queryHandler('query'));
+  api('/api/v1/query_range', queryHandler('query_range'));
+  api('/api/v1/series', listHandler('series', () => '/api/v1/series', mergeSeriesData, []));
+  api('/api/v1/labels', listHandler('labels', () => '/api/v1/labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []));
+  const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+  api(
+    '/api/v1/label/:name/values',
+    listHandler(
+      'label_values',
+      (request) => `/api/v1/label/${encodeURIComponent(labelName(request))}/values`,
+      // A group's own labels are not in its store: their value is the group's.
+      (answers, request) => mergeStringLists(answers, (g) => (g.labels[labelName(request)] === undefined ? [] : [g.labels[labelName(request)]!])),
+      [],
+    ),
+  );
+  api('/api/v1/metadata', listHandler('metadata', () => '/api/v1/metadata', mergeMetadata, {}));
+  api('/api/v1/status/buildinfo', async (_request, reply) =>
+    forwarder.success(reply, 'metadata', { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}`, branch: '', buildUser: '', buildDate: '', goVersion: '' }, []),
+  );
+  api('/api/v1/query_exemplars', async (_request, reply) => forwarder.success(reply, 'query', [], []));
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/api/v1/*',
+    errorHandler,
+    handler: async (request) => {
+      throw new ApiError('bad_data', `the query proxy does not serve ${request.url.split('?')[0]}`, 404);
+    },
+  });
+
+  return { clearPlans: () => plans.clear() };
+}
