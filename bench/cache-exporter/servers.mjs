@@ -1,5 +1,5 @@
-// The servers the cache exporter benchmark measures against, shared by run.mjs and arrivals.mjs:
-// one ZooKeeper that takes every double's session, and the command that starts the doubles.
+// The servers the cache exporter benchmark measures against: one ZooKeeper that takes every
+// double's session, and the command that starts the doubles.
 import { appendFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { startZooKeeper } from '../../packages/testkit/dist/src/index.js';

@@ -23,7 +23,7 @@ const median = (values) => percentile(values, 50);
  * JSON reports.
  */
 export function sideBySide(runs) {
-  const header = ['N', 'P', 'endpoint', 'run', 'commit', 'exp p50', 'exp p99', 'floor p50', 'floor p99', 'p99/floor', 'CPU ms/scr', 'RSS MB'];
+  const header = ['N', 'P', 'endpoint', 'run', 'commit', 'exp p50', 'exp p99', 'floor p50', 'floor p99', 'p99/floor', 'CPU ms/scr', 'wire KB', 'RSS MB'];
   const rows = [];
   const configurations = new Map();
   for (const run of runs) {
@@ -45,6 +45,8 @@ export function sideBySide(runs) {
           floorP50: measured.floor.p50,
           floorP99: measured.floor.p99,
           cpu: measured.exporter.netMsPerScrape,
+          // The last body as sent (gzipped unless --no-gzip).
+          wire: measured.exporter.wireBytes / 1024,
           rss: result.rss.maxMB,
         });
       }
@@ -63,6 +65,7 @@ export function sideBySide(runs) {
       fmt(m.floorP99),
       `${(m.ratio ?? m.expP99 / m.floorP99).toFixed(2)}x`,
       fmt(m.cpu),
+      fmt(m.wire),
       fmt(m.rss),
     ];
     for (const m of measured) rows.push(row(m.label, m.commit, m));
@@ -79,6 +82,7 @@ export function sideBySide(runs) {
           // The median of the runs' ratios, not the ratio of the medians.
           ratio: median(of.map((m) => m.expP99 / m.floorP99)),
           cpu: pick('cpu'),
+          wire: pick('wire'),
           rss: pick('rss'),
         }),
       );

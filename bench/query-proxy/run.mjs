@@ -2,12 +2,18 @@
 // Query proxy benchmark: the same dashboard queries sent straight to a real VictoriaMetrics store
 // and through the real proxy (bin/query-proxy, single-group path: parsed, forwarded untouched with
 // nocache=1, relayed back), alternated in one run, at 1 and 32 concurrent clients. Beside them the
-// floor (floor.mjs): a bare node:http pass-through, the least any Node hop costs. See README.md.
+// floor (floor.mjs): a bare node:http pass-through, the least any Node hop costs; and, when asked,
+// a baseline build's proxy on the same stores. See README.md.
 //
 //   node bench/query-proxy/run.mjs [--ensembles=2] [--service-codes=10] [--nodes=20] [--seed=1]
 //        [--requests=1000] [--round=200] [--warmup=3000] [--concurrency=32] [--window=2]
 //        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-piped] [--profile]
-//        [--out=PATH]
+//        [--baseline=COMMIT | --baseline-tree=DIR] [--out=PATH]
+//
+// --baseline-tree=DIR: a built checkout whose bin/query-proxy is measured too, as the path
+// "proxy (baseline)", alternated with this checkout's proxy and the direct store on the same data.
+// --baseline=COMMIT: the same for a commit of this repository, checked out and built first
+// (bench/lib/baseline.mjs).
 //
 // Two stores (short: the fleet's cache metrics with scrape="short", every 5 s over the last hour;
 // long: a little scrape="long" data), the proxy with promxy.yml routing scrape=short/long to them.
@@ -18,17 +24,19 @@
 // Prints a markdown report: per query the c=1 p50 of each path; per path p50/p99/mean at c=1,
 // req/s and p50/p99 at c=32, the proxy's (and floor's) CPU ms per request, the store's CPU per
 // request, the load generator's CPU, the proxy's peak RSS; what ran on which core; one verdict line
-// per goal: c=1 latency through the proxy <= 1.1x direct (p50 and p99), c=32 throughput >= 0.9x
-// direct. --out=PATH also writes the report there (.json: every figure as JSON instead).
+// per goal: c=1 latency through the proxy <= 1.25x direct (p50 and p99), c=32 throughput >= 0.9x
+// direct; with a baseline, both proxies against direct and against each other.
+// --out=PATH also writes the report there (.json: every figure as JSON instead).
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { parseArgs } from '../lib/args.mjs';
+import { builtBaseline } from '../lib/baseline.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -69,11 +77,40 @@ if (!['split', 'shared'].includes(OPTS.layout)) throw new Error('--layout must b
 if (!(OPTS.window > 0)) throw new Error('--window must be a positive number of seconds');
 if (OPTS.ensembles > 9 || OPTS.serviceCodes > 99 || OPTS.nodes > 250) throw new Error('at most 9 ensembles, 99 service codes and 250 nodes per service code');
 
+/** The goals: the proxy's c=1 latency (p50 and p99) against direct, its c=32 throughput against direct. */
+const LATENCY_GOAL = 1.25;
+const THROUGHPUT_GOAL = 0.9;
+
+/** A checkout's commit, `+` when its packages/ or bin/ hold uncommitted changes; '?' outside git. */
+function commitOf(tree) {
+  const head = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: tree, encoding: 'utf8' });
+  if (head.status !== 0) return '?';
+  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'packages', 'bin'], { cwd: tree, encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.stdout.trim() ? '+' : ''}`;
+}
+
+/** The baseline build whose proxy is measured beside this checkout's, if any: { dir, commit }. */
+function baselineBuild() {
+  if (args.baseline !== undefined && args['baseline-tree'] !== undefined) throw new Error('--baseline and --baseline-tree: one or the other');
+  let dir;
+  if (args['baseline-tree'] !== undefined) dir = resolve(String(args['baseline-tree']));
+  else if (args.baseline !== undefined) {
+    if (args.baseline === 'true') throw new Error('--baseline=<commit or ref>');
+    dir = builtBaseline(String(args.baseline), { log }).dir;
+  } else return undefined;
+  for (const file of ['bin/query-proxy', 'packages/query-proxy/dist/src/index.js']) {
+    if (!existsSync(join(dir, file))) throw new Error(`baseline ${dir}: no ${file} there (a built checkout, npx tsc -b)`);
+  }
+  return { dir, commit: commitOf(dir) };
+}
+
 const STEP_MS = 5000; // the cache job scrapes every 5 s
 const SPAN_MS = 3600_000; // one hour of samples
 const RANGE_STEP_S = 15;
 const SERIES_PER_BATCH = 100; // 72,000 sample lines (~10 MB) per import
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const BASELINE = baselineBuild();
+const COMMIT = commitOf(ROOT);
 
 // ---------------------------------------------------------------------------------------------
 // Layout: which process runs on which core
@@ -99,7 +136,7 @@ function track(child, name) {
   child.once('error', (err) => log(`${name}: ${err.message}`));
   const p = { child, name, exited, pid: child.pid };
   children.add(p);
-  exited.then(() => children.delete(p));
+  void exited.then(() => children.delete(p));
   return p;
 }
 
@@ -378,8 +415,10 @@ function closeEnough(a, b) {
 /**
  * Once, untimed: every path answers every query with the store's own bytes, and the proxy routes it
  * single. A store running an aggregation on several cores sums in a different order from one call
- * to the next (the last digits of a float change): when two direct answers to the same query
- * already differ, the others are compared as JSON with sample values equal to 1e-9 (relative) instead.
+ * to the next (the last digits of a float change): an answer that differs from the store's is
+ * compared again as JSON with sample values equal to 1e-9 (relative), and the query is counted
+ * among those whose answers the store itself varies. Two direct answers that agree prove nothing:
+ * the next call may sum in another order.
  */
 async function checkAnswers(targets) {
   const direct = targets.find((t) => t.name === 'direct');
@@ -390,24 +429,24 @@ async function checkAnswers(targets) {
     const body = decode(reference).toString('utf8');
     const parsed = JSON.parse(body);
     if (parsed.status !== 'success' || !(parsed.data?.result?.length > 0)) throw new Error(`direct: ${q.name}: no data: ${body.slice(0, 300)}`);
-    const stable = decode(await send(direct, q, { keep: true })).toString('utf8') === body;
-    if (!stable) unstable.push(q.name);
+    let stable = decode(await send(direct, q, { keep: true })).toString('utf8') === body;
     for (const t of targets) {
       if (t === direct) continue;
       const r = await send(t, q, { keep: true });
-      if (t.name === 'proxy' && r.headers['x-cachemon-route'] !== 'single') {
-        throw new Error(`proxy: ${q.name}: X-Cachemon-Route is ${JSON.stringify(r.headers['x-cachemon-route'])}, not "single": the benchmark measures the single path only`);
+      if (t.proxy && r.headers['x-cachemon-route'] !== 'single') {
+        throw new Error(`${label(t.name)}: ${q.name}: X-Cachemon-Route is ${JSON.stringify(r.headers['x-cachemon-route'])}, not "single": the benchmark measures the single path only`);
       }
       if (r.headers['content-encoding'] !== reference.headers['content-encoding']) {
         throw new Error(`${t.name}: ${q.name}: content-encoding ${r.headers['content-encoding']} vs the store's ${reference.headers['content-encoding']}`);
       }
       const other = decode(r).toString('utf8');
-      if (stable ? other !== body : !closeEnough(JSON.parse(other), parsed)) {
-        throw new Error(
-          `${t.name}: ${q.name}: the answer differs from the store's own (after gunzip${stable ? '' : ', sample values to 1e-9'}):\n  direct: ${body.slice(0, 300)}\n  ${t.name}: ${other.slice(0, 300)}`,
-        );
+      if (other === body) continue;
+      if (!closeEnough(JSON.parse(other), parsed)) {
+        throw new Error(`${label(t.name)}: ${q.name}: the answer differs from the store's own (after gunzip, sample values to 1e-9):\n  direct: ${body.slice(0, 300)}\n  ${t.name}: ${other.slice(0, 300)}`);
       }
+      stable = false;
     }
+    if (!stable) unstable.push(q.name);
     sizes.push({ series: parsed.data.result.length, json: body.length, wire: reference.raw.length, encoding: reference.headers['content-encoding'] ?? 'identity', stable });
   }
   return { sizes, unstable };
@@ -512,6 +551,20 @@ function profileByPackage(path, top = 12) {
 
 const rotate = (list, by) => list.map((_, i) => list[(i + by) % list.length]);
 
+/** A path's name in the report. */
+const label = (path) => (path === 'baseline' ? 'proxy (baseline)' : path);
+
+/** How many API requests a proxy counted, by route decision (cachemon_query_proxy_requests_total). */
+async function routedBy(port) {
+  const exposition = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const routed = {};
+  for (const m of exposition.matchAll(/^cachemon_query_proxy_requests_total\{([^}]*)\} (\S+)$/gm)) {
+    const decision = /decision="([^"]*)"/.exec(m[1])?.[1] ?? '?';
+    routed[decision] = (routed[decision] ?? 0) + Number(m[2]);
+  }
+  return routed;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Run
 
@@ -558,6 +611,19 @@ try {
   );
   log(`query proxy pid ${proxy.pid} on 127.0.0.1:${proxyPort}${OPTS.profile ? ' (under --cpu-prof: its figures are not comparable with a run without)' : ''}`);
 
+  let baseline;
+  let baselinePort;
+  if (BASELINE) {
+    baselinePort = await freePort();
+    baseline = await startServer(
+      'query proxy (baseline)',
+      [process.execPath, ...profileFlags('baseline'), join(BASELINE.dir, 'bin', 'query-proxy'), `--bind-addr=127.0.0.1:${baselinePort}`, `--config=${configFile}`],
+      join(dir, 'baseline.log'),
+      async () => (await fetch(`http://127.0.0.1:${baselinePort}/-/ready`)).status === 200,
+    );
+    log(`baseline query proxy (${BASELINE.commit}, ${BASELINE.dir}) pid ${baseline.pid} on 127.0.0.1:${baselinePort}`);
+  }
+
   let floor;
   let floorPort;
   if (OPTS.floor) {
@@ -577,17 +643,18 @@ try {
     log(`floor pid ${floor.pid} on 127.0.0.1:${floorPort}`);
   }
 
-  const target = (name, port, search, sockets) => ({ name, port, search, agent: new Agent({ keepAlive: true, maxSockets: sockets }) });
+  const target = (name, port, search, sockets, proxied = false) => ({ name, port, search, proxy: proxied, agent: new Agent({ keepAlive: true, maxSockets: sockets }) });
   const targetsFor = (sockets) => [
     target('direct', short.port, '?nocache=1', sockets),
-    target('proxy', proxyPort, '', sockets),
+    target('proxy', proxyPort, '', sockets, true),
+    ...(baseline ? [target('baseline', baselinePort, '', sockets, true)] : []),
     ...(OPTS.floor ? [target('floor', floorPort, '', sockets)] : []),
   ];
-  const pids = { store: short.pid, proxy: proxy.pid, ...(floor ? { floor: floor.pid } : {}) };
+  const pids = { store: short.pid, proxy: proxy.pid, ...(baseline ? { baseline: baseline.pid } : {}), ...(floor ? { floor: floor.pid } : {}) };
 
   const { sizes, unstable } = await checkAnswers(targetsFor(1));
   log(
-    `answers checked: every proxied answer routed single and byte-equal (after gunzip) to the store's, ${QUERIES.length} queries` +
+    `answers checked: every proxied answer (${baseline ? 'both proxies' : 'the proxy'}) routed single and byte-equal (after gunzip) to the store's, ${QUERIES.length} queries` +
       (unstable.length ? `; the store's own answers to ${unstable.length} (${unstable.join(', ')}) differ in the last float digits from call to call, compared as JSON with values to 1e-9` : ''),
   );
 
@@ -616,27 +683,25 @@ try {
   }
   for (const t of par) t.agent.destroy();
 
-  // The proxy's own count: every API request it served was routed single.
-  const exposition = await (await fetch(`http://127.0.0.1:${proxyPort}/metrics`)).text();
-  const routed = {};
-  for (const m of exposition.matchAll(/^cachemon_query_proxy_requests_total\{([^}]*)\} (\S+)$/gm)) {
-    const decision = /decision="([^"]*)"/.exec(m[1])?.[1] ?? '?';
-    routed[decision] = (routed[decision] ?? 0) + Number(m[2]);
+  // Each proxy's own count: every API request it served was routed single.
+  for (const [name, port] of [['proxy', proxyPort], ...(baseline ? [['baseline', baselinePort]] : [])]) {
+    const routed = await routedBy(port);
+    const nonSingle = Object.entries(routed).filter(([d, n]) => d !== 'single' && n > 0);
+    if (nonSingle.length > 0 || routed.single !== sentTo[name]) {
+      throw new Error(`${label(name)} counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo[name]}, all meant to route single`);
+    }
+    log(`${label(name)}: cachemon_query_proxy_requests_total ${routed.single} single, as many as sent, no other decision`);
   }
-  const nonSingle = Object.entries(routed).filter(([d, n]) => d !== 'single' && n > 0);
-  if (nonSingle.length > 0 || routed.single !== sentTo.proxy) {
-    throw new Error(`the proxy counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo.proxy}, all meant to route single`);
-  }
-  log(`the proxy's cachemon_query_proxy_requests_total: ${routed.single} single, as many as sent, no other decision`);
 
   const memory = { proxyHwmMb: statusKb(proxy.pid, 'VmHWM') / 1024, proxyRssMb: statusKb(proxy.pid, 'VmRSS') / 1024 };
+  if (baseline) memory.baselineHwmMb = statusKb(baseline.pid, 'VmHWM') / 1024;
   if (floor) memory.floorHwmMb = statusKb(floor.pid, 'VmHWM') / 1024;
   memory.storeHwmMb = statusKb(short.pid, 'VmHWM') / 1024;
 
   let profile;
   if (OPTS.profile) {
     profile = [];
-    for (const [name, p] of [['proxy', proxy], ['floor', floor]]) {
+    for (const [name, p] of [['proxy', proxy], ['baseline', baseline], ['floor', floor]]) {
       if (!p) continue;
       await stopChild(p, 10_000);
       const from = join(dir, `profile-${name}`);
@@ -653,7 +718,7 @@ try {
     profile = profile.join('\n\n');
   }
 
-  result = { data, loadS, settleS, sizes, unstable, c1, cN, memory, profile, routedSingle: routed.single };
+  result = { data, loadS, settleS, sizes, unstable, c1, cN, memory, profile, routedSingle: sentTo.proxy };
 } catch (err) {
   // Interrupted: the requests in flight fail as the processes stop; that is no failure to report.
   if (interrupted) await cleanUp().finally(() => process.exit(130));
@@ -662,7 +727,7 @@ try {
   if (proxyTail !== '(no log)' && proxyTail !== '') log(`last lines of the proxy's log:\n${proxyTail}`);
   process.exitCode = 1;
 } finally {
-  log('stopping the proxy, the floor and the stores');
+  log('stopping the proxies, the floor and the stores');
   await cleanUp();
 }
 if (result === undefined) process.exit(process.exitCode ?? 1);
@@ -672,9 +737,12 @@ if (result === undefined) process.exit(process.exitCode ?? 1);
 
 const { data, c1, cN, memory, sizes } = result;
 const paths = Object.keys(c1);
+/** The paths measured against direct: the proxy, the baseline's proxy, the floor. */
+const others = paths.filter((p) => p !== 'direct');
 const f = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 const mean = (a) => a.reduce((s, v) => s + v, 0) / a.length;
 const ratio = (a, b) => a / b;
+const x = (v, d = 2) => `${f(v, d)}x`;
 const lines = [];
 const out = (s = '') => lines.push(s);
 const table = (header, rows, align) => {
@@ -694,7 +762,9 @@ const paired = (p) => {
   return { median: pct(r, 50), min: Math.min(...r), max: Math.max(...r) };
 };
 const perReq = (stats, key) => (stats.cpu[key] ?? NaN) / stats.requests;
-const selfPct = (stats) => stats.cpu.self / stats.wallMs * 100;
+const selfPct = (stats) => (stats.cpu.self / stats.wallMs) * 100;
+const hwm = { direct: memory.storeHwmMb, proxy: memory.proxyHwmMb, baseline: memory.baselineHwmMb, floor: memory.floorHwmMb };
+const blank = others.map(() => '');
 
 out(`## query proxy benchmark, single-group path`);
 out();
@@ -705,7 +775,9 @@ out(
 );
 out(`Layout: ${layoutNote}.`);
 out(
-  `Paths: direct = POST /api/v1/<endpoint>?nocache=1 to the store; proxy = bin/query-proxy (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; its own counter: ${result.routedSingle} requests, all single)` +
+  `Paths: direct = POST /api/v1/<endpoint>?nocache=1 to the store; proxy = bin/query-proxy of this checkout (${COMMIT})` +
+    `${BASELINE ? `; proxy (baseline) = bin/query-proxy of ${BASELINE.commit} (${BASELINE.dir}), same config and stores` : ''}` +
+    ` (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; each proxy's own counter: as many requests as sent, all single)` +
     `${paths.includes('floor') ? `; floor = bare node:http pass-through (floor.mjs${OPTS.floorPiped ? ' --pipe: answers piped chunk by chunk' : ', answers relayed as the proxy does: held up to 64 KB, written once'}), placed like the proxy` : ''}.`,
 );
 out(`c=1: ${OPTS.requests} requests per path in rounds of ${OPTS.round} after ${OPTS.warmup} warm-up; c=${OPTS.concurrency}: ${OPTS.windows} windows of ${OPTS.window} s per path; paths alternating, order rotated every round.`);
@@ -713,67 +785,85 @@ out();
 out('### c=1, per query (p50 ms)');
 out();
 table(
-  ['query', 'kind', 'series', 'wire KB', ...paths.map((p) => `${p} p50`), 'proxy/direct', ...(paths.includes('floor') ? ['floor/direct'] : [])],
+  ['query', 'kind', 'series', 'wire KB', ...paths.map((p) => `${label(p)} p50`), ...others.map((p) => `${label(p)}/direct`)],
   QUERIES.map((q, k) => {
     const p50 = Object.fromEntries(paths.map((p) => [p, pct(c1[p].perQuery[k], 50)]));
-    return [
-      q.name,
-      q.endpoint === 'query' ? 'instant' : 'range',
-      sizes[k].series,
-      f(sizes[k].wire / 1024, 1),
-      ...paths.map((p) => f(p50[p], 3)),
-      `${f(ratio(p50.proxy, p50.direct))}x`,
-      ...(paths.includes('floor') ? [`${f(ratio(p50.floor, p50.direct))}x`] : []),
-    ];
+    return [q.name, q.endpoint === 'query' ? 'instant' : 'range', sizes[k].series, f(sizes[k].wire / 1024, 1), ...paths.map((p) => f(p50[p], 3)), ...others.map((p) => x(ratio(p50[p], p50.direct)))];
   }),
-  ['l', 'l', 'r', 'r', ...paths.map(() => 'r'), 'r', 'r'],
+  ['l', 'l', 'r', 'r', ...paths.map(() => 'r'), ...others.map(() => 'r')],
 );
 out();
 out('### summary');
 out();
 table(
-  ['', ...paths, 'proxy/direct', ...(paths.includes('floor') ? ['floor/direct'] : [])],
+  ['', ...paths.map(label), ...others.map((p) => `${label(p)}/direct`)],
   [
-    ...['p50', 'p99', 'mean'].map((s) => [`c=1 ${s} ms`, ...paths.map((p) => f(c1s[p][s], 3)), `${f(ratio(c1s.proxy[s], c1s.direct[s]))}x`, ...(paths.includes('floor') ? [`${f(ratio(c1s.floor[s], c1s.direct[s]))}x`] : [])]),
-    [`c=${OPTS.concurrency} req/s`, ...paths.map((p) => f(cNs[p].rps, 0)), `${f(ratio(cNs.proxy.rps, cNs.direct.rps))}x`, ...(paths.includes('floor') ? [`${f(ratio(cNs.floor.rps, cNs.direct.rps))}x`] : [])],
+    ...['p50', 'p99', 'mean'].map((s) => [`c=1 ${s} ms`, ...paths.map((p) => f(c1s[p][s], 3)), ...others.map((p) => x(ratio(c1s[p][s], c1s.direct[s])))]),
+    [`c=${OPTS.concurrency} req/s`, ...paths.map((p) => f(cNs[p].rps, 0)), ...others.map((p) => x(ratio(cNs[p].rps, cNs.direct.rps)))],
     [
       `c=${OPTS.concurrency} req/s, windows lowest-highest; ratio per round: median (lowest-highest)`,
       ...paths.map((p) => `${f(Math.min(...cN[p].windows), 0)}-${f(Math.max(...cN[p].windows), 0)}`),
-      ...paths.filter((p) => p !== 'direct').map((p) => `${f(paired(p).median)}x (${f(paired(p).min)}-${f(paired(p).max)})`),
+      ...others.map((p) => `${x(paired(p).median)} (${f(paired(p).min)}-${f(paired(p).max)})`),
     ],
-    ...['p50', 'p99'].map((s) => [`c=${OPTS.concurrency} ${s} ms`, ...paths.map((p) => f(cNs[p][s], 1)), `${f(ratio(cNs.proxy[s], cNs.direct[s]))}x`, ...(paths.includes('floor') ? [`${f(ratio(cNs.floor[s], cNs.direct[s]))}x`] : [])]),
-    ['c=1 hop CPU ms/req', ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(c1[p], p), 3))), '', ...(paths.includes('floor') ? [''] : [])],
-    [`c=${OPTS.concurrency} hop CPU ms/req`, ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(cN[p], p), 3))), '', ...(paths.includes('floor') ? [''] : [])],
-    ['c=1 store CPU ms/req', ...paths.map((p) => f(perReq(c1[p], 'store'), 3)), '', ...(paths.includes('floor') ? [''] : [])],
-    [`c=${OPTS.concurrency} store CPU ms/req`, ...paths.map((p) => f(perReq(cN[p], 'store'), 3)), '', ...(paths.includes('floor') ? [''] : [])],
-    [`load generator CPU, % of a core (c=1 / c=${OPTS.concurrency})`, ...paths.map((p) => `${f(selfPct(c1[p]), 0)} / ${f(selfPct(cN[p]), 0)}`), '', ...(paths.includes('floor') ? [''] : [])],
-    ['peak RSS (VmHWM) MB', f(memory.storeHwmMb, 0) + ' (store)', f(memory.proxyHwmMb, 0), ...(paths.includes('floor') ? [f(memory.floorHwmMb, 0)] : []), '', ...(paths.includes('floor') ? [''] : [])],
+    ...['p50', 'p99'].map((s) => [`c=${OPTS.concurrency} ${s} ms`, ...paths.map((p) => f(cNs[p][s], 1)), ...others.map((p) => x(ratio(cNs[p][s], cNs.direct[s])))]),
+    ['c=1 hop CPU ms/req', ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(c1[p], p), 3))), ...blank],
+    [`c=${OPTS.concurrency} hop CPU ms/req`, ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(cN[p], p), 3))), ...blank],
+    ['c=1 store CPU ms/req', ...paths.map((p) => f(perReq(c1[p], 'store'), 3)), ...blank],
+    [`c=${OPTS.concurrency} store CPU ms/req`, ...paths.map((p) => f(perReq(cN[p], 'store'), 3)), ...blank],
+    [`load generator CPU, % of a core (c=1 / c=${OPTS.concurrency})`, ...paths.map((p) => `${f(selfPct(c1[p]), 0)} / ${f(selfPct(cN[p]), 0)}`), ...blank],
+    ['peak RSS (VmHWM) MB', ...paths.map((p) => `${f(hwm[p], 0)}${p === 'direct' ? ' (store)' : ''}`), ...blank],
   ],
-  ['l', ...paths.map(() => 'r'), 'r', 'r'],
+  ['l', ...paths.map(() => 'r'), ...others.map(() => 'r')],
 );
 out();
 out('hop CPU: user+system CPU of the proxy (or floor) process over its own rounds/windows, per request; store CPU: the short store over the same time.');
 out();
-const latOk = c1s.proxy.p50 <= 1.1 * c1s.direct.p50 && c1s.proxy.p99 <= 1.1 * c1s.direct.p99;
-const tputOk = cNs.proxy.rps >= 0.9 * cNs.direct.rps;
+const latOk = c1s.proxy.p50 <= LATENCY_GOAL * c1s.direct.p50 && c1s.proxy.p99 <= LATENCY_GOAL * c1s.direct.p99;
+const tputOk = cNs.proxy.rps >= THROUGHPUT_GOAL * cNs.direct.rps;
 out('### goals');
 out();
 out(
-  `- latency at c=1 (proxy <= 1.1x direct, p50 and p99): **${latOk ? 'met' : 'NOT met'}**: p50 ${f(c1s.proxy.p50, 3)} vs ${f(c1s.direct.p50, 3)} ms = ${f(ratio(c1s.proxy.p50, c1s.direct.p50), 3)}x, ` +
-    `p99 ${f(c1s.proxy.p99, 3)} vs ${f(c1s.direct.p99, 3)} ms = ${f(ratio(c1s.proxy.p99, c1s.direct.p99), 3)}x (mean ${f(ratio(c1s.proxy.mean, c1s.direct.mean), 3)}x)`,
+  `- latency at c=1 (proxy <= ${LATENCY_GOAL}x direct, p50 and p99): **${latOk ? 'met' : 'NOT met'}**: p50 ${f(c1s.proxy.p50, 3)} vs ${f(c1s.direct.p50, 3)} ms = ${x(ratio(c1s.proxy.p50, c1s.direct.p50), 3)}, ` +
+    `p99 ${f(c1s.proxy.p99, 3)} vs ${f(c1s.direct.p99, 3)} ms = ${x(ratio(c1s.proxy.p99, c1s.direct.p99), 3)} (mean ${x(ratio(c1s.proxy.mean, c1s.direct.mean), 3)})`,
 );
 out(
-  `- throughput at c=${OPTS.concurrency} (proxy >= 0.9x direct): **${tputOk ? 'met' : 'NOT met'}**: ${f(cNs.proxy.rps, 0)} vs ${f(cNs.direct.rps, 0)} req/s = ${f(ratio(cNs.proxy.rps, cNs.direct.rps), 3)}x (per round: median ${f(paired('proxy').median, 3)}x)`,
+  `- throughput at c=${OPTS.concurrency} (proxy >= ${THROUGHPUT_GOAL}x direct): **${tputOk ? 'met' : 'NOT met'}**: ${f(cNs.proxy.rps, 0)} vs ${f(cNs.direct.rps, 0)} req/s = ${x(ratio(cNs.proxy.rps, cNs.direct.rps), 3)} (per round: median ${x(paired('proxy').median, 3)})`,
 );
+let versus;
+if (paths.includes('baseline')) {
+  // Each proxy against the direct store measured in the same rounds, then the two against each other.
+  const row = (name, of) => [name, x(of('baseline'), 3), x(of('proxy'), 3), x(of('proxy') / of('baseline'), 3)];
+  versus = {
+    c1p50: [ratio(c1s.baseline.p50, c1s.direct.p50), ratio(c1s.proxy.p50, c1s.direct.p50)],
+    c1p99: [ratio(c1s.baseline.p99, c1s.direct.p99), ratio(c1s.proxy.p99, c1s.direct.p99)],
+    cNrps: [ratio(cNs.baseline.rps, cNs.direct.rps), ratio(cNs.proxy.rps, cNs.direct.rps)],
+  };
+  out();
+  out(`### this checkout (${COMMIT}) against the baseline (${BASELINE.commit})`);
+  out();
+  table(
+    ['', 'proxy (baseline)', 'proxy', 'proxy / baseline'],
+    [
+      row('c=1 p50 / direct', (p) => ratio(c1s[p].p50, c1s.direct.p50)),
+      row('c=1 p99 / direct', (p) => ratio(c1s[p].p99, c1s.direct.p99)),
+      row(`c=${OPTS.concurrency} req/s / direct`, (p) => ratio(cNs[p].rps, cNs.direct.rps)),
+      row(`c=${OPTS.concurrency} req/s / direct, per-round median`, (p) => paired(p).median),
+      [`c=1 / c=${OPTS.concurrency} hop CPU ms/req`, ...['baseline', 'proxy'].map((p) => `${f(perReq(c1[p], p), 3)} / ${f(perReq(cN[p], p), 3)}`), `${x(perReq(c1.proxy, 'proxy') / perReq(c1.baseline, 'baseline'))} / ${x(perReq(cN.proxy, 'proxy') / perReq(cN.baseline, 'baseline'))}`],
+      ['peak RSS (VmHWM) MB', f(hwm.baseline, 0), f(hwm.proxy, 0), x(hwm.proxy / hwm.baseline)],
+    ],
+    ['l', 'r', 'r', 'r'],
+  );
+}
 const report = lines.join('\n');
 const totalS = (performance.now() - started) / 1000;
 process.stdout.write(`\n${report}\n\n(run took ${totalS.toFixed(0)} s)\n`);
-if (result.profile) process.stderr.write(`\nCPU profiles (results/*.cpuprofile; both processes ran under --cpu-prof, so the figures above are inflated):\n${result.profile}\n`);
+if (result.profile) process.stderr.write(`\nCPU profiles (results/*.cpuprofile; the processes ran under --cpu-prof, so the figures above are inflated):\n${result.profile}\n`);
 if (OPTS.out) {
   mkdirSync(dirname(OPTS.out), { recursive: true });
   if (OPTS.out.endsWith('.json')) {
     const strip = (s) => Object.fromEntries(Object.entries(s).map(([p, v]) => [p, { requests: v.requests, wallMs: v.wallMs, bytes: v.bytes, cpu: v.cpu, windows: v.windows }]));
-    writeFileSync(OPTS.out, `${JSON.stringify({ at: new Date().toISOString(), options: OPTS, layout: layoutNote, data, sizes, c1: c1s, cN: cNs, c1raw: strip(c1), cNraw: strip(cN), memory, goals: { latency: latOk, throughput: tputOk }, totalS }, null, 2)}\n`);
+    const json = { at: new Date().toISOString(), commit: COMMIT, baseline: BASELINE, options: OPTS, layout: layoutNote, data, sizes, c1: c1s, cN: cNs, c1raw: strip(c1), cNraw: strip(cN), memory, goals: { latency: latOk, throughput: tputOk }, versus, totalS };
+    writeFileSync(OPTS.out, `${JSON.stringify(json, null, 2)}\n`);
   } else writeFileSync(OPTS.out, `${report}\n`);
   log(`report written to ${OPTS.out}`);
 }
