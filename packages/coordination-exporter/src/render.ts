@@ -182,7 +182,7 @@ export class ServerRenderer {
       values.push(value);
     };
     let cached = this.#prefixes.get(host);
-    if (cached === undefined) this.#prefixes.set(host, (cached = new Map()));
+    if (cached === undefined) this.#prefixes.set(host, (cached = new Map<string, Buffer>()));
     const own = (key: string, name: string, labels: Record<string, string>): Buffer => {
       let prefix = cached.get(key);
       if (prefix === undefined) cached.set(key, (prefix = encodePrefix(name, labels)));

@@ -4,7 +4,7 @@
  * `$scrape`, and panels whose one query reads the raw short-term series or, for a range past the
  * short-term store's retention, the downsampled long-term ones.
  */
-import * as cog from '@grafana/grafana-foundation-sdk/cog';
+import type * as cog from '@grafana/grafana-foundation-sdk/cog';
 import { DashboardBuilder, DashboardLinkBuilder, DashboardLinkType, QueryVariableBuilder, RowBuilder, VariableHide, VariableRefresh, VariableSort } from '@grafana/grafana-foundation-sdk/dashboard';
 import type { Dashboard, DataSourceRef } from '@grafana/grafana-foundation-sdk/dashboard';
 import { BigValueGraphMode, BigValueColorMode, LegendDisplayMode, LegendPlacement, VizLegendOptionsBuilder, ReduceDataOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';

@@ -98,10 +98,11 @@ function staleNotices(ensembles: readonly EnsembleView[], now: number): FrameMet
 /** One /query target: a string (regex-formatted variables) plus an optional payload object of arguments. */
 function targetQuery(target: Record<string, unknown>): TopologyQuery {
   const text = target['target'];
-  if (typeof text !== 'string') throw badRequest(`target ${String(target['refId'] ?? '?')}: "target" must be a query string`);
+  const refId = typeof target['refId'] === 'string' ? target['refId'] : '?';
+  if (typeof text !== 'string') throw badRequest(`target ${refId}: "target" must be a query string`);
   const payload = target['payload'];
   if (payload === undefined || payload === '' || (isObject(payload) && Object.keys(payload).length === 0)) return parseStringQuery(text);
-  if (!isObject(payload)) throw badRequest(`target ${String(target['refId'] ?? '?')}: "payload" must be a JSON object of arguments`);
+  if (!isObject(payload)) throw badRequest(`target ${refId}: "payload" must be a JSON object of arguments`);
   return parseJsonQuery({ ...payload, target: text }, target['editorMode'] === 'builder' ? 'patterns' : 'exact');
 }
 
@@ -113,8 +114,12 @@ function parseAdHocFilters(request: Record<string, unknown>): AdHocFilter[] {
     if (!isObject(f) || typeof f['key'] !== 'string' || typeof f['operator'] !== 'string') {
       throw badRequest(`filters[${i}]: expected {key, operator, value}`);
     }
+    const value = f['value'];
+    if (value !== undefined && typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw badRequest(`filters[${i}]: "value" must be a string`);
+    }
     const values = Array.isArray(f['values']) ? f['values'].map(String) : undefined;
-    return { key: f['key'], operator: f['operator'], ...(f['value'] === undefined ? {} : { value: String(f['value']) }), ...(values ? { values } : {}) };
+    return { key: f['key'], operator: f['operator'], ...(value === undefined ? {} : { value: String(value) }), ...(values ? { values } : {}) };
   });
 }
 

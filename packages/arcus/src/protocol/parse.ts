@@ -9,7 +9,7 @@
  *   - NODE_PROTOCOL for anything else that is not the expected shape (missing END, a line of the
  *     wrong kind, a non-numeric count, bytes after END), naming the line, cut to 80 characters.
  */
-import { CachemonError, Errors, isCachemonError } from '@cachemon/core';
+import { type CachemonError, Errors, isCachemonError } from '@cachemon/core';
 import { errorKeywordAt, errorReply, protocolError, QUOTE_LIMIT } from './reply-errors.js';
 
 /** `STAT <name> <value>` lines in server order. A value may hold spaces (`logger standard error`) or be empty. */

@@ -70,13 +70,16 @@ const closed = (socket: Socket): Promise<void> =>
 describe('AsciiConnection framing over a socket', () => {
   it('reassembles a stats reply the server sends one byte per write', async () => {
     const stats = sample('01-stats.raw');
+    const writeSlowly = async (socket: Socket): Promise<void> => {
+      for (const byte of stats) {
+        socket.write(byte, 'latin1');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
     const server = await serve((socket) =>
-      onLines(socket, async (line) => {
+      onLines(socket, (line) => {
         assert.equal(line, 'stats');
-        for (const byte of stats) {
-          socket.write(byte, 'latin1');
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+        void writeSlowly(socket);
       }),
     );
     const conn = connection(server.address);

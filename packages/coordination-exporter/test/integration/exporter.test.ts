@@ -273,7 +273,7 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
   it('--timeout must be more than 0', async () => {
     const child = spawn(process.execPath, [BIN, '--zk-hosts=127.0.0.1:2181', '--timeout=0s'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.once('exit', resolve));
     assert.notEqual(code, 0);
     assert.match(stderr, /--timeout: must be more than 0/);

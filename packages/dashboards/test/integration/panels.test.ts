@@ -137,7 +137,7 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
     const fleet = dashboards.find((d) => d.uid === 'cachemon-fleet')!;
     const alerts = panelQueries(fleet).find((q) => q.panel === 'Firing alerts')!;
     const now = Math.floor(Date.now() / 1000);
-    const response = await fetch(`http://127.0.0.1:${ports.proxy}/api/v1/query?${new URLSearchParams({ query: alerts.text, time: String(now) })}`);
+    const response = await fetch(`http://127.0.0.1:${ports.proxy}/api/v1/query?${new URLSearchParams({ query: alerts.text, time: String(now) }).toString()}`);
     const body = (await response.json()) as { data: { result: Array<{ metric: Record<string, string> }> } };
     assert.ok(
       body.data.result.some((s) => s.metric['alertname'] === 'CacheNodeDown' && s.metric['service_code'] === 'demo-b'),

@@ -127,7 +127,7 @@ describe('daemon_start / daemon_stop', () => {
     const port = await freePort();
     const [first, second] = await Promise.all([start('twice', `127.0.0.1:${port}`, lateListener(port, 1500)), start('twice', `127.0.0.1:${port}`, lateListener(port, 1500))]);
     const pid = pidOf('twice');
-    const outcomes = [first!, second!].map((r) => `${r.status} ${r.stdout}${r.stderr}`.trim()).sort();
+    const outcomes = [first, second].map((r) => `${r.status} ${r.stdout}${r.stderr}`.trim()).sort();
     assert.equal(outcomes.length, 2);
     assert.match(outcomes[0]!, new RegExp(`^0 test twice: started \\(pid ${pid}\\), listening on`));
     assert.match(outcomes[1]!, new RegExp(`^1 test twice: already running \\(pid ${pid}\\)`));

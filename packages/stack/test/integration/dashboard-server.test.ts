@@ -102,6 +102,8 @@ process.on('SIGTERM', () => process.exit(0));
 `;
 
 /** A minimal INI reader: { 'section.key': value }, comments (# ;) skipped. */
+const pluginVersion = (file: string): string => (JSON.parse(readFileSync(file, 'utf8')) as { info: { version: string } }).info.version;
+
 function readIni(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   let section = '';
@@ -284,7 +286,7 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const before = hitsOf(`/api/plugins/${PLUGIN}/versions/0.6.5/download`);
     const plugin = await script('install.sh', dir, { DASHBOARD_SERVER_URL: offlineUrl, DASHBOARD_PLUGIN_REPO: `http://127.0.0.1:${closed}/api/plugins` });
     assert.equal(plugin.status, 0, plugin.stderr);
-    assert.equal(JSON.parse(readFileSync(join(dir, 'dashboard_server', 'plugins', PLUGIN, 'plugin.json'), 'utf8')).info.version, '0.6.5');
+    assert.equal(pluginVersion(join(dir, 'dashboard_server', 'plugins', PLUGIN, 'plugin.json')), '0.6.5');
     assert.equal(hitsOf(`/api/plugins/${PLUGIN}/versions/0.6.5/download`), before);
   });
 
@@ -301,7 +303,7 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     assert.equal(first.status, 0, first.stderr);
     assert.equal(hitsOf(`/oss/release/${TARBALL}`), tarballHits + 1);
     assert.equal(hitsOf(downloadPath), pluginHits + 1);
-    assert.equal(JSON.parse(readFileSync(join(tree, 'plugins', PLUGIN, 'plugin.json'), 'utf8')).info.version, '0.6.5');
+    assert.equal(pluginVersion(join(tree, 'plugins', PLUGIN, 'plugin.json')), '0.6.5');
     const calls = readFileSync(join(home, 'calls.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as string[]);
     assert.deepEqual(calls, [['cli', '--homepath', home, '--pluginsDir', join(tree, 'plugins'), '--repo', `${base}/api/plugins`, 'plugins', 'install', PLUGIN, '0.6.5']]);
     for (const file of ['start.sh', 'stop.sh', 'install.sh', 'download.sh', 'conf/dashboard_server.ini', 'provisioning/datasources/cachemon.yml', 'provisioning/dashboards/cachemon.yml', 'dashboards/fleet.json', 'dashboards/old.json']) {
@@ -339,7 +341,7 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const fromTree = await runScript(join(tree, 'install.sh'), [], noInstallDir);
     assert.equal(fromTree.status, 0, fromTree.stderr);
     assert.match(fromTree.stdout, new RegExp(`installed ${PLUGIN} 0\\.6\\.5 in ${tree}/plugins`));
-    assert.equal(JSON.parse(readFileSync(pluginJson, 'utf8')).info.version, '0.6.5');
+    assert.equal(pluginVersion(pluginJson), '0.6.5');
     assert.equal(hitsOf(downloadPath), pluginHits + 2);
     assert.equal(existsSync(join(tree, 'install.sh')), true);
   });

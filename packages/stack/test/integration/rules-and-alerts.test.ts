@@ -41,8 +41,8 @@ describe('rules and the alert router as shipped', () => {
     const tree = installTree(await tempDir('cachemon-install-'), ['alert_router']);
     const refused = tree.run('alert_router', 'start.sh');
     assert.equal(refused.status, 1);
-    assert.match(refused.stderr, /alert_router\.yml has fields to fill before it can start:\n  line 7: smtp_smarthost \(mail server host:port/);
-    assert.equal(refused.stderr.match(/^  line \d+: /gm)?.length, 5);
+    assert.match(refused.stderr, /alert_router\.yml has fields to fill before it can start:\n {2}line 7: smtp_smarthost \(mail server host:port/);
+    assert.equal(refused.stderr.match(/^ {2}line \d+: /gm)?.length, 5);
     assert.match(readFileSync(join(STACK_DIR, 'alert_router', 'alert_router.env'), 'utf8'), /^ALERTROUTER_LISTEN_ADDRESS=0\.0\.0\.0:9093$/m);
     assert.match(readFileSync(join(STACK_DIR, 'rule_evaluator', 'rule_evaluator.env'), 'utf8'), /^RULER_LISTEN_ADDRESS=:8430$/m);
   });

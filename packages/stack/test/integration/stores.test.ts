@@ -86,7 +86,7 @@ describe('short_term_store start.sh / stop.sh', () => {
     tree.edit('short_term_store/conf/scrape.yml', '127.0.0.1:8428', `127.0.0.1:${shortPort}`);
     tree.edit('short_term_store/conf/scrape.yml', '127.0.0.1:8429', `127.0.0.1:${longPort}`);
     // The 1m jobs scrape every 5 s here so the test sees them within seconds (their shipped form is checked above).
-    tree.edit('short_term_store/conf/scrape.yml', /scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s');
+    tree.edit('short_term_store/conf/scrape.yml', /scrape_interval: 1m\n {4}scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s');
     // Extra flags in one env file are that store's only.
     appendFileSync(tree.path('short_term_store/short.env'), 'TS_EXTRA_FLAGS=-search.latencyOffset=1s\n');
     // One process answering as a cache, coordination and host exporter at once.

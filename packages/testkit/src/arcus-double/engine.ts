@@ -5,7 +5,7 @@
  */
 import { mcHash } from './hash.js';
 import { BTREE_INDEX_SIZE, BTREE_LEAF_SIZE, BTREE_NODE_FANOUT, itemSize, Memory, SET_CHAIN_MAX, SET_NODE_SIZE, type Allocation, type CollectionType } from './memory.js';
-import { PrefixTable, type ItemType, type PrefixEntry } from './prefixes.js';
+import { PrefixTable, type PrefixEntry } from './prefixes.js';
 
 export type Clock = () => number;
 
@@ -432,7 +432,7 @@ export class ArcusEngine {
 
   private link(item: Item): void {
     item.cas = ++this.casId;
-    item.prefix = this.prefixes.link(item.key, item.type as ItemType, item.stotal, this.clock());
+    item.prefix = this.prefixes.link(item.key, item.type, item.stotal, this.clock());
     this.items.set(item.key, item);
     this.currItems += 1;
     this.totalItems += 1;
@@ -442,7 +442,7 @@ export class ArcusEngine {
   /** Takes the item out of the accounting; the key goes only if it still maps to this item (not after a replace). */
   private unlink(item: Item): void {
     if (this.items.get(item.key) === item) this.items.delete(item.key);
-    this.prefixes.unlink(item.prefix, item.type as ItemType, item.stotal);
+    this.prefixes.unlink(item.prefix, item.type, item.stotal);
     this.currItems -= 1;
     this.currBytes -= item.stotal;
     if (item.type === 'list') for (const e of item.elements) this.memory.free(e.mem);

@@ -251,7 +251,7 @@ describe('topology provider against real ZooKeeper', () => {
     assert.equal(valueOf(samples, 'cachemon_hostname_problems', { ensemble: 'one', problem: 'mismatch' }), 1);
     assert.equal(valueOf(samples, 'cachemon_hostname_problems', { ensemble: 'one', problem: 'unresolved' }), 1);
     assert.equal(valueOf(samples, 'cachemon_hostname_problem', { hostname: 'cache-a2', address: '127.0.1.2:11211', problem: 'mismatch', resolved: '127.0.9.9' }), 1);
-    const logged = provider.logs().filter((l) => typeof l['msg'] === 'string' && (l['msg'] as string).startsWith('hostname'));
+    const logged = provider.logs().filter((l) => typeof l['msg'] === 'string' && l['msg'].startsWith('hostname'));
     assert.ok(logged.some((l) => l['hostname'] === 'cache-a2' && /resolves to 127\.0\.9\.9/.test(l['msg'] as string)), JSON.stringify(logged));
     assert.ok(logged.some((l) => l['hostname'] === 'nowhere' && /does not resolve/.test(l['msg'] as string)));
     // A hidden service code's node is not checked: hidden means not served.
