@@ -99,7 +99,7 @@ function track(child, name) {
   child.once('error', (err) => log(`${name}: ${err.message}`));
   const p = { child, name, exited, pid: child.pid };
   children.add(p);
-  exited.then(() => children.delete(p));
+  void exited.then(() => children.delete(p));
   return p;
 }
 
