@@ -29,8 +29,13 @@ for (const pkg of readdirSync(join(root, 'packages'))) walk(join(root, 'packages
 // tsc -b never deletes an output whose source is gone: a test renamed or removed since the last
 // build would still run, against code that may no longer have what it tests.
 const compiled = files.map((f) => relative(root, f));
-const stale = compiled.filter((f) => !existsSync(join(root, f.replace('/dist/test/', '/test/').replace(/\.js$/, '.ts'))));
-for (const f of stale) console.error(`run-tests: skipping ${f}: its source is gone (a renamed or removed test; \`npm run clean && npm run build\` clears it)`);
+const stale = compiled.filter(
+  (f) => !existsSync(join(root, f.replace('/dist/test/', '/test/').replace(/\.js$/, '.ts'))),
+);
+for (const f of stale)
+  console.error(
+    `run-tests: skipping ${f}: its source is gone (a renamed or removed test; \`npm run clean && npm run build\` clears it)`,
+  );
 const benchTests = walk(join(root, 'bench'), [], '.test.mjs').map((f) => relative(root, f));
 const selected = [...compiled.filter((f) => !stale.includes(f)), ...benchTests]
   .filter((f) => !unitOnly || f.includes('/test/unit/'))

@@ -16,6 +16,8 @@ declare -A PACKAGES=(
   [prometheus-node-exporter]=/usr/bin/prometheus-node-exporter
   # the query proxy UI test drives it headless with playwright-core
   [chromium]=/usr/bin/chromium
+  # promtool checks the process metrics' names
+  [prometheus]=/usr/bin/promtool
 )
 
 missing=()

@@ -124,7 +124,8 @@ async function stopChild(child, { gentle, graceMs = 10_000 } = {}) {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
-    gentle ? gentle() : process.kill(child.pid, 'SIGTERM');
+    if (gentle) gentle();
+    else process.kill(child.pid, 'SIGTERM');
   } catch {
     // gone
   }

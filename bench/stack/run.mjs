@@ -12,7 +12,7 @@
 // its ZooKeeper), then stops the demo. Needs the shipped ports (8082 8084 8428 8429 8430 9093
 // 9095 9100 9141 9151) free. Prints a table per run.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -70,8 +70,6 @@ for (let r = 1; r <= RUNS; r++) {
   const started = performance.now();
   const healthyAt = new Map();
   const demo = run(dir, 'start');
-  let done = false;
-  void demo.then(() => (done = true));
   while (healthyAt.size < HEALTH.length && performance.now() - started < 180_000) {
     await Promise.all(HEALTH.filter(([name]) => !healthyAt.has(name)).map(async ([name, url]) => { if (await ok(url)) healthyAt.set(name, performance.now() - started); }));
     await sleep(50);

@@ -45,7 +45,7 @@ the exporter itself names its ensemble; the labels listed below come on top of i
 | metric | type | meaning |
 |---|---|---|
 ${selfRows()}
-| \`process_*\`, \`nodejs_*\` | various | Process metrics of the exporter (CPU, memory, event loop lag): prom-client's default set (same names, help, types and labels; written by the exporter itself, 0.26 ms a read instead of prom-client's 0.66 ms), without \`nodejs_eventloop_lag_stddev_seconds\` (working it out walks every bucket of Node's histogram, ~0.6 ms a scrape). |
+| \`process_*\`, \`nodejs_*\` | various | Process metrics of the exporter (CPU, memory, event loop lag): prom-client's default collectors, without its \`nodejs_active_handles_total\`, \`nodejs_active_requests_total\` and \`nodejs_active_resources_total\` (gauges named like counters, which \`promtool check metrics\` rejects; \`nodejs_active_handles\`, \`nodejs_active_requests\` and \`nodejs_active_resources\` count the same by type). |
 
 ## Cache exporter: \`GET /metrics/prefixes\`
 

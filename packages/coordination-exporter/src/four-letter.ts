@@ -23,10 +23,21 @@ export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
  * `onSent` is called once, when the word has been handed to the kernel or the attempt has ended
  * before that: from then on the answer is the server's work, and the caller may do its own.
  */
-export function fourLetterWord(host: string, port: number, word: string, deadline: number, onSent?: () => void): Promise<string> {
+export function fourLetterWord(
+  host: string,
+  port: number,
+  word: string,
+  deadline: number,
+  onSent?: () => void,
+): Promise<string> {
   if (!READ_ONLY_WORDS.has(word)) {
     onSent?.();
-    return Promise.reject(new CachemonError(Errors.INTERNAL, `refusing to send four-letter word ${JSON.stringify(word)}: not a read-only one`));
+    return Promise.reject(
+      new CachemonError(
+        Errors.INTERNAL,
+        `refusing to send four-letter word ${JSON.stringify(word)}: not a read-only one`,
+      ),
+    );
   }
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
@@ -56,8 +67,12 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
       () =>
         finish(
           connected
-            ? new CachemonError(Errors.NODE_TIMEOUT, `${address} did not finish its answer to ${word} in time`, { details: { address } })
-            : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${address}: no answer in time`, { details: { address } }),
+            ? new CachemonError(Errors.NODE_TIMEOUT, `${address} did not finish its answer to ${word} in time`, {
+                details: { address },
+              })
+            : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${address}: no answer in time`, {
+                details: { address },
+              }),
         ),
       Math.max(0, deadline - Date.now()),
     );
@@ -69,7 +84,13 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
     socket.on('data', (chunk: Buffer) => {
       length += chunk.length;
       if (length > MAX_ANSWER_BYTES) {
-        finish(new CachemonError(Errors.NODE_PROTOCOL, `${address} answered ${word} with more than ${MAX_ANSWER_BYTES} bytes`, { details: { address } }));
+        finish(
+          new CachemonError(
+            Errors.NODE_PROTOCOL,
+            `${address} answered ${word} with more than ${MAX_ANSWER_BYTES} bytes`,
+            { details: { address } },
+          ),
+        );
         return;
       }
       text += decoder.write(chunk);
@@ -78,8 +99,14 @@ export function fourLetterWord(host: string, port: number, word: string, deadlin
       const details = { address, errno: err.code };
       finish(
         connected
-          ? new CachemonError(Errors.NODE_CLOSED, `connection to ${address} failed: ${err.message}`, { cause: err, details })
-          : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${address}: ${err.message}`, { cause: err, details }),
+          ? new CachemonError(Errors.NODE_CLOSED, `connection to ${address} failed: ${err.message}`, {
+              cause: err,
+              details,
+            })
+          : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${address}: ${err.message}`, {
+              cause: err,
+              details,
+            }),
       );
     });
     socket.on('close', () => finish(undefined));

@@ -42,7 +42,7 @@ const FLAGS = {
     default: '3s',
     range: { min: '0s', max: '5m' },
     description:
-      'Deadline of one server\'s mntr answer when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (else that, less 10%). A scrape never waits more than 8s.',
+      "Deadline of one server's mntr answer when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds header (else that, less 10%). A scrape never waits more than 8s.",
   },
   'resolve-interval': {
     type: 'duration',
@@ -64,28 +64,42 @@ async function main(argv: string[]): Promise<number> {
   const servers = parseServerList(values['zk-hosts']);
   if (!(values.timeout > 0)) throw new CachemonError(Errors.CONFIG_INVALID, '--timeout: must be more than 0 (e.g. 3s)');
   const level = values['log.level'];
-  if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new CachemonError(Errors.CONFIG_INVALID, `--log.level: "${level}" is not debug, info, warn or error`);
+  if (!['debug', 'info', 'warn', 'error'].includes(level))
+    throw new CachemonError(Errors.CONFIG_INVALID, `--log.level: "${level}" is not debug, info, warn or error`);
   const logger = createLogger({ ...defaultLogBlock, level: level as typeof defaultLogBlock.level }, { name: PROGRAM });
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
 
   const registry = new Registry();
   registerBuildInfo(registry, () => ({ version: VERSION, component: 'coordination-exporter' }));
   const processMetrics = createProcessMetrics();
-  const exporter = new CoordinationExporter(servers, { logger, registry, processMetrics: () => processMetrics.metrics() });
+  const exporter = new CoordinationExporter(servers, {
+    logger,
+    registry,
+    processMetrics: () => processMetrics.metrics(),
+  });
   await exporter.resolve();
 
   const webConfigFile = values['web.config.file'] || undefined;
-  const server = await createHttpServer({ name: 'coordination exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
+  const server = await createHttpServer({
+    name: 'coordination exporter',
+    logger,
+    ...(webConfig ? { webConfig, webConfigFile } : {}),
+  });
   const { app } = server;
   serveExposition(server, new Map([['/metrics', (timeoutHeader) => exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS))]]));
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
-    const list = exporter.endpoints.map((e) => `<li>${formatEndpoint(e).replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</li>`).join('');
+    const list = exporter.endpoints
+      .map((e) => `<li>${formatEndpoint(e).replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</li>`)
+      .join('');
     return `<!doctype html><html><head><meta charset="utf-8"><title>cachemon coordination exporter</title></head><body><h1>cachemon coordination exporter</h1><p>Version ${VERSION}. <a href="metrics">/metrics</a></p><ul>${list}</ul></body></html>\n`;
   });
   const address = await server.listen(values.listen);
   server.setReady(true);
-  logger.info({ address: address.url, version: VERSION, servers: exporter.endpoints.map(formatEndpoint) }, 'coordination exporter listening');
+  logger.info(
+    { address: address.url, version: VERSION, servers: exporter.endpoints.map(formatEndpoint) },
+    'coordination exporter listening',
+  );
 
   const interval = values['resolve-interval'];
   const timer = interval > 0 ? setInterval(() => void exporter.resolve(), interval) : undefined;
@@ -107,6 +121,5 @@ async function main(argv: string[]): Promise<number> {
   });
   return -1;
 }
-
 
 runCli(PROGRAM, main);

@@ -74,10 +74,15 @@ export function parseMntr(reply: string): MntrReply {
       skipped.push(`${parsed}: ${preview(key)}`);
       continue;
     }
-    const series = parsed.labels.length === 0 ? parsed.name : `${parsed.name}${JSON.stringify([...parsed.labels].sort())}`;
+    const series =
+      parsed.labels.length === 0 ? parsed.name : `${parsed.name}${JSON.stringify([...parsed.labels].sort())}`;
     const first = seen.get(series);
     if (first !== undefined) {
-      skipped.push(first === key ? `repeated key ${preview(key)}` : `${preview(key)} is the same series as ${preview(first)} once its name is made valid`);
+      skipped.push(
+        first === key
+          ? `repeated key ${preview(key)}`
+          : `${preview(key)} is the same series as ${preview(first)} once its name is made valid`,
+      );
       continue;
     }
     seen.set(series, key);

@@ -6,13 +6,31 @@
  * (a server configured with ZooKeeper's Prometheus metrics provider prints `zk_readlatency{quantile="0.5"}`),
  * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
  */
-import { CachemonError, Errors, escapeHelp, formatValue, renderLabels, type ExpositionBuffer, type MetricType } from '@cachemon/core';
+import {
+  CachemonError,
+  Errors,
+  escapeHelp,
+  formatValue,
+  renderLabels,
+  type ExpositionBuffer,
+  type MetricType,
+} from '@cachemon/core';
 import { parseValue, type MntrEntry } from './mntr.js';
 import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
 
 /** What one server said this scrape. */
-export type ServerStatus = 'ok' | 'leader_only' | 'unreachable' | 'timeout' | 'not_whitelisted' | 'not_serving' | 'protocol' | 'unresolved';
-export const SERVER_STATUSES: readonly ServerStatus[] = ['ok', 'leader_only', 'unreachable', 'timeout', 'not_whitelisted', 'not_serving', 'protocol', 'unresolved'];
+export type ServerStatus =
+  'ok' | 'leader_only' | 'unreachable' | 'timeout' | 'not_whitelisted' | 'not_serving' | 'protocol' | 'unresolved';
+export const SERVER_STATUSES: readonly ServerStatus[] = [
+  'ok',
+  'leader_only',
+  'unreachable',
+  'timeout',
+  'not_whitelisted',
+  'not_serving',
+  'protocol',
+  'unresolved',
+];
 
 /** Statuses of a server that is up: it answered mntr with metrics, or it is a leader that serves no clients. */
 export function isUp(status: ServerStatus): boolean {
@@ -182,25 +200,44 @@ export class ServerRenderer {
       values.push(value);
     };
     let cached = this.#prefixes.get(host);
-    if (cached === undefined) this.#prefixes.set(host, (cached = new Map()));
+    if (cached === undefined) this.#prefixes.set(host, (cached = new Map<string, Buffer>()));
     const own = (key: string, name: string, labels: Record<string, string>): Buffer => {
       let prefix = cached.get(key);
       if (prefix === undefined) cached.set(key, (prefix = encodePrefix(name, labels)));
       return prefix;
     };
 
-    add(this.#family('zk_up', 'gauge', HELP_UP), own('\0up', 'zk_up', { zk_host: host }), isUp(reading.status) ? '1' : '0');
+    add(
+      this.#family('zk_up', 'gauge', HELP_UP),
+      own('\0up', 'zk_up', { zk_host: host }),
+      isUp(reading.status) ? '1' : '0',
+    );
     const statusFamily = this.#family('zk_mntr_status', 'gauge', HELP_STATUS);
     for (const status of SERVER_STATUSES) {
-      add(statusFamily, own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }), reading.status === status ? '1' : '0');
+      add(
+        statusFamily,
+        own(`\0status ${status}`, 'zk_mntr_status', { zk_host: host, status }),
+        reading.status === status ? '1' : '0',
+      );
     }
     const leader = (isLeader: boolean): void =>
-      add(this.#family('zk_server_leader', 'gauge', HELP_LEADER), own('\0leader', 'zk_server_leader', { zk_host: host }), isLeader ? '1' : '0');
+      add(
+        this.#family('zk_server_leader', 'gauge', HELP_LEADER),
+        own('\0leader', 'zk_server_leader', { zk_host: host }),
+        isLeader ? '1' : '0',
+      );
     if (reading.status !== 'ok') {
       // Written for every server, so that `max(zk_server_leader) == 0` also holds when no server answers.
       leader(reading.status === 'leader_only');
       this.#layouts.delete(host);
-      return { host, status: reading.status, state: reading.status === 'leader_only' ? 'leader' : undefined, families, prefixes, values };
+      return {
+        host,
+        status: reading.status,
+        state: reading.status === 'leader_only' ? 'leader' : undefined,
+        families,
+        prefixes,
+        values,
+      };
     }
     let state: string | undefined;
     const entries = reading.entries;
@@ -210,9 +247,12 @@ export class ServerRenderer {
       const entry = entries[i]!;
       // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
       if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
-        const family = this.#families.get(entry.name) ?? this.#family(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`);
+        const family =
+          this.#families.get(entry.name) ??
+          this.#family(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`);
         let prefix = cached.get(entry.key);
-        if (prefix === undefined) cached.set(entry.key, (prefix = encodePrefix(entry.name, withEntryLabels(host, entry))));
+        if (prefix === undefined)
+          cached.set(entry.key, (prefix = encodePrefix(entry.name, withEntryLabels(host, entry))));
         slots[i] = values.length;
         texts.push(undefined);
         add(family, prefix, formatValue(entry.value));
@@ -221,8 +261,16 @@ export class ServerRenderer {
       slots[i] = -1;
       texts.push(entry.text);
       const label = TEXT_LABEL.get(entry.name) ?? 'value';
-      const family = this.#family(entry.name, 'gauge', `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`);
-      add(family, encodePrefix(entry.name, { ...withEntryLabels(host, entry), ...textLabels(entry.name, label, entry.text) }), '1');
+      const family = this.#family(
+        entry.name,
+        'gauge',
+        `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`,
+      );
+      add(
+        family,
+        encodePrefix(entry.name, { ...withEntryLabels(host, entry), ...textLabels(entry.name, label, entry.text) }),
+        '1',
+      );
       if (entry.name === 'zk_server_state' && state === undefined) {
         state = entry.text;
         leader(state === 'leader');
@@ -230,7 +278,8 @@ export class ServerRenderer {
     }
     if (state === undefined) leader(false);
     const prepared = { host, status: 'ok' as const, state, families, prefixes, values };
-    if (reply !== undefined) this.#layouts.set(host, { keys: entries.map((entry) => entry.key), texts, slots, prepared });
+    if (reply !== undefined)
+      this.#layouts.set(host, { keys: entries.map((entry) => entry.key), texts, slots, prepared });
     else this.#layouts.delete(host);
     return prepared;
   }
@@ -282,8 +331,14 @@ export class ServerRenderer {
   #family(name: string, type: MetricType, help: string): Family {
     let family = this.#families.get(name);
     if (family === undefined) {
-      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
-      family = { name, header: Buffer.from(`# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, 'utf8'), slot: 0, stamp: 0 };
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name))
+        throw new CachemonError(Errors.INTERNAL, `invalid metric name "${name}"`);
+      family = {
+        name,
+        header: Buffer.from(`# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, 'utf8'),
+        slot: 0,
+        stamp: 0,
+      };
       this.#families.set(name, family);
     }
     return family;

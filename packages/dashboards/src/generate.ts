@@ -9,6 +9,7 @@ export const DASHBOARDS_DIR = fileURLToPath(new URL('../../../../stack/dashboard
 mkdirSync(DASHBOARDS_DIR, { recursive: true });
 const files = renderDashboards();
 // A dashboard removed from the code leaves the directory too.
-for (const name of readdirSync(DASHBOARDS_DIR)) if (name.endsWith('.json') && !files.has(name)) rmSync(join(DASHBOARDS_DIR, name));
+for (const name of readdirSync(DASHBOARDS_DIR))
+  if (name.endsWith('.json') && !files.has(name)) rmSync(join(DASHBOARDS_DIR, name));
 for (const [name, text] of files) writeFileSync(join(DASHBOARDS_DIR, name), text);
 process.stdout.write(`wrote ${files.size} dashboards into ${DASHBOARDS_DIR}\n`);

@@ -16,7 +16,15 @@ import { stack } from './dashboards/stack.js';
 export { QUERY_PROXY, SCHEMA_VERSION, TOPOLOGY } from './kit.js';
 export type { DashboardSpec } from './kit.js';
 
-export const DASHBOARDS: readonly DashboardSpec[] = [fleet, serviceCode, cacheNode, prefixes, coordination, hosts, stack];
+export const DASHBOARDS: readonly DashboardSpec[] = [
+  fleet,
+  serviceCode,
+  cacheNode,
+  prefixes,
+  coordination,
+  hosts,
+  stack,
+];
 
 /** File name to file content, as written into the dashboards directory. */
 export function renderDashboards(): Map<string, string> {

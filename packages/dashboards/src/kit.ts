@@ -4,10 +4,26 @@
  * `$scrape`, and panels whose one query reads the raw short-term series or, for a range past the
  * short-term store's retention, the downsampled long-term ones.
  */
-import * as cog from '@grafana/grafana-foundation-sdk/cog';
-import { DashboardBuilder, DashboardLinkBuilder, DashboardLinkType, QueryVariableBuilder, RowBuilder, VariableHide, VariableRefresh, VariableSort } from '@grafana/grafana-foundation-sdk/dashboard';
+import type * as cog from '@grafana/grafana-foundation-sdk/cog';
+import {
+  DashboardBuilder,
+  DashboardLinkBuilder,
+  DashboardLinkType,
+  QueryVariableBuilder,
+  RowBuilder,
+  VariableHide,
+  VariableRefresh,
+  VariableSort,
+} from '@grafana/grafana-foundation-sdk/dashboard';
 import type { Dashboard, DataSourceRef } from '@grafana/grafana-foundation-sdk/dashboard';
-import { BigValueGraphMode, BigValueColorMode, LegendDisplayMode, LegendPlacement, VizLegendOptionsBuilder, ReduceDataOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';
+import {
+  BigValueGraphMode,
+  BigValueColorMode,
+  LegendDisplayMode,
+  LegendPlacement,
+  VizLegendOptionsBuilder,
+  ReduceDataOptionsBuilder,
+} from '@grafana/grafana-foundation-sdk/common';
 import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
 import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
@@ -46,9 +62,12 @@ export const storeVariables = (): QueryVariableBuilder[] => [
   topologyVariable('resolution', 'resolution', { hide: true, refreshOnTimeRange: true }),
 ];
 
-export const ensembleVariable = (multi: boolean) => topologyVariable('ensemble', 'ensembles', { label: 'Ensemble', multi });
-export const serviceCodeVariable = (multi: boolean) => topologyVariable('service_code', 'service_codes ensemble=$ensemble', { label: 'Service code', multi });
-export const nodeVariable = (multi: boolean) => topologyVariable('node', 'nodes ensemble=$ensemble service_code=$service_code', { label: 'Cache node', multi });
+export const ensembleVariable = (multi: boolean) =>
+  topologyVariable('ensemble', 'ensembles', { label: 'Ensemble', multi });
+export const serviceCodeVariable = (multi: boolean) =>
+  topologyVariable('service_code', 'service_codes ensemble=$ensemble', { label: 'Service code', multi });
+export const nodeVariable = (multi: boolean) =>
+  topologyVariable('node', 'nodes ensemble=$ensemble service_code=$service_code', { label: 'Cache node', multi });
 
 // ---------------------------------------------------------------------------------------------
 // Selectors and queries
@@ -56,7 +75,8 @@ export const nodeVariable = (multi: boolean) => topologyVariable('node', 'nodes 
 /** Label matchers of a raw short-term selector: `scrape="$scrape"` plus the given ones. */
 export const raw = (...matchers: string[]) => `{${['scrape="$scrape"', ...matchers].join(', ')}}`;
 /** Label matchers of a downsampled long-term selector: `scrape="$scrape"`, `resolution="$resolution"` plus the given ones. */
-export const long = (...matchers: string[]) => `{${['scrape="$scrape"', 'resolution="$resolution"', ...matchers].join(', ')}}`;
+export const long = (...matchers: string[]) =>
+  `{${['scrape="$scrape"', 'resolution="$resolution"', ...matchers].join(', ')}}`;
 
 export const CACHE = ['ensemble=~"$ensemble"', 'service_code=~"$service_code"'];
 export const RATE = '[$__rate_interval]';
@@ -108,7 +128,13 @@ class TopologyTarget implements cog.Builder<cog.Dataquery> {
   ) {}
   build(): cog.Dataquery {
     // The JSON datasource's target; the SDK has no type for it, and JSON has no methods.
-    return { refId: this.refId, datasource: TOPOLOGY, target: this.target, editorMode: 'code', payload: '' } as unknown as cog.Dataquery;
+    return {
+      refId: this.refId,
+      datasource: TOPOLOGY,
+      target: this.target,
+      editorMode: 'code',
+      payload: '',
+    } as unknown as cog.Dataquery;
   }
 }
 
@@ -125,8 +151,18 @@ interface PanelBase<T> {
 }
 
 /** Title, datasource, place and the optional unit and description: what every panel sets. */
-function placed<T extends PanelBase<T>>(panel: T, title: string, datasource: DataSourceRef, size: Size, height: number): T {
-  panel.title(title).datasource(datasource).span(size.w).height(size.h ?? height);
+function placed<T extends PanelBase<T>>(
+  panel: T,
+  title: string,
+  datasource: DataSourceRef,
+  size: Size,
+  height: number,
+): T {
+  panel
+    .title(title)
+    .datasource(datasource)
+    .span(size.w)
+    .height(size.h ?? height);
   if (size.unit) panel.unit(size.unit);
   if (size.description) panel.description(size.description);
   return panel;
@@ -138,7 +174,13 @@ export function timeseries(title: string, queries: readonly PanelQuery[], size: 
   const panel = placed(new TimeseriesBuilder(), title, QUERY_PROXY, size, 8)
     .fillOpacity(10)
     .lineWidth(1)
-    .legend(new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.Table).placement(LegendPlacement.Bottom).showLegend(true).calcs(['mean', 'max', 'lastNotNull']));
+    .legend(
+      new VizLegendOptionsBuilder()
+        .displayMode(LegendDisplayMode.Table)
+        .placement(LegendPlacement.Bottom)
+        .showLegend(true)
+        .calcs(['mean', 'max', 'lastNotNull']),
+    );
   for (const q of queries) panel.withTarget(promQuery(q));
   return panel;
 }
@@ -186,7 +228,12 @@ export interface DashboardSpec {
 }
 
 /** Links every shipped dashboard carries: the others, by tag, keeping time range and variables. */
-const LINKS = new DashboardLinkBuilder('cachemon').type(DashboardLinkType.Dashboards).tags(['cachemon']).asDropdown(true).keepTime(true).includeVars(true);
+const LINKS = new DashboardLinkBuilder('cachemon')
+  .type(DashboardLinkType.Dashboards)
+  .tags(['cachemon'])
+  .asDropdown(true)
+  .keepTime(true)
+  .includeVars(true);
 
 /** The dashboard JSON the server loads: built by the SDK, numbered, on Grafana 11.2's schema. */
 export function buildDashboard(spec: DashboardSpec): Dashboard {

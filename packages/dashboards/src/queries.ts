@@ -26,7 +26,9 @@ interface Target {
 }
 
 function panelsOf(dashboard: Dashboard): Panel[] {
-  return (dashboard.panels ?? []).flatMap((p) => ((p as RowPanel).type === 'row' ? ((p as RowPanel).panels ?? []) : [p as Panel]));
+  return (dashboard.panels ?? []).flatMap((p) =>
+    (p as RowPanel).type === 'row' ? ((p as RowPanel).panels ?? []) : [p as Panel],
+  );
 }
 
 /** Every query of every panel, with the datasource it goes to. */
@@ -76,7 +78,10 @@ export interface VariableValue {
 }
 
 function replaceVariables(text: string, format: (name: string) => string | undefined): string {
-  return text.replace(/\$(\w+)|\$\{(\w+)\}/g, (whole, a: string | undefined, b: string | undefined) => format((a ?? b)!) ?? whole);
+  return text.replace(
+    /\$(\w+)|\$\{(\w+)\}/g,
+    (whole, a: string | undefined, b: string | undefined) => format((a ?? b)!) ?? whole,
+  );
 }
 
 /** A topology provider query with the variables put in (the JSON datasource's `regex` format). */
@@ -95,8 +100,14 @@ export interface TimeMacros {
 }
 
 /** A PromQL query with the variables and the time macros put in (the Prometheus datasource's way). */
-export function interpolatePromQL(text: string, variables: ReadonlyMap<string, VariableValue>, macros: TimeMacros): string {
-  const withMacros = text.replaceAll('$__rate_interval', macros.rateInterval).replaceAll('$__interval', macros.interval);
+export function interpolatePromQL(
+  text: string,
+  variables: ReadonlyMap<string, VariableValue>,
+  macros: TimeMacros,
+): string {
+  const withMacros = text
+    .replaceAll('$__rate_interval', macros.rateInterval)
+    .replaceAll('$__interval', macros.interval);
   return replaceVariables(withMacros, (name) => {
     const v = variables.get(name);
     if (v === undefined) return undefined;

@@ -20,7 +20,17 @@ export interface StackPorts {
 }
 
 /** The shipped ports. */
-export const SHIPPED_PORTS: StackPorts = { short: 8428, long: 8429, ruler: 8430, router: 9093, cache: 9151, coordination: 9141, host: 9100, topology: 8084, proxy: 8082 };
+export const SHIPPED_PORTS: StackPorts = {
+  short: 8428,
+  long: 8429,
+  ruler: 8430,
+  router: 9093,
+  cache: 9151,
+  coordination: 9141,
+  host: 9100,
+  topology: 8084,
+  proxy: 8082,
+};
 
 export interface TreeSettings {
   readonly ports: StackPorts;
@@ -58,25 +68,56 @@ export function configureTree(dir: string, s: TreeSettings): void {
   const url = (port: number) => `http://127.0.0.1:${port}`;
   writeFileSync(
     join(dir, `cache_exporter/conf/${s.ensemble}.json`),
-    JSON.stringify({ listen: `${host}:${p.cache}`, ensembleByName: { [s.ensemble]: s.zkServers }, log: { level: 'info', filename: `log/${s.ensemble}.log` } }, null, 2),
+    JSON.stringify(
+      {
+        listen: `${host}:${p.cache}`,
+        ensembleByName: { [s.ensemble]: s.zkServers },
+        log: { level: 'info', filename: `log/${s.ensemble}.log` },
+      },
+      null,
+      2,
+    ),
   );
   writeFileSync(
     join(dir, `coordination_exporter/conf/${s.ensemble}.env`),
     `LISTEN_PORT=${p.coordination}\nZK_SERVERS=(${s.zkServers.join(' ')})\nCOORDINATION_EXPORTER_FLAGS="--listen=${host}:${p.coordination}"\n`,
   );
-  edit(dir, 'host_exporter/host_exporter.env', (t) => t.replace(/HOST_EXPORTER_LISTEN_ADDRESS=.*/, `HOST_EXPORTER_LISTEN_ADDRESS=${host}:${p.host}`));
+  edit(dir, 'host_exporter/host_exporter.env', (t) =>
+    t.replace(/HOST_EXPORTER_LISTEN_ADDRESS=.*/, `HOST_EXPORTER_LISTEN_ADDRESS=${host}:${p.host}`),
+  );
   // Fast: queries see samples 1 s old instead of 30 s (the store's -search.latencyOffset), or an
   // alert and the downsampled series would each wait half a minute for data scraped seconds ago.
   const storeFlags = (t: string) => (s.fast ? setEnv(t, 'TS_EXTRA_FLAGS', '-search.latencyOffset=1s') : t);
-  edit(dir, 'short_term_store/short.env', (t) => storeFlags(t.replace(/TS_LISTEN_ADDRESS=.*/, `TS_LISTEN_ADDRESS=${host}:${p.short}`)));
-  edit(dir, 'short_term_store/long.env', (t) => storeFlags(t.replace(/TS_LISTEN_ADDRESS=.*/, `TS_LISTEN_ADDRESS=${host}:${p.long}`)));
+  edit(dir, 'short_term_store/short.env', (t) =>
+    storeFlags(t.replace(/TS_LISTEN_ADDRESS=.*/, `TS_LISTEN_ADDRESS=${host}:${p.short}`)),
+  );
+  edit(dir, 'short_term_store/long.env', (t) =>
+    storeFlags(t.replace(/TS_LISTEN_ADDRESS=.*/, `TS_LISTEN_ADDRESS=${host}:${p.long}`)),
+  );
   edit(dir, 'short_term_store/conf/scrape.yml', (t) => {
-    const targets = setTargetsAfter(setTargetsAfter(t, 'job_name: meta-short', `127.0.0.1:${p.short}`), 'job_name: meta-long', `127.0.0.1:${p.long}`);
-    return s.fast ? targets.replace(/scrape_interval: 1m/g, 'scrape_interval: 5s').replace(/scrape_timeout: 50s/g, 'scrape_timeout: 4s') : targets;
+    const targets = setTargetsAfter(
+      setTargetsAfter(t, 'job_name: meta-short', `127.0.0.1:${p.short}`),
+      'job_name: meta-long',
+      `127.0.0.1:${p.long}`,
+    );
+    return s.fast
+      ? targets
+          .replace(/scrape_interval: 1m/g, 'scrape_interval: 5s')
+          .replace(/scrape_timeout: 50s/g, 'scrape_timeout: 4s')
+      : targets;
   });
-  writeFileSync(join(dir, 'short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["127.0.0.1:${p.cache}"]\n`);
-  writeFileSync(join(dir, 'short_term_store/conf/exporter/coordination_exporter.yml'), `- targets: ["127.0.0.1:${p.coordination}"]\n  labels:\n    ensemble: ${s.ensemble}\n`);
-  writeFileSync(join(dir, 'short_term_store/conf/exporter/host_exporter.yml'), `- targets: ["${s.cacheHostname}:${p.host}"]\n  labels:\n    group: host\n`);
+  writeFileSync(
+    join(dir, 'short_term_store/conf/exporter/cache_exporter.yml'),
+    `- targets: ["127.0.0.1:${p.cache}"]\n`,
+  );
+  writeFileSync(
+    join(dir, 'short_term_store/conf/exporter/coordination_exporter.yml'),
+    `- targets: ["127.0.0.1:${p.coordination}"]\n  labels:\n    ensemble: ${s.ensemble}\n`,
+  );
+  writeFileSync(
+    join(dir, 'short_term_store/conf/exporter/host_exporter.yml'),
+    `- targets: ["${s.cacheHostname}:${p.host}"]\n  labels:\n    group: host\n`,
+  );
   edit(dir, 'rule_evaluator/rule_evaluator.env', (t) =>
     t
       .replace(/RULER_DATASOURCE_URL=.*/, `RULER_DATASOURCE_URL=${url(p.short)}`)
@@ -85,36 +126,69 @@ export function configureTree(dir: string, s: TreeSettings): void {
       .replace(/RULER_LISTEN_ADDRESS=.*/, `RULER_LISTEN_ADDRESS=${host}:${p.ruler}`),
   );
   if (s.fast) {
-    edit(dir, 'rule_evaluator/conf/rules/alerts.yml', (t) => t.replace(/interval: (30s|1m)/g, 'interval: 1s').replace('expr: arcus_up == 0\n        for: 1m', 'expr: arcus_up == 0\n        for: 2s'));
+    edit(dir, 'rule_evaluator/conf/rules/alerts.yml', (t) =>
+      t
+        .replace(/interval: (30s|1m)/g, 'interval: 1s')
+        .replace('expr: arcus_up == 0\n        for: 1m', 'expr: arcus_up == 0\n        for: 2s'),
+    );
     edit(dir, 'rule_evaluator/conf/rules/downsampling.yml', (t) => t.replace(/interval: (5m|1h)/g, 'interval: 5s'));
   }
-  edit(dir, 'alert_router/alert_router.env', (t) => t.replace(/ALERTROUTER_LISTEN_ADDRESS=.*/, `ALERTROUTER_LISTEN_ADDRESS=${host}:${p.router}`));
+  edit(dir, 'alert_router/alert_router.env', (t) =>
+    t.replace(/ALERTROUTER_LISTEN_ADDRESS=.*/, `ALERTROUTER_LISTEN_ADDRESS=${host}:${p.router}`),
+  );
   edit(dir, 'alert_router/alert_router.yml', (t) => {
     const filled = t
       .replace(/<FILL: chat webhook URL[^>]*>/g, s.webhookUrl)
       .replace(/<FILL: mail server[^>]*>/, '127.0.0.1:25')
       .replace(/<FILL: sender[^>]*>/, 'cachemon@localhost')
       .replace(/<FILL: on-call[^>]*>/, 'oncall@localhost');
-    return s.fast ? filled.replace('group_wait: 30s', 'group_wait: 1s').replace('group_interval: 5m', 'group_interval: 1s') : filled;
+    return s.fast
+      ? filled.replace('group_wait: 30s', 'group_wait: 1s').replace('group_interval: 5m', 'group_interval: 1s')
+      : filled;
   });
-  edit(dir, 'topology_provider/conf/config.json', (t) => t.replace(/"listen": "[^"]*"/, `"listen": "${host}:${p.topology}"`));
+  edit(dir, 'topology_provider/conf/config.json', (t) =>
+    t.replace(/"listen": "[^"]*"/, `"listen": "${host}:${p.topology}"`),
+  );
   // host_instances answers <hostname>:<port> of the host exporters, as host_exporter.yml lists them.
-  edit(dir, 'topology_provider/conf/topology_provider.env', (t) => t.replace(/^TOPOLOGY_PROVIDER_FLAGS=.*/m, `TOPOLOGY_PROVIDER_FLAGS="-host-exporter-port=${p.host}"`));
+  edit(dir, 'topology_provider/conf/topology_provider.env', (t) =>
+    t.replace(/^TOPOLOGY_PROVIDER_FLAGS=.*/m, `TOPOLOGY_PROVIDER_FLAGS="-host-exporter-port=${p.host}"`),
+  );
   // The dashboard server's datasources: the query proxy and the topology provider.
   edit(dir, 'dashboard_server/provisioning/datasources/cachemon.yml', (t) =>
-    t.replace(/(uid: cachemon-query-proxy[\s\S]*?url: )\S+/, `$1${url(p.proxy)}`).replace(/(uid: cachemon-topology[\s\S]*?url: )\S+/, `$1${url(p.topology)}`),
+    t
+      .replace(/(uid: cachemon-query-proxy[\s\S]*?url: )\S+/, `$1${url(p.proxy)}`)
+      .replace(/(uid: cachemon-topology[\s\S]*?url: )\S+/, `$1${url(p.topology)}`),
   );
-  edit(dir, 'query_proxy/conf/query_proxy.env', (t) => t.replace(/PROXY_LISTEN_ADDRESS=.*/, `PROXY_LISTEN_ADDRESS=${host}:${p.proxy}`));
-  edit(dir, 'query_proxy/conf/promxy.yml', (t) => setTargetsAfter(setTargetsAfter(t, 'Short-term store', `127.0.0.1:${p.short}`), 'Long-term store', `127.0.0.1:${p.long}`));
+  edit(dir, 'query_proxy/conf/query_proxy.env', (t) =>
+    t.replace(/PROXY_LISTEN_ADDRESS=.*/, `PROXY_LISTEN_ADDRESS=${host}:${p.proxy}`),
+  );
+  edit(dir, 'query_proxy/conf/promxy.yml', (t) =>
+    setTargetsAfter(
+      setTargetsAfter(t, 'Short-term store', `127.0.0.1:${p.short}`),
+      'Long-term store',
+      `127.0.0.1:${p.long}`,
+    ),
+  );
 }
 
 /** The topology provider's ensembleByName with this ensemble in place of the shipped example (or of its earlier servers). */
 export function addEnsembleToTopologyProvider(dir: string, ensemble: string, zkServers: readonly string[]): void {
   const entry = new RegExp(`"(example|${ensemble.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')})": \\[[^\\]]*\\]`);
-  edit(dir, 'topology_provider/conf/config.json', (t) => t.replace(entry, `${JSON.stringify(ensemble)}: ${JSON.stringify(zkServers)}`));
+  edit(dir, 'topology_provider/conf/config.json', (t) =>
+    t.replace(entry, `${JSON.stringify(ensemble)}: ${JSON.stringify(zkServers)}`),
+  );
 }
 
 /** Components (with their start.sh arguments) in the order they start: stores before what reads them. Stop in reverse. */
 export function startOrder(ensemble: string): ReadonlyArray<readonly [string, ...string[]]> {
-  return [['short_term_store'], ['alert_router'], ['rule_evaluator'], ['host_exporter'], ['cache_exporter', ensemble], ['coordination_exporter', ensemble], ['topology_provider'], ['query_proxy']];
+  return [
+    ['short_term_store'],
+    ['alert_router'],
+    ['rule_evaluator'],
+    ['host_exporter'],
+    ['cache_exporter', ensemble],
+    ['coordination_exporter', ensemble],
+    ['topology_provider'],
+    ['query_proxy'],
+  ];
 }

@@ -40,7 +40,10 @@ let round = 0;
 const traffic = setInterval(() => {
   round++;
   for (const node of nodes) {
-    const [host, port] = [node.address.slice(0, node.address.lastIndexOf(':')), Number(node.address.slice(node.address.lastIndexOf(':') + 1))];
+    const [host, port] = [
+      node.address.slice(0, node.address.lastIndexOf(':')),
+      Number(node.address.slice(node.address.lastIndexOf(':') + 1)),
+    ];
     const socket = connect(port, host, () => {
       const key = round % 3 === 0 ? 'missing' : 'user:1';
       socket.end(`get demo:${key}\r\nset demo:user:${round % 10} 0 0 1\r\nx\r\nget demo-a:user:1\r\nquit\r\n`);
@@ -60,7 +63,20 @@ const webhook = createServer((req, res) => {
 });
 await new Promise<void>((resolve) => webhook.listen(Number(webhookPort), '127.0.0.1', resolve));
 
-writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ pid: process.pid, zookeeper: zk.address, nodes: nodes.map((n) => n.address), down: [downNode], webhook: `http://127.0.0.1:${webhookPort}/` }, null, 2));
+writeFileSync(
+  join(dir, 'cluster.json'),
+  JSON.stringify(
+    {
+      pid: process.pid,
+      zookeeper: zk.address,
+      nodes: nodes.map((n) => n.address),
+      down: [downNode],
+      webhook: `http://127.0.0.1:${webhookPort}/`,
+    },
+    null,
+    2,
+  ),
+);
 log(`ready: ZooKeeper ${zk.address}, nodes ${nodes.map((n) => n.address).join(', ')}`);
 
 let stopping = false;

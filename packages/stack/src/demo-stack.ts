@@ -42,7 +42,10 @@ interface Demo {
 }
 
 function script(demo: Demo, component: string, name: string, ...args: string[]): number {
-  const result = spawnSync('bash', [join(demo.tree, component, name), ...args], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8' });
+  const result = spawnSync('bash', [join(demo.tree, component, name), ...args], {
+    stdio: demo.quiet ? 'pipe' : 'inherit',
+    encoding: 'utf8',
+  });
   if (demo.quiet) demo.output += `${result.stdout ?? ''}${result.stderr ?? ''}`;
   return result.status ?? 1;
 }
@@ -60,28 +63,56 @@ function clusterPid(dir: string): number | undefined {
 }
 
 export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
-  const demo: Demo = { dir: options.dir, tree: join(options.dir, 'install'), quiet: options.quiet ?? false, output: '' };
+  const demo: Demo = {
+    dir: options.dir,
+    tree: join(options.dir, 'install'),
+    quiet: options.quiet ?? false,
+    output: '',
+  };
   const p = options.ports ?? SHIPPED_PORTS;
   const webhookPort = options.webhookPort ?? DEMO_WEBHOOK_PORT;
   const { dir, tree } = demo;
   mkdirSync(dir, { recursive: true });
-  if (clusterPid(dir) !== undefined) return { ok: false, message: 'demo: already running (stop it with npm run demo:stop)' };
+  if (clusterPid(dir) !== undefined)
+    return { ok: false, message: 'demo: already running (stop it with npm run demo:stop)' };
   const fresh = !existsSync(join(tree, 'config.sh'));
-  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], { stdio: demo.quiet ? 'pipe' : 'inherit', encoding: 'utf8', env: { ...process.env, INSTALL_DIR: tree, ...(options.dashboardServer === false ? { DASHBOARD_SERVER_DOWNLOAD: '0' } : {}) } });
-  if (installed.status !== 0) return { ok: false, message: `demo: the install failed\n${installed.stdout ?? ''}${installed.stderr ?? ''}` };
+  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
+    stdio: demo.quiet ? 'pipe' : 'inherit',
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      INSTALL_DIR: tree,
+      ...(options.dashboardServer === false ? { DASHBOARD_SERVER_DOWNLOAD: '0' } : {}),
+    },
+  });
+  if (installed.status !== 0)
+    return { ok: false, message: `demo: the install failed\n${installed.stdout ?? ''}${installed.stderr ?? ''}` };
 
   rmSync(join(dir, 'cluster.json'), { force: true });
   const out = openSync(join(dir, 'cluster.out'), 'a');
-  const cluster = spawn(process.execPath, [join(REPO_ROOT, 'packages/stack/dist/src/demo-cluster.js'), dir, String(webhookPort)], { detached: true, stdio: ['ignore', out, out] });
+  const cluster = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'packages/stack/dist/src/demo-cluster.js'), dir, String(webhookPort)],
+    { detached: true, stdio: ['ignore', out, out] },
+  );
   cluster.unref();
   for (let i = 0; i < 300 && !existsSync(join(dir, 'cluster.json')); i++) {
     if (cluster.exitCode !== null) break;
     await sleep(100);
   }
-  if (!existsSync(join(dir, 'cluster.json'))) return { ok: false, message: `demo: the demo cluster did not start; see ${join(dir, 'cluster.out')}` };
+  if (!existsSync(join(dir, 'cluster.json')))
+    return { ok: false, message: `demo: the demo cluster did not start; see ${join(dir, 'cluster.out')}` };
   const { zookeeper } = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as { zookeeper: string };
   // Every start: ZooKeeper comes up on a new port, so the ensemble's users are pointed at it again.
-  configureTree(tree, { ports: p, host: '127.0.0.1', ensemble: DEMO_ENSEMBLE, zkServers: [zookeeper], cacheHostname: 'localhost', webhookUrl: `http://127.0.0.1:${webhookPort}/`, fast: options.fast ?? false });
+  configureTree(tree, {
+    ports: p,
+    host: '127.0.0.1',
+    ensemble: DEMO_ENSEMBLE,
+    zkServers: [zookeeper],
+    cacheHostname: 'localhost',
+    webhookUrl: `http://127.0.0.1:${webhookPort}/`,
+    fast: options.fast ?? false,
+  });
   addEnsembleToTopologyProvider(tree, DEMO_ENSEMBLE, [zookeeper]);
   if (fresh && !demo.quiet) process.stdout.write(`demo: configured ${tree} for the ensemble ${DEMO_ENSEMBLE}\n`);
   for (const [component, ...args] of startOrder(DEMO_ENSEMBLE)) {
@@ -126,7 +157,9 @@ Stop it with: npm run demo:stop
 export async function stopDemo(dir: string, options: { quiet?: boolean } = {}): Promise<void> {
   const demo: Demo = { dir, tree: join(dir, 'install'), quiet: options.quiet ?? false, output: '' };
   if (existsSync(join(demo.tree, 'dashboard_server/stop.sh'))) script(demo, 'dashboard_server', 'stop.sh');
-  if (existsSync(demo.tree)) for (const [component, ...args] of [...startOrder(DEMO_ENSEMBLE)].reverse()) script(demo, component, 'stop.sh', ...args);
+  if (existsSync(demo.tree))
+    for (const [component, ...args] of [...startOrder(DEMO_ENSEMBLE)].reverse())
+      script(demo, component, 'stop.sh', ...args);
   const pid = clusterPid(dir);
   if (pid !== undefined) {
     process.kill(pid, 'SIGTERM');

@@ -41,9 +41,18 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
       { record: 'service_code:arcus_nodes:count', expr: `count by (${SVC}) (arcus_up)` },
       { record: 'service_code:arcus_nodes_up:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_up[$w]))` },
       { record: 'service_code:arcus_commands:rate', expr: `sum by (${SVC}, command) (rate(arcus_commands_total[$w]))` },
-      { record: 'service_code:arcus_command_hits:rate', expr: `sum by (${SVC}, command) (rate(arcus_command_hits_total[$w]))` },
-      { record: 'service_code:arcus_command_misses:rate', expr: `sum by (${SVC}, command) (rate(arcus_command_misses_total[$w]))` },
-      { record: 'service_code:arcus_items_evicted:rate', expr: `sum by (${SVC}) (rate(arcus_items_evicted_total[$w]))` },
+      {
+        record: 'service_code:arcus_command_hits:rate',
+        expr: `sum by (${SVC}, command) (rate(arcus_command_hits_total[$w]))`,
+      },
+      {
+        record: 'service_code:arcus_command_misses:rate',
+        expr: `sum by (${SVC}, command) (rate(arcus_command_misses_total[$w]))`,
+      },
+      {
+        record: 'service_code:arcus_items_evicted:rate',
+        expr: `sum by (${SVC}) (rate(arcus_items_evicted_total[$w]))`,
+      },
       { record: 'service_code:arcus_bytes:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_bytes[$w]))` },
       { record: 'service_code:arcus_limit_bytes:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_limit_bytes[$w]))` },
       { record: 'service_code:arcus_items:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_items[$w]))` },
@@ -55,34 +64,70 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
     aggregates: [
       { record: 'node:arcus_up:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_up[$w]))` },
       { record: 'node:arcus_commands:rate', expr: `sum by (${NODE}, command) (rate(arcus_commands_total[$w]))` },
-      { record: 'node:arcus_command_hits:rate', expr: `sum by (${NODE}, command) (rate(arcus_command_hits_total[$w]))` },
-      { record: 'node:arcus_command_misses:rate', expr: `sum by (${NODE}, command) (rate(arcus_command_misses_total[$w]))` },
+      {
+        record: 'node:arcus_command_hits:rate',
+        expr: `sum by (${NODE}, command) (rate(arcus_command_hits_total[$w]))`,
+      },
+      {
+        record: 'node:arcus_command_misses:rate',
+        expr: `sum by (${NODE}, command) (rate(arcus_command_misses_total[$w]))`,
+      },
       { record: 'node:arcus_items_evicted:rate', expr: `sum by (${NODE}) (rate(arcus_items_evicted_total[$w]))` },
       { record: 'node:arcus_bytes:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_bytes[$w]))` },
       { record: 'node:arcus_limit_bytes:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_limit_bytes[$w]))` },
       { record: 'node:arcus_items:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_items[$w]))` },
       { record: 'node:arcus_connections:max', expr: `max by (${NODE}) (max_over_time(arcus_connections[$w]))` },
-      { record: 'node:arcus_qos_latency_seconds:max', expr: `max by (${NODE}, probe) (max_over_time(arcus_qos_latency_seconds[$w]))` },
+      {
+        record: 'node:arcus_qos_latency_seconds:max',
+        expr: `max by (${NODE}, probe) (max_over_time(arcus_qos_latency_seconds[$w]))`,
+      },
     ],
   },
   {
     level: 'prefix',
     aggregates: [
-      { record: 'prefix:arcus_prefix_items:avg', expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_items[$w]))` },
-      { record: 'prefix:arcus_prefix_bytes:avg', expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_bytes[$w]))` },
-      { record: 'prefix:arcus_prefix_commands:rate', expr: `sum by (${SVC}, prefix, command) (rate(arcus_prefix_commands_total[$w]))` },
+      {
+        record: 'prefix:arcus_prefix_items:avg',
+        expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_items[$w]))`,
+      },
+      {
+        record: 'prefix:arcus_prefix_bytes:avg',
+        expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_bytes[$w]))`,
+      },
+      {
+        record: 'prefix:arcus_prefix_commands:rate',
+        expr: `sum by (${SVC}, prefix, command) (rate(arcus_prefix_commands_total[$w]))`,
+      },
     ],
   },
   {
     level: 'host',
     aggregates: [
-      { record: 'instance:node_cpu_busy:ratio', expr: `1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[$w]))` },
-      { record: 'instance:node_memory_available:ratio', expr: `avg by (instance) (avg_over_time(node_memory_MemAvailable_bytes[$w]) / avg_over_time(node_memory_MemTotal_bytes[$w]))` },
+      {
+        record: 'instance:node_cpu_busy:ratio',
+        expr: `1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[$w]))`,
+      },
+      {
+        record: 'instance:node_memory_available:ratio',
+        expr: `avg by (instance) (avg_over_time(node_memory_MemAvailable_bytes[$w]) / avg_over_time(node_memory_MemTotal_bytes[$w]))`,
+      },
       { record: 'instance:node_load1:avg', expr: `avg by (instance) (avg_over_time(node_load1[$w]))` },
-      { record: 'instance:node_network_receive_bytes:rate', expr: `sum by (instance) (rate(node_network_receive_bytes_total{device!="lo"}[$w]))` },
-      { record: 'instance:node_network_transmit_bytes:rate', expr: `sum by (instance) (rate(node_network_transmit_bytes_total{device!="lo"}[$w]))` },
-      { record: 'instance:node_disk_io_time:ratio', expr: `max by (instance, device) (rate(node_disk_io_time_seconds_total[$w]))` },
-      { record: 'instance:node_filefd_allocated:max', expr: `max by (instance) (max_over_time(node_filefd_allocated[$w]))` },
+      {
+        record: 'instance:node_network_receive_bytes:rate',
+        expr: `sum by (instance) (rate(node_network_receive_bytes_total{device!="lo"}[$w]))`,
+      },
+      {
+        record: 'instance:node_network_transmit_bytes:rate',
+        expr: `sum by (instance) (rate(node_network_transmit_bytes_total{device!="lo"}[$w]))`,
+      },
+      {
+        record: 'instance:node_disk_io_time:ratio',
+        expr: `max by (instance, device) (rate(node_disk_io_time_seconds_total[$w]))`,
+      },
+      {
+        record: 'instance:node_filefd_allocated:max',
+        expr: `max by (instance) (max_over_time(node_filefd_allocated[$w]))`,
+      },
     ],
   },
   {
@@ -93,8 +138,14 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
       { record: 'zk_host:zk_server_state:max', expr: `max by (${ZK}, state) (max_over_time(zk_server_state[$w]))` },
       { record: 'zk_host:zk_avg_latency:avg', expr: `avg by (${ZK}) (avg_over_time(zk_avg_latency[$w]))` },
       { record: 'zk_host:zk_max_latency:max', expr: `max by (${ZK}) (max_over_time(zk_max_latency[$w]))` },
-      { record: 'zk_host:zk_num_alive_connections:avg', expr: `avg by (${ZK}) (avg_over_time(zk_num_alive_connections[$w]))` },
-      { record: 'zk_host:zk_outstanding_requests:max', expr: `max by (${ZK}) (max_over_time(zk_outstanding_requests[$w]))` },
+      {
+        record: 'zk_host:zk_num_alive_connections:avg',
+        expr: `avg by (${ZK}) (avg_over_time(zk_num_alive_connections[$w]))`,
+      },
+      {
+        record: 'zk_host:zk_outstanding_requests:max',
+        expr: `max by (${ZK}) (max_over_time(zk_outstanding_requests[$w]))`,
+      },
       { record: 'zk_host:zk_znode_count:avg', expr: `avg by (${ZK}) (avg_over_time(zk_znode_count[$w]))` },
       { record: 'zk_host:zk_watch_count:avg', expr: `avg by (${ZK}) (avg_over_time(zk_watch_count[$w]))` },
     ],
@@ -103,7 +154,10 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
     level: 'scrape target',
     aggregates: [
       { record: 'instance:up:avg', expr: `avg by (job, instance) (avg_over_time(up[$w]))` },
-      { record: 'instance:scrape_duration_seconds:max', expr: `max by (job, instance) (max_over_time(scrape_duration_seconds[$w]))` },
+      {
+        record: 'instance:scrape_duration_seconds:max',
+        expr: `max by (job, instance) (max_over_time(scrape_duration_seconds[$w]))`,
+      },
     ],
   },
 ];

@@ -16,7 +16,12 @@ export interface InstallTree {
   /** Path of a file in the tree. */
   path(...parts: string[]): string;
   /** Runs <component>/<script> with args, env added to the test's own. */
-  run(component: string, script: string, args?: readonly string[], env?: Record<string, string>): SpawnSyncReturns<string>;
+  run(
+    component: string,
+    script: string,
+    args?: readonly string[],
+    env?: Record<string, string>,
+  ): SpawnSyncReturns<string>;
   /** Replaces `from` by `to` in a file of the tree (every occurrence; fails when absent). */
   edit(file: string, from: string | RegExp, to: string): void;
 }
@@ -30,7 +35,11 @@ export function installTree(dir: string, components: readonly string[]): Install
     dir,
     path,
     run: (component, script, args = [], env = {}) =>
-      spawnSync('bash', [path(component, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: REPO_ROOT, ...env }, timeout: 90_000 }),
+      spawnSync('bash', [path(component, script), ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, CACHEMON_HOME: REPO_ROOT, ...env },
+        timeout: 90_000,
+      }),
     edit(file, from, to) {
       const text = readFileSync(path(file), 'utf8');
       const next = typeof from === 'string' ? text.split(from).join(to) : text.replace(from, to);
@@ -50,10 +59,18 @@ export interface ScriptResult {
  * Runs a bash script without blocking this process: for tests whose own servers (ARCUS nodes,
  * ZooKeeper sessions, a release server) must keep answering while the script runs.
  */
-export function runScript(script: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ScriptResult> {
+export function runScript(
+  script: string,
+  args: readonly string[] = [],
+  env: Record<string, string> = {},
+): Promise<ScriptResult> {
   return new Promise((resolve) => {
-    execFile('bash', [script, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    execFile(
+      'bash',
+      [script, ...args],
+      { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
     );
   });
 }

@@ -56,7 +56,11 @@ function logDate(now = new Date()): string {
 }
 
 /** `<ip:port>-<hostname>`, or `<group>^<role>^<ip:port>-<hostname>` for a replication node. */
-export function cacheListNodeName(address: string, hostname: string, repl?: { group: string; role: 'M' | 'S' }): string {
+export function cacheListNodeName(
+  address: string,
+  hostname: string,
+  repl?: { group: string; role: 'M' | 'S' },
+): string {
   const base = `${address}-${hostname}`;
   return repl === undefined ? base : `${repl.group}^${repl.role}^${base}`;
 }
@@ -120,14 +124,17 @@ export class ArcusZk {
     const path = `${root}/cache_server_mapping/${address}`;
     await zk.ensure(this.client, path, mappingData(port));
     for (const child of await zk.children(this.client, path)) await zk.remove(this.client, `${path}/${child}`);
-    const child = options.repl === undefined ? serviceCode : `${serviceCode}^${options.repl.group}^${options.repl.peer}`;
+    const child =
+      options.repl === undefined ? serviceCode : `${serviceCode}^${options.repl.group}^${options.repl.peer}`;
     await zk.create(this.client, `${path}/${child}`, undefined);
-    if (options.repl !== undefined) await zk.ensure(this.client, `${root}/group_list/${serviceCode}/${options.repl.group}`);
+    if (options.repl !== undefined)
+      await zk.ensure(this.client, `${root}/group_list/${serviceCode}/${options.repl.group}`);
   }
 
   /** Removes the server's mapping (under both roots). */
   async unmapServer(address: string): Promise<void> {
-    for (const root of [ARCUS_ROOT, ARCUS_REPL_ROOT]) await zk.removeTree(this.client, `${root}/cache_server_mapping/${address}`);
+    for (const root of [ARCUS_ROOT, ARCUS_REPL_ROOT])
+      await zk.removeTree(this.client, `${root}/cache_server_mapping/${address}`);
   }
 
   /**
@@ -135,7 +142,11 @@ export class ArcusZk {
    * `cache_list/<svc>/<name>` ("64MB") on a new session of its own, and a SEQUENTIAL
    * `cache_server_log/<date>/<ip:port>-<hostname>-` entry ("join"). Parent znodes are created as needed.
    */
-  async registerNode(address: string, serviceCode: string, options: RegisterNodeOptions = {}): Promise<NodeRegistration> {
+  async registerNode(
+    address: string,
+    serviceCode: string,
+    options: RegisterNodeOptions = {},
+  ): Promise<NodeRegistration> {
     splitAddress(address);
     const hostname = options.hostname ?? 'localhost';
     const root = options.repl === undefined ? ARCUS_ROOT : ARCUS_REPL_ROOT;
@@ -151,11 +162,20 @@ export class ArcusZk {
     const session = await connectClient(this.connectString, options.sessionTimeoutMs ?? this.sessionTimeoutMs);
     try {
       await zk.create(session, path, NODE_DATA, zookeeper.CreateMode.EPHEMERAL);
-      await zk.create(session, `${logDir}/${address}-${hostname}-`, JOIN_LOG_DATA, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL);
+      await zk.create(
+        session,
+        `${logDir}/${address}-${hostname}-`,
+        JOIN_LOG_DATA,
+        zookeeper.CreateMode.PERSISTENT_SEQUENTIAL,
+      );
     } catch (err) {
       await closeClient(session);
       if (isNodeExists(err)) {
-        throw new TestkitError(TestkitErrors.ARCUS_NODE_EXISTS, `${path} exists already (an earlier session of ${address} has not expired yet; a real server exits with code 76 here)`, { cause: err });
+        throw new TestkitError(
+          TestkitErrors.ARCUS_NODE_EXISTS,
+          `${path} exists already (an earlier session of ${address} has not expired yet; a real server exits with code 76 here)`,
+          { cause: err },
+        );
       }
       throw err;
     }

@@ -29,14 +29,21 @@ export function select(samples: readonly Sample[], name: string, labels: Record<
 }
 
 /** The single value of a series, or undefined when absent. */
-export function valueOf(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+export function valueOf(
+  samples: readonly Sample[],
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   const found = select(samples, name, labels);
   if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${found.length} series`);
   return found[0]?.value;
 }
 
 /** Retries an assertion until it passes or the time is up (then throws its last error). */
-export async function eventually<T>(check: () => Promise<T> | T, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T> | T,
+  options: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   for (;;) {
     try {

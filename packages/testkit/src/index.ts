@@ -9,7 +9,12 @@ export type { Memcached } from './memcached.js';
 export { ArcusZk, ARCUS_ROOT, ARCUS_REPL_ROOT, cacheListNodeName, mappingData, serviceCodeData } from './arcus-zk.js';
 export type { NodeRegistration, RegisterNodeOptions, ReplicationMapping } from './arcus-zk.js';
 export { ArcusDouble, startArcusDoubles } from './arcus-double/server.js';
-export type { ArcusDoubleBehavior, ArcusDoubleOptions, ArcusRegisterOptions, PopulateKey } from './arcus-double/server.js';
+export type {
+  ArcusDoubleBehavior,
+  ArcusDoubleOptions,
+  ArcusRegisterOptions,
+  PopulateKey,
+} from './arcus-double/server.js';
 export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptCommands } from './samples.js';
 export { seededRandom } from './random.js';
 export { eventually, parseExposition, select, valueOf } from './assertions.js';

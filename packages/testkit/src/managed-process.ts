@@ -122,7 +122,11 @@ export class ManagedProcess {
   tail(lines = 30): string {
     try {
       const text = readFileSync(this.logFile, 'utf8');
-      return text.split('\n').slice(-lines - 1).join('\n').trimEnd();
+      return text
+        .split('\n')
+        .slice(-lines - 1)
+        .join('\n')
+        .trimEnd();
     } catch {
       return '(no log)';
     }
@@ -137,8 +141,16 @@ export class ManagedProcess {
         : exit !== undefined
           ? `exited (code ${exit.code ?? '-'}, signal ${exit.signal ?? '-'})`
           : 'is running';
-    const code = this.spawnError !== undefined ? TestkitErrors.PROCESS_START_FAILED : exit !== undefined ? TestkitErrors.PROCESS_EXITED : TestkitErrors.PROCESS_NOT_READY;
-    return new TestkitError(code, `${this.name} ${what}: it ${how}. ${this.command} ${this.args.join(' ')}\n--- tail of ${this.logFile} ---\n${this.tail()}`);
+    const code =
+      this.spawnError !== undefined
+        ? TestkitErrors.PROCESS_START_FAILED
+        : exit !== undefined
+          ? TestkitErrors.PROCESS_EXITED
+          : TestkitErrors.PROCESS_NOT_READY;
+    return new TestkitError(
+      code,
+      `${this.name} ${what}: it ${how}. ${this.command} ${this.args.join(' ')}\n--- tail of ${this.logFile} ---\n${this.tail()}`,
+    );
   }
 
   /**

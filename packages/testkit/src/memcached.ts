@@ -34,7 +34,6 @@ class MemcachedProcess extends ProcessServer implements Memcached {
       20,
     );
   }
-
 }
 
 /** Plain memcached (Debian 1.6.18) on a free loopback port: `-l 127.0.0.1 -p PORT -U 0 -m 64 -t 2`. */
@@ -45,6 +44,9 @@ export async function startMemcached(options: { extraArgs?: readonly string[] } 
   // memcached refuses to run as root without a user to switch to.
   if (process.getuid?.() === 0) args.push('-u', 'root');
   args.push(...(options.extraArgs ?? []));
-  const server = new MemcachedProcess(port, new ManagedProcess(`memcached 127.0.0.1:${port}`, MEMCACHED, args, join(dir, 'memcached.log'), dir));
+  const server = new MemcachedProcess(
+    port,
+    new ManagedProcess(`memcached 127.0.0.1:${port}`, MEMCACHED, args, join(dir, 'memcached.log'), dir),
+  );
   return startedOrKilled(server);
 }

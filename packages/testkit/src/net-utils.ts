@@ -77,7 +77,12 @@ export function exchange(address: string, request: string, timeoutMs: number): P
     const socket = connect({ host, port });
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new TestkitError(TestkitErrors.SOCKET_TIMEOUT, `no complete answer to ${JSON.stringify(request)} from ${address} within ${timeoutMs} ms`));
+      reject(
+        new TestkitError(
+          TestkitErrors.SOCKET_TIMEOUT,
+          `no complete answer to ${JSON.stringify(request)} from ${address} within ${timeoutMs} ms`,
+        ),
+      );
     }, timeoutMs);
     socket.on('connect', () => socket.end(request));
     socket.on('data', (chunk) => chunks.push(chunk));

@@ -34,12 +34,17 @@ class VictoriaMetricsProcess extends ProcessServer implements VictoriaMetrics {
 
   async start(): Promise<void> {
     this.process.start();
-    await this.process.waitUntil('ready (/health answers OK)', async () => (await fetch(`${this.url}/health`)).ok, READY_TIMEOUT_MS);
+    await this.process.waitUntil(
+      'ready (/health answers OK)',
+      async () => (await fetch(`${this.url}/health`)).ok,
+      READY_TIMEOUT_MS,
+    );
   }
 
   async importPrometheus(text: string): Promise<void> {
     const response = await fetch(`${this.url}/api/v1/import/prometheus`, { method: 'POST', body: text });
-    if (response.status !== 204) throw new Error(`import into ${this.url}: ${response.status} ${await response.text()}`);
+    if (response.status !== 204)
+      throw new Error(`import into ${this.url}: ${response.status} ${await response.text()}`);
     // New series become searchable by queries a moment after a flush (export sees them sooner):
     // wait until a query over the imported time span counts every imported series.
     const series = new Set<string>();
@@ -62,15 +67,17 @@ class VictoriaMetricsProcess extends ProcessServer implements VictoriaMetrics {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       await fetch(`${this.url}/internal/force_flush`);
-      const answer = (await (await fetch(`${this.url}/api/v1/query?query=${query}&time=${(last + 1) / 1000}`)).json()) as {
+      const answer = (await (
+        await fetch(`${this.url}/api/v1/query?query=${query}&time=${(last + 1) / 1000}`)
+      ).json()) as {
         data?: { result?: Array<{ value: [number, string] }> };
       };
       if (Number(answer.data?.result?.[0]?.value[1] ?? 0) >= series.size) return;
-      if (Date.now() > deadline) throw new Error(`${this.url}: imported series not searchable within ${READY_TIMEOUT_MS} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.url}: imported series not searchable within ${READY_TIMEOUT_MS} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-
 }
 
 /**
@@ -93,6 +100,16 @@ export async function startVictoriaMetrics(options: { extraArgs?: readonly strin
     '-loggerLevel=WARN',
     ...(options.extraArgs ?? []),
   ];
-  const server = new VictoriaMetricsProcess(port, dataDir, new ManagedProcess(`victoria-metrics 127.0.0.1:${port}`, VICTORIA_METRICS, args, join(dir, 'victoria-metrics.log'), dir));
+  const server = new VictoriaMetricsProcess(
+    port,
+    dataDir,
+    new ManagedProcess(
+      `victoria-metrics 127.0.0.1:${port}`,
+      VICTORIA_METRICS,
+      args,
+      join(dir, 'victoria-metrics.log'),
+      dir,
+    ),
+  );
   return startedOrKilled(server);
 }

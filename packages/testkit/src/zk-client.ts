@@ -24,11 +24,20 @@ const STATE_CLOSING = -1;
 
 /** A connected client with its own session, or a rejection after `CONNECT_TIMEOUT_MS`. */
 export function connectClient(connectString: string, sessionTimeoutMs: number): Promise<Client> {
-  const client = zookeeper.createClient(connectString, { sessionTimeout: sessionTimeoutMs, spinDelay: 100, retries: 2 });
+  const client = zookeeper.createClient(connectString, {
+    sessionTimeout: sessionTimeoutMs,
+    spinDelay: 100,
+    retries: 2,
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       dropConnection(client);
-      reject(new TestkitError(TestkitErrors.ZK_CONNECT_TIMEOUT, `no ZooKeeper session with ${connectString} within ${CONNECT_TIMEOUT_MS} ms`));
+      reject(
+        new TestkitError(
+          TestkitErrors.ZK_CONNECT_TIMEOUT,
+          `no ZooKeeper session with ${connectString} within ${CONNECT_TIMEOUT_MS} ms`,
+        ),
+      );
     }, CONNECT_TIMEOUT_MS);
     client.once('connected', () => {
       clearTimeout(timer);
@@ -104,26 +113,43 @@ export function runInBackground(client: Client): void {
 }
 
 function failed(op: string, path: string, err: unknown): TestkitError {
-  return new TestkitError(TestkitErrors.ZK_OPERATION_FAILED, `ZooKeeper ${op} ${path} failed: ${String(err)}`, { cause: err });
+  return new TestkitError(TestkitErrors.ZK_OPERATION_FAILED, `ZooKeeper ${op} ${path} failed: ${String(err)}`, {
+    cause: err,
+  });
 }
 
 function isCode(err: unknown, code: number): boolean {
-  return typeof err === 'object' && err !== null && 'getCode' in err && (err as { getCode(): number }).getCode() === code;
+  return (
+    typeof err === 'object' && err !== null && 'getCode' in err && (err as { getCode(): number }).getCode() === code
+  );
 }
 
 export function isNodeExists(err: unknown): boolean {
-  return isCode(err, zookeeper.Exception.NODE_EXISTS) || (err instanceof TestkitError && isCode(err.cause, zookeeper.Exception.NODE_EXISTS));
+  return (
+    isCode(err, zookeeper.Exception.NODE_EXISTS) ||
+    (err instanceof TestkitError && isCode(err.cause, zookeeper.Exception.NODE_EXISTS))
+  );
 }
 
 /** Promise wrappers over the callback API; errors become TestkitError with the ZooKeeper error as cause. */
 export const zk = {
-  create(client: Client, path: string, data: string | undefined, mode: number = zookeeper.CreateMode.PERSISTENT): Promise<string> {
+  create(
+    client: Client,
+    path: string,
+    data: string | undefined,
+    mode: number = zookeeper.CreateMode.PERSISTENT,
+  ): Promise<string> {
     return new Promise((resolve, reject) => {
       const payload = data === undefined ? null : Buffer.from(data, 'utf8');
       // The typings do not allow a null payload, the client does (a znode without data).
-      (client.create as unknown as (p: string, d: Buffer | null, m: number, cb: (err: unknown, path: string) => void) => void)(path, payload, mode, (err, created) =>
-        err ? reject(failed('create', path, err)) : resolve(created),
-      );
+      (
+        client.create as unknown as (
+          p: string,
+          d: Buffer | null,
+          m: number,
+          cb: (err: unknown, path: string) => void,
+        ) => void
+      )(path, payload, mode, (err, created) => (err ? reject(failed('create', path, err)) : resolve(created)));
     });
   },
 
@@ -148,7 +174,9 @@ export const zk = {
 
   exists(client: Client, path: string): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      client.exists(path, (err, stat) => (err ? reject(failed('exists', path, err)) : resolve(stat !== null && stat !== undefined)));
+      client.exists(path, (err, stat) =>
+        err ? reject(failed('exists', path, err)) : resolve(stat !== null && stat !== undefined),
+      );
     });
   },
 
@@ -160,13 +188,17 @@ export const zk = {
 
   data(client: Client, path: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      client.getData(path, (err, data) => (err ? reject(failed('getData', path, err)) : resolve(data ? data.toString('utf8') : '')));
+      client.getData(path, (err, data) =>
+        err ? reject(failed('getData', path, err)) : resolve(data ? data.toString('utf8') : ''),
+      );
     });
   },
 
   remove(client: Client, path: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      client.remove(path, -1, (err) => (err && !isCode(err, zookeeper.Exception.NO_NODE) ? reject(failed('remove', path, err)) : resolve()));
+      client.remove(path, -1, (err) =>
+        err && !isCode(err, zookeeper.Exception.NO_NODE) ? reject(failed('remove', path, err)) : resolve(),
+      );
     });
   },
 

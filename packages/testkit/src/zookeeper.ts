@@ -8,7 +8,11 @@ import { tempDir } from './temp.js';
 
 /** Debian's zookeeper package: no wrapper script, the JVM is started directly. */
 const JAVA = process.env['CACHEMON_JAVA'] ?? 'java';
-const CLASSPATH_JARS = ['/usr/share/java/zookeeper.jar', '/usr/share/java/slf4j-log4j12.jar', '/usr/share/java/log4j-1.2.jar'];
+const CLASSPATH_JARS = [
+  '/usr/share/java/zookeeper.jar',
+  '/usr/share/java/slf4j-log4j12.jar',
+  '/usr/share/java/log4j-1.2.jar',
+];
 const JVM_FLAGS = ['-Xms16m', '-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
 const MAIN_CLASS = 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
 const DEFAULT_FOUR_LETTER_WORDS = ['mntr', 'ruok', 'srvr', 'conf'];
@@ -68,7 +72,13 @@ interface Peer {
   readonly electionPort: number;
 }
 
-function zooCfg(dataDir: string, clientPort: number, words: readonly string[], peers: readonly Peer[], extra: readonly string[] = []): string {
+function zooCfg(
+  dataDir: string,
+  clientPort: number,
+  words: readonly string[],
+  peers: readonly Peer[],
+  extra: readonly string[] = [],
+): string {
   const lines = [
     'tickTime=500',
     'initLimit=20',
@@ -131,12 +141,21 @@ class ZooKeeperProcess implements ZooKeeperServer {
   async start(): Promise<void> {
     this.launch();
     if (this.standalone) await this.waitServing();
-    else await this.process.waitUntil('listening (srvr answers)', async () => (await fourLetterWord(this.address, 'srvr', 1000)).length > 0, READY_TIMEOUT_MS);
+    else
+      await this.process.waitUntil(
+        'listening (srvr answers)',
+        async () => (await fourLetterWord(this.address, 'srvr', 1000)).length > 0,
+        READY_TIMEOUT_MS,
+      );
   }
 
   /** Until `srvr` answers with a Mode line. */
   waitServing(timeoutMs = READY_TIMEOUT_MS): Promise<void> {
-    return this.process.waitUntil('ready (srvr with a Mode line)', async () => (await this.mode()) !== undefined, timeoutMs);
+    return this.process.waitUntil(
+      'ready (srvr with a Mode line)',
+      async () => (await this.mode()) !== undefined,
+      timeoutMs,
+    );
   }
 
   /** Throws the process failure (with its log) when the JVM is gone. */
@@ -207,7 +226,10 @@ class Ensemble implements ZooKeeperEnsemble {
     const index = modes.indexOf('leader');
     const server = this.servers[index];
     if (server === undefined) {
-      throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `no ZooKeeper server reports Mode: leader (modes: ${modes.map(String).join(', ')})`);
+      throw new TestkitError(
+        TestkitErrors.ZK_NO_LEADER,
+        `no ZooKeeper server reports Mode: leader (modes: ${modes.map(String).join(', ')})`,
+      );
     }
     return server;
   }
@@ -223,7 +245,10 @@ class Ensemble implements ZooKeeperEnsemble {
       if (Date.now() >= deadline) break;
       await sleep(100);
     }
-    throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `no new ZooKeeper leader within ${options.timeoutMs ?? READY_TIMEOUT_MS} ms (modes: ${modes.map(String).join(', ')})`);
+    throw new TestkitError(
+      TestkitErrors.ZK_NO_LEADER,
+      `no new ZooKeeper leader within ${options.timeoutMs ?? READY_TIMEOUT_MS} ms (modes: ${modes.map(String).join(', ')})`,
+    );
   }
 
   /**
@@ -238,11 +263,19 @@ class Ensemble implements ZooKeeperEnsemble {
       modes = await this.modes();
       const leaders = modes.filter((m) => m === 'leader').length;
       const followers = modes.filter((m) => m === 'follower').length;
-      if (this.leaderServes ? leaders === 1 && leaders + followers === this.servers.length : followers === this.servers.length - 1) return;
+      if (
+        this.leaderServes
+          ? leaders === 1 && leaders + followers === this.servers.length
+          : followers === this.servers.length - 1
+      )
+        return;
       if (Date.now() >= deadline) break;
       await sleep(100);
     }
-    throw new TestkitError(TestkitErrors.ZK_NO_LEADER, `ZooKeeper ensemble ${this.connectString} has no quorum after ${timeoutMs} ms (modes: ${modes.map(String).join(', ')})`);
+    throw new TestkitError(
+      TestkitErrors.ZK_NO_LEADER,
+      `ZooKeeper ensemble ${this.connectString} has no quorum after ${timeoutMs} ms (modes: ${modes.map(String).join(', ')})`,
+    );
   }
 
   async stop(): Promise<void> {
@@ -255,9 +288,12 @@ class Ensemble implements ZooKeeperEnsemble {
  * `leaderServes: false` sets `leaderServes=no`:
  * the leader serves no clients, and answers four-letter words as a server without quorum does.
  */
-export async function startZooKeeperEnsemble(options: { size?: number; fourLetterWords?: readonly string[]; leaderServes?: boolean } = {}): Promise<ZooKeeperEnsemble> {
+export async function startZooKeeperEnsemble(
+  options: { size?: number; fourLetterWords?: readonly string[]; leaderServes?: boolean } = {},
+): Promise<ZooKeeperEnsemble> {
   const size = options.size ?? 3;
-  if (!Number.isInteger(size) || size < 1) throw new TestkitError(TestkitErrors.INVALID_ARGUMENT, `ensemble size must be a positive integer, got ${size}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new TestkitError(TestkitErrors.INVALID_ARGUMENT, `ensemble size must be a positive integer, got ${size}`);
   const root = await tempDir('cachemon-zk-ensemble-');
   const peers: Peer[] = [];
   for (let id = 1; id <= size; id++) {
@@ -268,7 +304,11 @@ export async function startZooKeeperEnsemble(options: { size?: number; fourLette
     const dir = join(root, `server${peer.id}`);
     const server = new ZooKeeperProcess(peer.clientPort, dir, false);
     const extra = options.leaderServes === false ? ['leaderServes=no'] : [];
-    await prepareDir(dir, zooCfg(server.dataDir, peer.clientPort, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, peers, extra), peer.id);
+    await prepareDir(
+      dir,
+      zooCfg(server.dataDir, peer.clientPort, options.fourLetterWords ?? DEFAULT_FOUR_LETTER_WORDS, peers, extra),
+      peer.id,
+    );
     servers.push(server);
   }
   const ensemble = new Ensemble(servers, options.leaderServes !== false);

@@ -11,7 +11,11 @@ describe('mcHash (lookup3 hashlittle, as the server hashes prefixes)', () => {
 
   test('orders the sample prefixes like the server does (bucket = hash % 1024)', () => {
     const buckets = ['app', 'arcus-ping', 'arcus', 'user', ''].map((p) => mcHash(p) % 1024);
-    assert.deepEqual([...buckets].sort((a, b) => a - b), buckets, 'stats detail dump lists app, arcus-ping, arcus, user, <null>');
+    assert.deepEqual(
+      [...buckets].sort((a, b) => a - b),
+      buckets,
+      'stats detail dump lists app, arcus-ping, arcus, user, <null>',
+    );
   });
 });
 
@@ -21,11 +25,22 @@ describe('item sizes', () => {
     const space = (size: number): number => memory.spaceSize(size);
     assert.equal(space(itemSize.kv('arcus:zk-ping'.length, 3)), 96);
     assert.equal(space(itemSize.kv('noprefixkey'.length, 5)), 96);
-    const list = space(itemSize.collection('list', 'app:list1'.length)) + [8, 7, 7].reduce((sum, n) => sum + space(itemSize.listElement(n)), 0);
+    const list =
+      space(itemSize.collection('list', 'app:list1'.length)) +
+      [8, 7, 7].reduce((sum, n) => sum + space(itemSize.listElement(n)), 0);
     assert.equal(list, 272);
-    const set = space(itemSize.collection('set', 'user:set1'.length)) + space(168) + space(itemSize.setElement(5)) + space(itemSize.setElement(6));
+    const set =
+      space(itemSize.collection('set', 'user:set1'.length)) +
+      space(168) +
+      space(itemSize.setElement(5)) +
+      space(itemSize.setElement(6));
     assert.equal(set, 376);
-    const btree = space(itemSize.collection('btree', 'app:btree1'.length)) + space(280) + space(itemSize.btreeElement(0, 0, 7)) + space(itemSize.btreeElement(0, 2, 7)) + space(itemSize.btreeElement(0, 0, 8));
+    const btree =
+      space(itemSize.collection('btree', 'app:btree1'.length)) +
+      space(280) +
+      space(itemSize.btreeElement(0, 0, 7)) +
+      space(itemSize.btreeElement(0, 2, 7)) +
+      space(itemSize.btreeElement(0, 0, 8));
     assert.equal(btree, 544);
   });
 });
@@ -51,7 +66,13 @@ describe('small-memory allocator simulation', () => {
         const smUsed = live.filter((a) => a.slot !== undefined).reduce((sum, a) => sum + a.space, 0);
         assert.equal(s.get('SM:used_total_space'), smUsed);
         const blocks = s.get('0:used_chunks') ?? 0;
-        assert.equal((s.get('SM:used_total_space') ?? 0) + (s.get('SM:free_small_space') ?? 0) + (s.get('SM:free_avail_space') ?? 0), blocks * (262144 - 32), `step ${step}`);
+        assert.equal(
+          (s.get('SM:used_total_space') ?? 0) +
+            (s.get('SM:free_small_space') ?? 0) +
+            (s.get('SM:free_avail_space') ?? 0),
+          blocks * (262144 - 32),
+          `step ${step}`,
+        );
       }
     }
     for (const allocation of live.splice(0)) memory.free(allocation);

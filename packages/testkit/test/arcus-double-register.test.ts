@@ -1,7 +1,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'node-zookeeper-client';
-import { ArcusDouble, ArcusZk, eventually, isTestkitError, startZooKeeper, TestkitErrors, type ZooKeeperServer } from '../src/index.js';
+import {
+  ArcusDouble,
+  ArcusZk,
+  eventually,
+  isTestkitError,
+  startZooKeeper,
+  TestkitErrors,
+  type ZooKeeperServer,
+} from '../src/index.js';
 import { RawClient, sleep } from './helpers.js';
 
 function children(client: Client, path: string): Promise<string[]> {
@@ -9,7 +17,9 @@ function children(client: Client, path: string): Promise<string[]> {
 }
 
 function exists(client: Client, path: string): Promise<boolean> {
-  return new Promise((resolve, reject) => client.exists(path, (err, stat) => (err ? reject(err) : resolve(Boolean(stat)))));
+  return new Promise((resolve, reject) =>
+    client.exists(path, (err, stat) => (err ? reject(err) : resolve(Boolean(stat)))),
+  );
 }
 
 async function statValue(address: string, command: string, name: string): Promise<string | undefined> {
@@ -83,7 +93,11 @@ describe('ArcusDouble.register', () => {
     await node.unregister();
     const beatsAtUnregister = await statValue(double.address, 'stats', 'hb_count');
     await sleep(300);
-    assert.equal(await statValue(double.address, 'stats', 'hb_count'), beatsAtUnregister, 'no heartbeats after unregister');
+    assert.equal(
+      await statValue(double.address, 'stats', 'hb_count'),
+      beatsAtUnregister,
+      'no heartbeats after unregister',
+    );
   });
 
   test('refuses without a cache_server_mapping', async () => {
@@ -94,7 +108,10 @@ describe('ArcusDouble.register', () => {
       return true;
     });
     assert.equal(double.registered, false);
-    assert.equal((await children(zk.client, '/arcus/cache_list/svc')).some((c) => c.startsWith(double.address)), false);
+    assert.equal(
+      (await children(zk.client, '/arcus/cache_list/svc')).some((c) => c.startsWith(double.address)),
+      false,
+    );
   });
 
   test('refuses when the service code has no cache_list node', async () => {
@@ -118,7 +135,10 @@ describe('ArcusDouble.register', () => {
     const slave = await second.register(zk);
     assert.equal(master.path, `/arcus_repl/cache_list/rsvc/g1^M^${first.address}-localhost`);
     assert.equal(slave.path, `/arcus_repl/cache_list/rsvc/g1^S^${second.address}-localhost`);
-    assert.deepEqual((await children(zk.client, '/arcus_repl/cache_list/rsvc')).sort(), [`g1^M^${first.address}-localhost`, `g1^S^${second.address}-localhost`]);
+    assert.deepEqual((await children(zk.client, '/arcus_repl/cache_list/rsvc')).sort(), [
+      `g1^M^${first.address}-localhost`,
+      `g1^S^${second.address}-localhost`,
+    ]);
     await master.unregister();
     await slave.unregister();
   });

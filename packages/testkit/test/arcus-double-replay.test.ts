@@ -40,7 +40,9 @@ const VOLATILE_STATS = new Set([
 
 function normalise(reply: string): string {
   return reply
-    .replace(/^STAT (\S+) (.*)$/gm, (whole, name: string) => (VOLATILE_STATS.has(name) ? `STAT ${name} <volatile>` : whole))
+    .replace(/^STAT (\S+) (.*)$/gm, (whole, name: string) =>
+      VOLATILE_STATS.has(name) ? `STAT ${name} <volatile>` : whole,
+    )
     .replace(/^(PREFIX \S+ itm .*) time \d{14}$/gm, '$1 time <volatile>');
 }
 
@@ -120,7 +122,14 @@ describe('ArcusDouble replays the captured ARCUS 1.15.0 session', () => {
   });
 
   test('samples without volatile values match without any normalisation', () => {
-    for (const file of ['03-stats-slabs.raw', '04-stats-zookeeper.raw', '36-stats-detail-dump.raw', '39-stats-prefixlist-operation-app.raw', '42-qos-get-kv.raw', '51-qos-bop-get.raw']) {
+    for (const file of [
+      '03-stats-slabs.raw',
+      '04-stats-zookeeper.raw',
+      '36-stats-detail-dump.raw',
+      '39-stats-prefixlist-operation-app.raw',
+      '42-qos-get-kv.raw',
+      '51-qos-bop-get.raw',
+    ]) {
       const index = Number(file.slice(0, 2));
       assert.equal(replies.get(index), readFileSync(`${SAMPLES_DIR}/${file}`, 'latin1'), file);
     }

@@ -4,7 +4,9 @@ import { ArcusDouble, eventually, startArcusDoubles } from '../src/index.js';
 import { RawClient, sleep } from './helpers.js';
 
 const doubles: ArcusDouble[] = [];
-async function startDouble(options: Parameters<typeof ArcusDouble.start>[0] = {}): Promise<{ double: ArcusDouble; client: RawClient }> {
+async function startDouble(
+  options: Parameters<typeof ArcusDouble.start>[0] = {},
+): Promise<{ double: ArcusDouble; client: RawClient }> {
   const double = await ArcusDouble.start(options);
   doubles.push(double);
   return { double, client: await RawClient.connect(double.address) };
@@ -73,8 +75,14 @@ describe('ArcusDouble behaviours', () => {
     double.setBehavior('refuse-stats-prefixes');
     assert.equal(await client.send('stats prefixes\r\n'), 'CLIENT_ERROR invalid: too many prefixes\r\n');
     assert.equal(await client.send('stats detail dump\r\n'), 'CLIENT_ERROR invalid: too many prefixes\r\n');
-    assert.match(await client.send('stats prefixlist item app\r\n', 'END\r\n'), /^PREFIX app itm 1 kitm 1 .*\r\nEND\r\n$/);
-    assert.match(await client.send('stats prefixlist operation app\r\n', 'END\r\n'), /^PREFIX app get 0 hit 0 set 1 del 0 /);
+    assert.match(
+      await client.send('stats prefixlist item app\r\n', 'END\r\n'),
+      /^PREFIX app itm 1 kitm 1 .*\r\nEND\r\n$/,
+    );
+    assert.match(
+      await client.send('stats prefixlist operation app\r\n', 'END\r\n'),
+      /^PREFIX app get 0 hit 0 set 1 del 0 /,
+    );
     client.close();
   });
 });
@@ -103,7 +111,10 @@ describe('ArcusDouble state', () => {
     assert.match(await client.send('stats prefixes\r\n', 'END\r\n'), /^PREFIX a .*\r\nPREFIX b .*\r\nEND\r\n$/);
     double.populate([{ key: 'c:1', type: 'btree' }]);
     assert.equal(await client.send('stats prefixes\r\n'), 'CLIENT_ERROR invalid: too many prefixes\r\n');
-    assert.match(await client.send('stats prefixlist item c\r\n', 'END\r\n'), /^PREFIX c itm 1 kitm 0 litm 0 sitm 0 mitm 0 bitm 1 /);
+    assert.match(
+      await client.send('stats prefixlist item c\r\n', 'END\r\n'),
+      /^PREFIX c itm 1 kitm 0 litm 0 sitm 0 mitm 0 bitm 1 /,
+    );
     client.close();
   });
 
@@ -134,10 +145,19 @@ describe('ArcusDouble state', () => {
     let now = 1_800_000_000_000;
     const { client } = await startDouble({ clock: () => now });
     assert.equal(await client.send('set arcus-ping:qos_kv 0 3 4\r\nDATA\r\n'), 'STORED\r\n');
-    assert.equal(await client.send('lop insert arcus-ping:qos_lop 0 4 create 0 3 10\r\nDATA\r\n'), 'CREATED_STORED\r\n');
-    assert.equal(await client.send('getattr arcus-ping:qos_lop expiretime\r\n', 'END\r\n'), 'ATTR expiretime=3\r\nEND\r\n');
+    assert.equal(
+      await client.send('lop insert arcus-ping:qos_lop 0 4 create 0 3 10\r\nDATA\r\n'),
+      'CREATED_STORED\r\n',
+    );
+    assert.equal(
+      await client.send('getattr arcus-ping:qos_lop expiretime\r\n', 'END\r\n'),
+      'ATTR expiretime=3\r\nEND\r\n',
+    );
     now += 2900;
-    assert.equal(await client.send('get arcus-ping:qos_kv\r\n', 'END\r\n'), 'VALUE arcus-ping:qos_kv 0 4\r\nDATA\r\nEND\r\n');
+    assert.equal(
+      await client.send('get arcus-ping:qos_kv\r\n', 'END\r\n'),
+      'VALUE arcus-ping:qos_kv 0 4\r\nDATA\r\nEND\r\n',
+    );
     now += 200;
     assert.equal(await client.send('get arcus-ping:qos_kv\r\n', 'END\r\n'), 'END\r\n');
     assert.equal(await client.send('lop get arcus-ping:qos_lop 0..10\r\n'), 'NOT_FOUND\r\n');
@@ -171,7 +191,10 @@ describe('ArcusDouble state', () => {
     assert.equal(await client.send('\r\n'), 'ERROR\r\n');
     assert.equal(await client.send('set k 0 0 3\r\nabcd\r\n'), 'CLIENT_ERROR bad data chunk\r\nERROR\r\n');
     assert.equal(await client.send('set k 0 0 x\r\n'), 'CLIENT_ERROR bad command line format\r\n');
-    assert.equal(await client.send(`sop insert s 16385 create 0 0 0\r\n${'x'.repeat(16385)}\r\n`), 'CLIENT_ERROR too large value\r\n');
+    assert.equal(
+      await client.send(`sop insert s 16385 create 0 0 0\r\n${'x'.repeat(16385)}\r\n`),
+      'CLIENT_ERROR too large value\r\n',
+    );
     assert.equal(await client.send('set k 0 0 1 noreply\r\n1\r\nget k\r\n', 'END\r\n'), 'VALUE k 0 1\r\n1\r\nEND\r\n');
     assert.equal(await client.send('lop get k 0..1\r\n'), 'TYPE_MISMATCH\r\n');
     assert.equal(await client.send('bop insert k 1 1\r\nx\r\n'), 'TYPE_MISMATCH\r\n');
@@ -198,12 +221,21 @@ describe('ArcusDouble state', () => {
     for (const k of [5, 1, 3]) assert.equal(await client.send(`bop insert b ${k} 0x0${k} 1\r\n${k}\r\n`), 'STORED\r\n');
     assert.equal(await client.send('bop insert b 0 1\r\nz\r\n'), 'OUT_OF_RANGE\r\n');
     assert.equal(await client.send('bop insert b 9 1\r\nz\r\n'), 'STORED\r\n');
-    assert.equal(await client.send('bop get b 0..100\r\n', 'END\r\n'), 'VALUE 0 3\r\n3 0x03 1 3\r\n5 0x05 1 5\r\n9 1 z\r\nEND\r\n');
-    assert.match(await client.send('getattr b trimmed minbkey\r\n', 'END\r\n'), /^ATTR minbkey=3\r\nATTR trimmed=1\r\nEND\r\n$/);
+    assert.equal(
+      await client.send('bop get b 0..100\r\n', 'END\r\n'),
+      'VALUE 0 3\r\n3 0x03 1 3\r\n5 0x05 1 5\r\n9 1 z\r\nEND\r\n',
+    );
+    assert.match(
+      await client.send('getattr b trimmed minbkey\r\n', 'END\r\n'),
+      /^ATTR minbkey=3\r\nATTR trimmed=1\r\nEND\r\n$/,
+    );
     assert.equal(await client.send('bop get b 0..100 0 EQ 0x05\r\n', 'END\r\n'), 'VALUE 0 1\r\n5 0x05 1 5\r\nEND\r\n');
     assert.equal(await client.send('bop count b 0..4\r\n'), 'COUNT=1\r\n');
     assert.equal(await client.send('bop insert b 0x01 1\r\nz\r\n'), 'BKEY_MISMATCH\r\n');
-    assert.equal(await client.send('bop get b 100..0 1 1 delete\r\n', 'DELETED\r\n'), 'VALUE 0 1\r\n5 0x05 1 5\r\nDELETED\r\n');
+    assert.equal(
+      await client.send('bop get b 100..0 1 1 delete\r\n', 'DELETED\r\n'),
+      'VALUE 0 1\r\n5 0x05 1 5\r\nDELETED\r\n',
+    );
     assert.equal(await client.send('bop delete b 0..100 drop\r\n'), 'DELETED_DROPPED\r\n');
     assert.equal(await client.send('bop get b 0..100\r\n'), 'NOT_FOUND\r\n');
     client.close();
@@ -211,7 +243,13 @@ describe('ArcusDouble state', () => {
 
   test('flush_all empties the store; memory accounting returns to zero', async () => {
     const { double, client } = await startDouble();
-    double.populate(Array.from({ length: 300 }, (_, i) => ({ key: `p${i % 7}:k${i}`, type: (['kv', 'list', 'set', 'btree'] as const)[i % 4], bytes: 100 + i })));
+    double.populate(
+      Array.from({ length: 300 }, (_, i) => ({
+        key: `p${i % 7}:k${i}`,
+        type: (['kv', 'list', 'set', 'btree'] as const)[i % 4],
+        bytes: 100 + i,
+      })),
+    );
     let stats = await client.send('stats\r\n', 'END\r\n');
     assert.equal(stat(stats, 'curr_items'), '300');
     assert.equal(stat(stats, 'curr_prefixes'), '7');

@@ -10,11 +10,15 @@ function children(client: Client, path: string): Promise<string[]> {
 }
 
 function data(client: Client, path: string): Promise<{ data: string; stat: Stat }> {
-  return new Promise((resolve, reject) => client.getData(path, (err, d, stat) => (err ? reject(err) : resolve({ data: d ? d.toString() : '', stat }))));
+  return new Promise((resolve, reject) =>
+    client.getData(path, (err, d, stat) => (err ? reject(err) : resolve({ data: d ? d.toString() : '', stat }))),
+  );
 }
 
 function exists(client: Client, path: string): Promise<boolean> {
-  return new Promise((resolve, reject) => client.exists(path, (err, stat) => (err ? reject(err) : resolve(Boolean(stat)))));
+  return new Promise((resolve, reject) =>
+    client.exists(path, (err, stat) => (err ? reject(err) : resolve(Boolean(stat)))),
+  );
 }
 
 /** Every path under `root`, depth first in sorted order (like the zkCli listing of the sample). */
@@ -118,7 +122,9 @@ describe('ArcusZk', () => {
     await sleep(1500);
     assert.equal(await exists(zk.client, node.path), true, 'still there 1.5 s after the crash');
     // A restarted server finds its old node: the real one exits (code 76), the kit rejects.
-    await assert.rejects(zk.registerNode('127.0.0.1:21215', 'test'), (err) => isTestkitError(err, TestkitErrors.ARCUS_NODE_EXISTS));
+    await assert.rejects(zk.registerNode('127.0.0.1:21215', 'test'), (err) =>
+      isTestkitError(err, TestkitErrors.ARCUS_NODE_EXISTS),
+    );
     let gone = false;
     while (!gone && Date.now() - dropped < 12_000) {
       await sleep(200);
@@ -139,11 +145,22 @@ describe('ArcusZk', () => {
     try {
       assert.equal(master.path, '/arcus_repl/cache_list/rtest/g0^M^127.0.0.1:31211-localhost');
       assert.equal(slave.path, '/arcus_repl/cache_list/rtest/g0^S^127.0.0.1:31212-localhost');
-      assert.deepEqual((await children(zk.client, '/arcus_repl')).sort(), ['cache_list', 'cache_server_log', 'cache_server_mapping', 'client_list', 'group_list']);
-      assert.deepEqual(await children(zk.client, '/arcus_repl/cache_server_mapping/127.0.0.1:31211'), ['rtest^g0^127.0.0.1:31212']);
+      assert.deepEqual((await children(zk.client, '/arcus_repl')).sort(), [
+        'cache_list',
+        'cache_server_log',
+        'cache_server_mapping',
+        'client_list',
+        'group_list',
+      ]);
+      assert.deepEqual(await children(zk.client, '/arcus_repl/cache_server_mapping/127.0.0.1:31211'), [
+        'rtest^g0^127.0.0.1:31212',
+      ]);
       assert.deepEqual(await children(zk.client, '/arcus_repl/group_list/rtest'), ['g0']);
       assert.deepEqual(await children(zk.client, '/arcus_repl/client_list'), ['rtest']);
-      assert.equal((await data(zk.client, '/arcus_repl/cache_list/rtest')).data, '{"serviceCode":"rtest","config":{"threads":"2","memlimit":"64","connections":"1000"}}');
+      assert.equal(
+        (await data(zk.client, '/arcus_repl/cache_list/rtest')).data,
+        '{"serviceCode":"rtest","config":{"threads":"2","memlimit":"64","connections":"1000"}}',
+      );
     } finally {
       await master.unregister();
       await slave.unregister();

@@ -44,7 +44,8 @@ export class RawClient {
 
   /** Waits like send() without sending. */
   async collect(terminator?: string, timeoutMs = 2000): Promise<string> {
-    const done = (): boolean => (terminator === undefined ? this.received.endsWith('\r\n') : this.received.endsWith(terminator));
+    const done = (): boolean =>
+      terminator === undefined ? this.received.endsWith('\r\n') : this.received.endsWith(terminator);
     const deadline = Date.now() + timeoutMs;
     while (!done() && !this.closed && Date.now() < deadline) {
       await new Promise<void>((resolve) => {

@@ -34,7 +34,10 @@ async function waitGone(pid: number): Promise<boolean> {
 }
 
 /** Runs a child that starts memcached and a temp dir, then ends as `ending` says. */
-async function runChild(ending: 'exit' | 'sigterm', env: NodeJS.ProcessEnv = {}): Promise<{ pid: number; dir: string; code: number | null; signal: NodeJS.Signals | null }> {
+async function runChild(
+  ending: 'exit' | 'sigterm',
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ pid: number; dir: string; code: number | null; signal: NodeJS.Signals | null }> {
   const script = `
     import { startMemcached, tempDir } from ${JSON.stringify(INDEX)};
     const memcached = await startMemcached();
@@ -43,7 +46,10 @@ async function runChild(ending: 'exit' | 'sigterm', env: NodeJS.ProcessEnv = {})
     if (${JSON.stringify(ending)} === 'exit') process.exit(0);
     setInterval(() => {}, 1000);
   `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => {
     out += chunk.toString();
@@ -100,7 +106,9 @@ describe('clean-up when the test process ends', () => {
       console.log('leaked');
     `;
     const started = Date.now();
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);

@@ -78,7 +78,10 @@ describe('startZooKeeper (standalone, default four-letter words)', () => {
   });
 
   test('a word outside the whitelist is refused', async () => {
-    assert.equal(await fourLetterWord(server.address, 'stat'), 'stat is not executed because it is not in the whitelist.\n');
+    assert.equal(
+      await fourLetterWord(server.address, 'stat'),
+      'stat is not executed because it is not in the whitelist.\n',
+    );
   });
 
   test('stop() ends the JVM by PID; start() brings it back with the same port and data', async () => {
@@ -121,8 +124,14 @@ describe('startZooKeeper with an empty whitelist', () => {
 
   test('only srvr answers; mntr gets the whitelist refusal', async () => {
     assert.match(await fourLetterWord(server.address, 'srvr'), /^Mode: standalone$/m);
-    assert.equal(await fourLetterWord(server.address, 'mntr'), 'mntr is not executed because it is not in the whitelist.\n');
-    assert.equal(await fourLetterWord(server.address, 'ruok'), 'ruok is not executed because it is not in the whitelist.\n');
+    assert.equal(
+      await fourLetterWord(server.address, 'mntr'),
+      'mntr is not executed because it is not in the whitelist.\n',
+    );
+    assert.equal(
+      await fourLetterWord(server.address, 'ruok'),
+      'ruok is not executed because it is not in the whitelist.\n',
+    );
   });
 });
 

@@ -55,7 +55,10 @@ export function resolutionFor(context: QueryContext): '5m' | '1h' {
 
 function unknownEnsemble(fleet: FleetView, names: readonly string[]): CachemonError {
   const known = fleet.ensembles.map((e) => e.name).join(', ') || 'none configured';
-  return new CachemonError(Errors.BAD_REQUEST, `unknown ensemble ${names.map((n) => `"${n}"`).join(', ')} (known: ${known})`);
+  return new CachemonError(
+    Errors.BAD_REQUEST,
+    `unknown ensemble ${names.map((n) => `"${n}"`).join(', ')} (known: ${known})`,
+  );
 }
 
 /** The ensembles a query selects. An ensemble that is named and not configured is a bad request. */
@@ -145,17 +148,29 @@ export function variableValues(fleet: FleetView, query: TopologyQuery, context: 
       return unique(out);
     }
     case 'nodes':
-      return unique(selectNodes(fleet, query).map(({ node }) => (node.live ? same(node.node) : { text: `${node.node} (down)`, value: node.node })));
+      return unique(
+        selectNodes(fleet, query).map(({ node }) =>
+          node.live ? same(node.node) : { text: `${node.node} (down)`, value: node.node },
+        ),
+      );
     case 'hostnames':
-      return unique(selectNodes(fleet, query).flatMap(({ node }) => (node.hostname === '' ? [] : [same(node.hostname)])));
+      return unique(
+        selectNodes(fleet, query).flatMap(({ node }) => (node.hostname === '' ? [] : [same(node.hostname)])),
+      );
     case 'host_instances': {
       const port = query.port ?? context.hostExporterPort;
-      return unique(selectNodes(fleet, query).flatMap(({ node }) => (node.hostname === '' ? [] : [same(`${node.hostname}:${port}`)])));
+      return unique(
+        selectNodes(fleet, query).flatMap(({ node }) =>
+          node.hostname === '' ? [] : [same(`${node.hostname}:${port}`)],
+        ),
+      );
     }
     case 'zk_servers':
       return unique(
         selectEnsembles(fleet, query.filters.ensemble).flatMap((e) =>
-          e.zkServers.map((s) => (s.name === undefined ? same(s.address) : { text: `${s.address} (${s.name})`, value: s.address })),
+          e.zkServers.map((s) =>
+            s.name === undefined ? same(s.address) : { text: `${s.address} (${s.name})`, value: s.address },
+          ),
         ),
       );
     case 'groups': {
@@ -182,11 +197,25 @@ const str = (text: string) => ({ text, type: 'string' as const });
 const num = (text: string) => ({ text, type: 'number' as const });
 
 /** A table answer (panel target of table format, or any query asked as a table). */
-export function tableAnswer(fleet: FleetView, query: TopologyQuery, context: QueryContext, history?: NodeCountHistory): Table {
+export function tableAnswer(
+  fleet: FleetView,
+  query: TopologyQuery,
+  context: QueryContext,
+  history?: NodeCountHistory,
+): Table {
   switch (query.name) {
     case 'overview':
       return {
-        columns: [str('ensemble'), str('service_code'), str('node'), str('hostname'), str('state'), str('group'), str('role'), str('topology')],
+        columns: [
+          str('ensemble'),
+          str('service_code'),
+          str('node'),
+          str('hostname'),
+          str('state'),
+          str('group'),
+          str('role'),
+          str('topology'),
+        ],
         rows: selectNodes(fleet, query).map(({ ensemble, node }) => [
           ensemble.name,
           node.serviceCode,
@@ -209,7 +238,15 @@ export function tableAnswer(fleet: FleetView, query: TopologyQuery, context: Que
         }
       }
       return {
-        columns: [str('ensemble'), str('service_code'), num('nodes'), num('live'), num('down'), num('groups'), str('topology')],
+        columns: [
+          str('ensemble'),
+          str('service_code'),
+          num('nodes'),
+          num('live'),
+          num('down'),
+          num('groups'),
+          str('topology'),
+        ],
         rows,
       };
     }
@@ -240,7 +277,15 @@ export function tableAnswer(fleet: FleetView, query: TopologyQuery, context: Que
       const ensembles = new Set(selectEnsembles(fleet, query.filters.ensemble).map((e) => e.name));
       const hostname = query.filters.hostname;
       return {
-        columns: [str('ensemble'), str('kind'), str('hostname'), str('address'), str('problem'), str('resolved'), str('error')],
+        columns: [
+          str('ensemble'),
+          str('kind'),
+          str('hostname'),
+          str('address'),
+          str('problem'),
+          str('resolved'),
+          str('error'),
+        ],
         rows: fleet.hostnameProblems
           .filter((p) => ensembles.has(p.ensemble) && (hostname === undefined || hostname.test(p.hostname)))
           .map((p) => [p.ensemble, p.kind, p.hostname, p.address, p.problem, p.resolved.join(','), p.error ?? '']),
@@ -262,20 +307,33 @@ export function tableAnswer(fleet: FleetView, query: TopologyQuery, context: Que
 }
 
 /** Time series: `node_counts`, live and down nodes per service code over the range. */
-export function seriesAnswer(fleet: FleetView, query: TopologyQuery, context: QueryContext, history?: NodeCountHistory): Series[] {
+export function seriesAnswer(
+  fleet: FleetView,
+  query: TopologyQuery,
+  context: QueryContext,
+  history?: NodeCountHistory,
+): Series[] {
   if (query.name !== 'node_counts') {
-    throw new CachemonError(Errors.BAD_REQUEST, `query ${query.name} answers as a table, not a time series; choose the table format`);
+    throw new CachemonError(
+      Errors.BAD_REQUEST,
+      `query ${query.name} answers as a table, not a time series; choose the table format`,
+    );
   }
   const to = Math.min(context.range?.to ?? context.now, context.now);
   const from = Math.min(context.range?.from ?? to, to);
-  const states = (['live', 'down'] as const).filter((s) => query.filters.state === undefined || query.filters.state.test(s));
+  const states = (['live', 'down'] as const).filter(
+    (s) => query.filters.state === undefined || query.filters.state.test(s),
+  );
   const out: Series[] = [];
   for (const ensemble of selectEnsembles(fleet, query.filters.ensemble)) {
     for (const svc of selectServiceCodes(ensemble, query.filters.service_code)) {
       const points = history?.points(ensemble.name, svc, from, to) ?? [];
       for (const state of states) {
         const index = state === 'live' ? 1 : 2;
-        out.push({ target: `${ensemble.name}/${svc} ${state}`, datapoints: points.map((p) => [p[index], p[0]] as const) });
+        out.push({
+          target: `${ensemble.name}/${svc} ${state}`,
+          datapoints: points.map((p) => [p[index], p[0]] as const),
+        });
       }
     }
   }

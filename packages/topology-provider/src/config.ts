@@ -20,7 +20,9 @@ export const DEFAULT_LISTEN = '0.0.0.0:8084';
 export const DEFAULT_RAW_RETENTION = '14d';
 
 const ENSEMBLE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const ensembleName = z.string().regex(ENSEMBLE_NAME, 'an ensemble name is letters, digits, ".", "_" or "-" (at most 128)');
+const ensembleName = z
+  .string()
+  .regex(ENSEMBLE_NAME, 'an ensemble name is letters, digits, ".", "_" or "-" (at most 128)');
 
 const rawSchema = z
   .strictObject({

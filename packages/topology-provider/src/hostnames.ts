@@ -127,7 +127,11 @@ export class HostnameChecker {
         if (resolution.error === undefined) this.lookups.ok++;
         else this.lookups.failed++;
         const before = this.resolutions.get(name);
-        if (before === undefined || before.error !== resolution.error || before.addresses.join() !== resolution.addresses.join()) {
+        if (
+          before === undefined ||
+          before.error !== resolution.error ||
+          before.addresses.join() !== resolution.addresses.join()
+        ) {
           changed = true;
         }
         this.resolutions.set(name, resolution);
@@ -172,7 +176,11 @@ export class HostnameChecker {
         );
       }
       for (const old of this.problemList) {
-        if (!keys.has(problemKey(old))) logger.info({ ensemble: old.ensemble, hostname: old.hostname, address: old.address }, `hostname problem resolved (${old.problem})`);
+        if (!keys.has(problemKey(old)))
+          logger.info(
+            { ensemble: old.ensemble, hostname: old.hostname, address: old.address },
+            `hostname problem resolved (${old.problem})`,
+          );
       }
     }
     this.problemList = problems;

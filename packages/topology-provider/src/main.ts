@@ -16,11 +16,15 @@ import { loadTopologyProviderConfig } from './config.js';
 import { DEFAULT_HOST_EXPORTER_PORT, startProviderServer } from './server.js';
 
 const FLAGS = {
-  'config-file': { type: 'string', description: 'Path of config.json (listen, ensembleByName, serviceCodesByEnsembleName, rawRetention, log).' },
+  'config-file': {
+    type: 'string',
+    description: 'Path of config.json (listen, ensembleByName, serviceCodesByEnsembleName, rawRetention, log).',
+  },
   'host-exporter-port': {
     type: 'string',
     default: String(DEFAULT_HOST_EXPORTER_PORT),
-    description: 'Port of the host exporters, for the host_instances query (<hostname>:<port>, as in host_exporter.yml).',
+    description:
+      'Port of the host exporters, for the host_instances query (<hostname>:<port>, as in host_exporter.yml).',
   },
   'resolve-interval': {
     type: 'duration',
@@ -51,14 +55,18 @@ async function main(argv: string[]): Promise<number> {
   }
   const hostExporterPort = Number(values['host-exporter-port']);
   if (!/^\d{1,5}$/.test(values['host-exporter-port']) || hostExporterPort < 1 || hostExporterPort > 65535) {
-    process.stderr.write(`${PROGRAM}: -host-exporter-port: "${values['host-exporter-port']}" is not a port (1-65535)\n`);
+    process.stderr.write(
+      `${PROGRAM}: -host-exporter-port: "${values['host-exporter-port']}" is not a port (1-65535)\n`,
+    );
     return 2;
   }
   const config = loadTopologyProviderConfig(configFile);
   // Checked with the config (and by -check-config): a web config that would refuse the start.
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
-    process.stdout.write(`${configFile}: valid (ensembles ${config.ensembles.map((e) => e.name).join(', ') || 'none'}, listen ${config.listen})\n`);
+    process.stdout.write(
+      `${configFile}: valid (ensembles ${config.ensembles.map((e) => e.name).join(', ') || 'none'}, listen ${config.listen})\n`,
+    );
     return 0;
   }
   const logger = createLogger(config.log, { name: PROGRAM });

@@ -14,7 +14,17 @@ import { CachemonError, Errors } from '@cachemon/core';
 import type { QueryContext, Series, Table } from './answers.js';
 import { selectEnsembles, seriesAnswer, tableAnswer, variableValues } from './answers.js';
 import type { NodeCountHistory } from './history.js';
-import { FILTER_KEYS, QUERY_ARGUMENTS, SERIES_QUERIES, TABLE_QUERIES, VARIABLE_QUERIES, parseJsonQuery, parseQuery, parseStringQuery, withAdHocFilters } from './query.js';
+import {
+  FILTER_KEYS,
+  QUERY_ARGUMENTS,
+  SERIES_QUERIES,
+  TABLE_QUERIES,
+  VARIABLE_QUERIES,
+  parseJsonQuery,
+  parseQuery,
+  parseStringQuery,
+  withAdHocFilters,
+} from './query.js';
 import type { AdHocFilter, QueryName, TopologyQuery } from './query.js';
 import type { EnsembleView, FleetView } from './view.js';
 
@@ -40,7 +50,8 @@ function requireObject(body: unknown, what: string): Record<string, unknown> {
 
 function parseTime(value: unknown, field: string): number {
   const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw badRequest(`${field}: ${JSON.stringify(value)} is not a time (ISO 8601 or milliseconds)`);
+  if (!Number.isFinite(ms))
+    throw badRequest(`${field}: ${JSON.stringify(value)} is not a time (ISO 8601 or milliseconds)`);
   return ms;
 }
 
@@ -56,16 +67,29 @@ export function parseRange(body: Record<string, unknown>): { from: number; to: n
 }
 
 function queryContext(context: ProtocolContext, range: { from: number; to: number } | undefined): QueryContext {
-  return { now: context.now, rawRetentionMs: context.rawRetentionMs, hostExporterPort: context.hostExporterPort, ...(range ? { range } : {}) };
+  return {
+    now: context.now,
+    rawRetentionMs: context.rawRetentionMs,
+    hostExporterPort: context.hostExporterPort,
+    ...(range ? { range } : {}),
+  };
 }
 
 /** POST /variable: `{payload: {target: "<query>"} | <raw JSON object>, range}`. */
-export function answerVariable(body: unknown, fleet: FleetView, context: ProtocolContext): Array<{ __text: string; __value: string }> {
+export function answerVariable(
+  body: unknown,
+  fleet: FleetView,
+  context: ProtocolContext,
+): Array<{ __text: string; __value: string }> {
   const request = requireObject(body, 'variable request');
   const payload = request['payload'];
-  if (payload === undefined) throw badRequest('variable request without "payload" (expected {"payload": {"target": "<query>"}, "range": ...})');
+  if (payload === undefined)
+    throw badRequest('variable request without "payload" (expected {"payload": {"target": "<query>"}, "range": ...})');
   const query = parseQuery(payload);
-  return variableValues(fleet, query, queryContext(context, parseRange(request))).map((v) => ({ __text: v.text, __value: v.value }));
+  return variableValues(fleet, query, queryContext(context, parseRange(request))).map((v) => ({
+    __text: v.text,
+    __value: v.value,
+  }));
 }
 
 interface TableFrame extends Table {
@@ -98,10 +122,12 @@ function staleNotices(ensembles: readonly EnsembleView[], now: number): FrameMet
 /** One /query target: a string (regex-formatted variables) plus an optional payload object of arguments. */
 function targetQuery(target: Record<string, unknown>): TopologyQuery {
   const text = target['target'];
-  if (typeof text !== 'string') throw badRequest(`target ${String(target['refId'] ?? '?')}: "target" must be a query string`);
+  const refId = typeof target['refId'] === 'string' ? target['refId'] : '?';
+  if (typeof text !== 'string') throw badRequest(`target ${refId}: "target" must be a query string`);
   const payload = target['payload'];
-  if (payload === undefined || payload === '' || (isObject(payload) && Object.keys(payload).length === 0)) return parseStringQuery(text);
-  if (!isObject(payload)) throw badRequest(`target ${String(target['refId'] ?? '?')}: "payload" must be a JSON object of arguments`);
+  if (payload === undefined || payload === '' || (isObject(payload) && Object.keys(payload).length === 0))
+    return parseStringQuery(text);
+  if (!isObject(payload)) throw badRequest(`target ${refId}: "payload" must be a JSON object of arguments`);
   return parseJsonQuery({ ...payload, target: text }, target['editorMode'] === 'builder' ? 'patterns' : 'exact');
 }
 
@@ -113,13 +139,26 @@ function parseAdHocFilters(request: Record<string, unknown>): AdHocFilter[] {
     if (!isObject(f) || typeof f['key'] !== 'string' || typeof f['operator'] !== 'string') {
       throw badRequest(`filters[${i}]: expected {key, operator, value}`);
     }
+    const value = f['value'];
+    if (value !== undefined && typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw badRequest(`filters[${i}]: "value" must be a string`);
+    }
     const values = Array.isArray(f['values']) ? f['values'].map(String) : undefined;
-    return { key: f['key'], operator: f['operator'], ...(f['value'] === undefined ? {} : { value: String(f['value']) }), ...(values ? { values } : {}) };
+    return {
+      key: f['key'],
+      operator: f['operator'],
+      ...(value === undefined ? {} : { value: String(value) }),
+      ...(values ? { values } : {}),
+    };
   });
 }
 
 /** POST /query: every visible target answered as a table, `node_counts` as time series. */
-export function answerQuery(body: unknown, fleet: FleetView, context: ProtocolContext): Array<TableFrame | SeriesFrame> {
+export function answerQuery(
+  body: unknown,
+  fleet: FleetView,
+  context: ProtocolContext,
+): Array<TableFrame | SeriesFrame> {
   const request = requireObject(body, 'query request');
   const targets = request['targets'];
   if (!Array.isArray(targets)) throw badRequest('query request without a "targets" array');
@@ -134,13 +173,20 @@ export function answerQuery(body: unknown, fleet: FleetView, context: ProtocolCo
       const query = withAdHocFilters(targetQuery(raw), adHoc);
       const meta = staleNotices(selectEnsembles(fleet, query.filters.ensemble), context.now);
       if ((SERIES_QUERIES as readonly string[]).includes(query.name)) {
-        for (const series of seriesAnswer(fleet, query, ctx, context.history)) out.push({ ...series, refId, ...(meta ? { meta } : {}) });
+        for (const series of seriesAnswer(fleet, query, ctx, context.history))
+          out.push({ ...series, refId, ...(meta ? { meta } : {}) });
       } else {
-        out.push({ type: 'table', refId, ...tableAnswer(fleet, query, ctx, context.history), ...(meta ? { meta } : {}) });
+        out.push({
+          type: 'table',
+          refId,
+          ...tableAnswer(fleet, query, ctx, context.history),
+          ...(meta ? { meta } : {}),
+        });
       }
     } catch (err) {
       // Say which of the panel's queries is wrong.
-      if (err instanceof CachemonError && err.status === 400) throw new CachemonError(Errors.BAD_REQUEST, `target ${refId}: ${err.message}`);
+      if (err instanceof CachemonError && err.status === 400)
+        throw new CachemonError(Errors.BAD_REQUEST, `target ${refId}: ${err.message}`);
       throw err;
     }
   }
@@ -185,7 +231,15 @@ export function answerMetrics(): Array<{ value: string; label: string; payloads:
       arg === 'port'
         ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'input', placeholder: 'host exporter port' }
         : arg === 'state'
-          ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'select', options: [{ label: 'live', value: 'live' }, { label: 'down', value: 'down' }] }
+          ? {
+              name: arg,
+              label: ARGUMENT_LABELS[arg],
+              type: 'select',
+              options: [
+                { label: 'live', value: 'live' },
+                { label: 'down', value: 'down' },
+              ],
+            }
           : { name: arg, label: ARGUMENT_LABELS[arg] ?? arg, type: 'multi-select', reloadMetric: arg === 'ensemble' },
     ),
   }));
@@ -202,19 +256,31 @@ const OPTIONS_QUERY: Readonly<Record<string, QueryName>> = {
 };
 
 /** POST /metric-payload-options: the values one argument can take, narrowed by the other arguments chosen. */
-export function answerPayloadOptions(body: unknown, fleet: FleetView, context: ProtocolContext): Array<{ label: string; value: string }> {
+export function answerPayloadOptions(
+  body: unknown,
+  fleet: FleetView,
+  context: ProtocolContext,
+): Array<{ label: string; value: string }> {
   const request = requireObject(body, 'metric payload options request');
   const metric = request['metric'];
   const name = request['name'];
   if (typeof name !== 'string') throw badRequest('metric payload options request without a "name"');
-  if (name === 'state') return [{ label: 'live', value: 'live' }, { label: 'down', value: 'down' }];
+  if (name === 'state')
+    return [
+      { label: 'live', value: 'live' },
+      { label: 'down', value: 'down' },
+    ];
   const listing = OPTIONS_QUERY[name];
   if (listing === undefined) throw badRequest(`argument ${name} has no list of values`);
   if (typeof metric === 'string' && metric !== '') parseStringQuery(metric);
   const payload = isObject(request['payload']) ? request['payload'] : {};
   // Narrow by the other chosen arguments the listing query takes; the argument itself stays open.
   const allowed = QUERY_ARGUMENTS[listing];
-  const narrowing = Object.fromEntries(Object.entries(payload).filter(([k, v]) => k !== name && allowed.includes(k) && v !== '' && !(Array.isArray(v) && v.length === 0)));
+  const narrowing = Object.fromEntries(
+    Object.entries(payload).filter(
+      ([k, v]) => k !== name && allowed.includes(k) && v !== '' && !(Array.isArray(v) && v.length === 0),
+    ),
+  );
   const query = parseJsonQuery({ ...narrowing, target: listing }, 'patterns');
   return variableValues(fleet, query, queryContext(context, undefined)).map((v) => ({ label: v.text, value: v.value }));
 }
@@ -232,5 +298,7 @@ export function answerTagValues(body: unknown, fleet: FleetView, context: Protoc
   if (key === 'state') return [{ text: 'live' }, { text: 'down' }];
   const listing = OPTIONS_QUERY[key];
   if (listing === undefined) throw badRequest(`unknown tag key "${key}"; known: ${FILTER_KEYS.join(', ')}`);
-  return variableValues(fleet, parseStringQuery(listing), queryContext(context, undefined)).map((v) => ({ text: v.value }));
+  return variableValues(fleet, parseStringQuery(listing), queryContext(context, undefined)).map((v) => ({
+    text: v.value,
+  }));
 }

@@ -51,7 +51,10 @@ export class TopologyProvider {
   private closed = false;
   private readonly now: () => number;
 
-  constructor(config: TopologyProviderConfig, private readonly options: TopologyProviderOptions) {
+  constructor(
+    config: TopologyProviderConfig,
+    private readonly options: TopologyProviderOptions,
+  ) {
     this.config = config;
     this.now = options.now ?? Date.now;
     this.hostnames = new HostnameChecker({
@@ -80,7 +83,15 @@ export class TopologyProvider {
   }
 
   /** Per ensemble: the watcher's state, for metrics. */
-  ensembleStates(): Array<{ name: string; connected: boolean; synced: boolean; updatedAt: number; sessionExpirations: number; requests: number; problems: number }> {
+  ensembleStates(): Array<{
+    name: string;
+    connected: boolean;
+    synced: boolean;
+    updatedAt: number;
+    sessionExpirations: number;
+    requests: number;
+    problems: number;
+  }> {
     return [...this.runtimes.values()].map((r) => ({
       name: r.config.name,
       ...r.watcher.state,
@@ -179,7 +190,8 @@ export class TopologyProvider {
     watcher.on('state', (state: TopologyWatcher['state']) => {
       if (this.runtimes.get(ensemble.name) !== runtime) return;
       const stale = state.synced && !state.connected;
-      if (stale && !wasStale) logger.warn({ servers: ensemble.servers }, 'ensemble unreachable; serving its last topology, marked stale');
+      if (stale && !wasStale)
+        logger.warn({ servers: ensemble.servers }, 'ensemble unreachable; serving its last topology, marked stale');
       if (!stale && wasStale) logger.info({}, 'ensemble reachable again; topology current');
       wasStale = stale;
       runtime.view = undefined;
@@ -189,7 +201,10 @@ export class TopologyProvider {
       if (this.runtimes.get(runtime.config.name) !== runtime || this.closed) return;
       for (const problem of topology.problems) logger.warn({ problem }, 'znode not understood; skipped');
       const live = topology.nodes.filter((n) => n.live).length;
-      logger.info({ serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live }, 'topology updated');
+      logger.info(
+        { serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
+        'topology updated',
+      );
       runtime.view = undefined;
       this.fleetValue = undefined;
       this.history.record((runtime.view = this.buildView(runtime)), this.now());

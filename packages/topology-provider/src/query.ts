@@ -201,7 +201,9 @@ export function builderMatcher(key: string, value: unknown): Matcher {
   });
   if (matchers.length === 1) return matchers[0]!;
   if (matchers.some((m) => m === ANY)) return ANY;
-  const literals = matchers.every((m) => m.literals !== undefined) ? new Set(matchers.flatMap((m) => [...m.literals!])) : undefined;
+  const literals = matchers.every((m) => m.literals !== undefined)
+    ? new Set(matchers.flatMap((m) => [...m.literals!]))
+    : undefined;
   return { source: JSON.stringify(value), literals, test: (v) => matchers.some((m) => m.test(v)) };
 }
 
@@ -209,7 +211,12 @@ export function builderMatcher(key: string, value: unknown): Matcher {
 export function bothMatchers(a: Matcher, b: Matcher): Matcher {
   if (a === ANY) return b;
   if (b === ANY) return a;
-  const literals = a.literals !== undefined ? new Set([...a.literals].filter((v) => b.test(v))) : b.literals !== undefined ? new Set([...b.literals].filter((v) => a.test(v))) : undefined;
+  const literals =
+    a.literals !== undefined
+      ? new Set([...a.literals].filter((v) => b.test(v)))
+      : b.literals !== undefined
+        ? new Set([...b.literals].filter((v) => a.test(v)))
+        : undefined;
   return { source: `${a.source} and ${b.source}`, literals, test: (v) => a.test(v) && b.test(v) };
 }
 
@@ -254,7 +261,9 @@ export function withAdHocFilters(query: TopologyQuery, filters: readonly AdHocFi
         matcher = negated(patternMatcher(key, values[0] ?? ''));
         break;
       default:
-        throw badRequest(`ad-hoc filter on ${key}: operator "${filter.operator}" is not supported (use =, !=, =~ or !~)`);
+        throw badRequest(
+          `ad-hoc filter on ${key}: operator "${filter.operator}" is not supported (use =, !=, =~ or !~)`,
+        );
     }
     const existing = next[key];
     next[key] = existing === undefined ? matcher : bothMatchers(existing, matcher);
@@ -317,10 +326,15 @@ export function parseStringQuery(target: string): TopologyQuery {
  * strings, unless they come from the query builder (`values: 'patterns'`), which formats them as
  * regular expressions.
  */
-export function parseJsonQuery(payload: Readonly<Record<string, unknown>>, values: 'exact' | 'patterns' = 'exact'): TopologyQuery {
+export function parseJsonQuery(
+  payload: Readonly<Record<string, unknown>>,
+  values: 'exact' | 'patterns' = 'exact',
+): TopologyQuery {
   const target = payload['target'];
   if (typeof target !== 'string') {
-    throw badRequest('raw JSON query without a "target" string naming the query, e.g. {"target": "nodes", "ensemble": "prod"}');
+    throw badRequest(
+      'raw JSON query without a "target" string naming the query, e.g. {"target": "nodes", "ensemble": "prod"}',
+    );
   }
   // A string target may carry its own arguments; JSON keys add to them.
   const base = parseStringQuery(target);

@@ -32,7 +32,12 @@ export class ProviderMetrics {
     this.reload = createReloadMetrics(registry);
     type EnsembleState = ReturnType<TopologyProvider['ensembleStates']>[number];
     /** A series per ensemble, read from the provider at scrape time. */
-    const perEnsemble = (name: string, help: string, read: (s: EnsembleState) => number, kind: 'gauge' | 'counter' = 'gauge') => {
+    const perEnsemble = (
+      name: string,
+      help: string,
+      read: (s: EnsembleState) => number,
+      kind: 'gauge' | 'counter' = 'gauge',
+    ) => {
       const collect = function (this: Gauge<'ensemble'> | Counter<'ensemble'>) {
         this.reset();
         for (const state of provider().ensembleStates()) {
@@ -43,16 +48,22 @@ export class ProviderMetrics {
       const config = { name, help, labelNames: ['ensemble'] as const, registers, collect };
       return kind === 'gauge' ? new Gauge(config) : new Counter(config);
     };
-    perEnsemble('cachemon_zookeeper_connected', 'Whether the provider has a session with the ensemble.', (s) => (s.connected ? 1 : 0));
+    perEnsemble('cachemon_zookeeper_connected', 'Whether the provider has a session with the ensemble.', (s) =>
+      s.connected ? 1 : 0,
+    );
     perEnsemble(
       'cachemon_topology_stale',
       'Whether the topology served for the ensemble is not current: 1 while its session is lost (the last topology is served) or before it was ever read.',
       (s) => (s.connected && s.synced ? 0 : 1),
     );
-    perEnsemble('cachemon_topology_last_update_timestamp_seconds', 'When the ensemble\'s topology was last read; 0 before the first read.', (s) => s.updatedAt / 1000);
+    perEnsemble(
+      'cachemon_topology_last_update_timestamp_seconds',
+      "When the ensemble's topology was last read; 0 before the first read.",
+      (s) => s.updatedAt / 1000,
+    );
     perEnsemble(
       'cachemon_topology_age_seconds',
-      'Seconds since the ensemble\'s topology was last read (it is re-read on every change, so a large age on a connected ensemble only means nothing changed); -1 before the first read.',
+      "Seconds since the ensemble's topology was last read (it is re-read on every change, so a large age on a connected ensemble only means nothing changed); -1 before the first read.",
       (s) => (s.updatedAt === 0 ? -1 : (now() - s.updatedAt) / 1000),
     );
     perEnsemble(
@@ -61,11 +72,20 @@ export class ProviderMetrics {
       (s) => s.requests,
       'counter',
     );
-    perEnsemble('cachemon_zookeeper_session_expirations_total', 'ZooKeeper sessions with the ensemble that expired, or were given up after a session timeout without reconnecting, and were re-created.', (s) => s.sessionExpirations, 'counter');
-    perEnsemble('cachemon_topology_problems', 'Znodes under the ARCUS roots that could not be understood (see the log).', (s) => s.problems);
+    perEnsemble(
+      'cachemon_zookeeper_session_expirations_total',
+      'ZooKeeper sessions with the ensemble that expired, or were given up after a session timeout without reconnecting, and were re-created.',
+      (s) => s.sessionExpirations,
+      'counter',
+    );
+    perEnsemble(
+      'cachemon_topology_problems',
+      'Znodes under the ARCUS roots that could not be understood (see the log).',
+      (s) => s.problems,
+    );
     new Gauge({
       name: 'cachemon_topology_nodes',
-      help: 'Cache nodes in the ensemble\'s topology: live (registered) and down (mapped, not registered).',
+      help: "Cache nodes in the ensemble's topology: live (registered) and down (mapped, not registered).",
       labelNames: ['ensemble', 'state'],
       registers,
       collect() {
@@ -88,13 +108,14 @@ export class ProviderMetrics {
     });
     new Gauge({
       name: 'cachemon_hostname_problems',
-      help: 'Hostnames that break the spec\'s rule that every cache and coordination hostname resolves here, to the registered address; by ensemble and problem (unresolved, mismatch, no_hostname).',
+      help: "Hostnames that break the spec's rule that every cache and coordination hostname resolves here, to the registered address; by ensemble and problem (unresolved, mismatch, no_hostname).",
       labelNames: ['ensemble', 'problem'],
       registers,
       collect() {
         this.reset();
         const fleet = provider().fleet;
-        for (const e of fleet.ensembles) for (const kind of PROBLEM_KINDS) this.set({ ensemble: e.name, problem: kind }, 0);
+        for (const e of fleet.ensembles)
+          for (const kind of PROBLEM_KINDS) this.set({ ensemble: e.name, problem: kind }, 0);
         for (const p of fleet.hostnameProblems) this.inc({ ensemble: p.ensemble, problem: p.problem });
       },
     });
@@ -106,7 +127,17 @@ export class ProviderMetrics {
       collect() {
         this.reset();
         for (const p of provider().fleet.hostnameProblems) {
-          this.set({ ensemble: p.ensemble, kind: p.kind, hostname: p.hostname, address: p.address, problem: p.problem, resolved: p.resolved.join(',') }, 1);
+          this.set(
+            {
+              ensemble: p.ensemble,
+              kind: p.kind,
+              hostname: p.hostname,
+              address: p.address,
+              problem: p.problem,
+              resolved: p.resolved.join(','),
+            },
+            1,
+          );
         }
       },
     });

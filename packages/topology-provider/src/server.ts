@@ -2,12 +2,27 @@
  * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
  * flags and signals; tests start it in-process with an injected resolver and clock.
  */
-import { createHttpServer, errorMessage, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import {
+  createHttpServer,
+  errorMessage,
+  loadForReload,
+  oneAtATime,
+  postWithoutBody,
+  reloadWebConfigFor,
+  sendExposition,
+} from '@cachemon/core';
 import type { FastifyReply, FastifyRequest, Logger, WebConfig } from '@cachemon/core';
 import type { Resolver } from '@cachemon/arcus';
 import { Registry } from 'prom-client';
 import type { TopologyProviderConfig } from './config.js';
-import { answerMetrics, answerPayloadOptions, answerQuery, answerTagKeys, answerTagValues, answerVariable } from './plugin.js';
+import {
+  answerMetrics,
+  answerPayloadOptions,
+  answerQuery,
+  answerTagKeys,
+  answerTagValues,
+  answerVariable,
+} from './plugin.js';
 import type { ProtocolContext } from './plugin.js';
 import { TopologyProvider } from './provider.js';
 import type { ReloadResult } from './provider.js';
@@ -49,7 +64,10 @@ export interface ProviderServer {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export async function startProviderServer(config: TopologyProviderConfig, options: ProviderServerOptions): Promise<ProviderServer> {
+export async function startProviderServer(
+  config: TopologyProviderConfig,
+  options: ProviderServerOptions,
+): Promise<ProviderServer> {
   const { logger } = options;
   const now = options.now ?? Date.now;
   const provider = new TopologyProvider(config, {
@@ -66,7 +84,12 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     name: 'topology provider',
     logger,
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    ...(options.webConfig ? { webConfig: options.webConfig, ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }) } : {}),
+    ...(options.webConfig
+      ? {
+          webConfig: options.webConfig,
+          ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }),
+        }
+      : {}),
   });
   const { app } = server;
   // The datasource sends Content-Type: application/json on every request, bodiless ones too, and
@@ -81,7 +104,10 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(Object.assign(new Error(`the request body is not valid JSON: ${errorMessage(err)}`), { statusCode: 400 }), undefined);
+      done(
+        Object.assign(new Error(`the request body is not valid JSON: ${errorMessage(err)}`), { statusCode: 400 }),
+        undefined,
+      );
     }
   });
 
@@ -108,16 +134,42 @@ export async function startProviderServer(config: TopologyProviderConfig, option
 
   // GET / is the plugin's "Test connection": any 200 passes. A browser gets a page.
   app.get('/', async (request, reply) => {
-    const ensembles = provider.fleet.ensembles.map((e) => ({ name: e.name, topology: e.status, serviceCodes: e.serviceCodes.length, nodes: e.nodeCount }));
-    if ((request.headers.accept ?? '').includes('text/html')) return reply.type('text/html; charset=utf-8').send(landingPage(options.version, ensembles));
-    return reply.type(JSON_TYPE).send(JSON.stringify({ status: 'ok', component: 'topology-provider', version: options.version, ensembles }));
+    const ensembles = provider.fleet.ensembles.map((e) => ({
+      name: e.name,
+      topology: e.status,
+      serviceCodes: e.serviceCodes.length,
+      nodes: e.nodeCount,
+    }));
+    if ((request.headers.accept ?? '').includes('text/html'))
+      return reply.type('text/html; charset=utf-8').send(landingPage(options.version, ensembles));
+    return reply
+      .type(JSON_TYPE)
+      .send(JSON.stringify({ status: 'ok', component: 'topology-provider', version: options.version, ensembles }));
   });
-  app.post('/variable', protocol((body) => answerVariable(body, provider.fleet, context())));
-  app.post('/query', protocol((body) => answerQuery(body, provider.fleet, context())));
-  app.post('/metrics', protocol(() => answerMetrics()));
-  app.post('/metric-payload-options', protocol((body) => answerPayloadOptions(body, provider.fleet, context())));
-  app.post('/tag-keys', protocol(() => answerTagKeys()));
-  app.post('/tag-values', protocol((body) => answerTagValues(body, provider.fleet, context())));
+  app.post(
+    '/variable',
+    protocol((body) => answerVariable(body, provider.fleet, context())),
+  );
+  app.post(
+    '/query',
+    protocol((body) => answerQuery(body, provider.fleet, context())),
+  );
+  app.post(
+    '/metrics',
+    protocol(() => answerMetrics()),
+  );
+  app.post(
+    '/metric-payload-options',
+    protocol((body) => answerPayloadOptions(body, provider.fleet, context())),
+  );
+  app.post(
+    '/tag-keys',
+    protocol(() => answerTagKeys()),
+  );
+  app.post(
+    '/tag-values',
+    protocol((body) => answerTagValues(body, provider.fleet, context())),
+  );
 
   app.get('/metrics', async (request, reply) => {
     const processText = options.processMetrics ? await options.processMetrics() : '';
@@ -132,16 +184,20 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     const result = provider.reload(next);
     metrics.reload.succeeded(now());
     logger.info({ ...result }, 'configuration reloaded');
-    if (result.restartNeeded.length > 0) logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
+    if (result.restartNeeded.length > 0)
+      logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');
     return result;
   });
-  const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) }));
+  const reloadRoute = async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) }));
   postWithoutBody(app, '/reload/config', reloadRoute);
   postWithoutBody(app, '/-/reload', reloadRoute);
 
   provider.start();
   const readyAfter = new Promise<void>((resolve) => setTimeout(resolve, options.readyTimeoutMs ?? 10_000).unref());
-  void Promise.race([provider.synced(24 * 3600 * 1000).catch(() => undefined), readyAfter]).then(() => server.setReady(true));
+  void Promise.race([provider.synced(24 * 3600 * 1000).catch(() => undefined), readyAfter]).then(() =>
+    server.setReady(true),
+  );
   let bound;
   try {
     bound = await server.listen(config.listen);
@@ -149,7 +205,10 @@ export async function startProviderServer(config: TopologyProviderConfig, option
     provider.close();
     throw err;
   }
-  logger.info({ address: bound.url, version: options.version, ensembles: config.ensembles.map((e) => e.name) }, 'topology provider listening');
+  logger.info(
+    { address: bound.url, version: options.version, ensembles: config.ensembles.map((e) => e.name) },
+    'topology provider listening',
+  );
   return {
     url: bound.url,
     provider,
@@ -162,9 +221,16 @@ export async function startProviderServer(config: TopologyProviderConfig, option
   };
 }
 
-function landingPage(version: string, ensembles: ReadonlyArray<{ name: string; topology: string; serviceCodes: number; nodes: number }>): string {
+function landingPage(
+  version: string,
+  ensembles: ReadonlyArray<{ name: string; topology: string; serviceCodes: number; nodes: number }>,
+): string {
   const escape = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
-  const rows = ensembles.map((e) => `<tr><td>${escape(e.name)}</td><td>${e.topology}</td><td>${e.serviceCodes}</td><td>${e.nodes}</td></tr>`).join('');
+  const rows = ensembles
+    .map(
+      (e) => `<tr><td>${escape(e.name)}</td><td>${e.topology}</td><td>${e.serviceCodes}</td><td>${e.nodes}</td></tr>`,
+    )
+    .join('');
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>cachemon topology provider</title></head>
 <body><h1>cachemon topology provider</h1><p>Version ${escape(version)}. Datasource URL for the dashboard server's JSON datasource: this address.</p>

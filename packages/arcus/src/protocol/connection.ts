@@ -150,7 +150,9 @@ export class AsciiConnection {
    * or together with the replies pipelined with it, not after sending the next request.
    */
   requestBytes(command: string, options: RequestOptions): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => this.send(command, options, (err, reply) => (err ? reject(err) : resolve(reply!))));
+    return new Promise<Buffer>((resolve, reject) =>
+      this.send(command, options, (err, reply) => (err ? reject(err) : resolve(reply!))),
+    );
   }
 
   /**
@@ -184,10 +186,16 @@ export class AsciiConnection {
   private refusal(command: string, commandLine: string, deadline: number): CachemonError | undefined {
     if (this.closedByCaller) return new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} was closed`);
     if (commandLine.length === 0 || /[\r\n]/.test(commandLine) || command.endsWith('\n')) {
-      return new CachemonError(Errors.INTERNAL, `refusing to send malformed command ${JSON.stringify(truncate(command))}`);
+      return new CachemonError(
+        Errors.INTERNAL,
+        `refusing to send malformed command ${JSON.stringify(truncate(command))}`,
+      );
     }
     if (!(deadline > Date.now())) {
-      return new CachemonError(Errors.NODE_TIMEOUT, `deadline passed before ${quote(commandLine)} was sent to ${this.address}`);
+      return new CachemonError(
+        Errors.NODE_TIMEOUT,
+        `deadline passed before ${quote(commandLine)} was sent to ${this.address}`,
+      );
     }
     return undefined;
   }
@@ -282,8 +290,14 @@ export class AsciiConnection {
     const details = { address: this.address, errno: (err as NodeJS.ErrnoException).code };
     this.fail(
       this.established
-        ? new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} failed: ${err.message}`, { cause: err, details })
-        : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: ${err.message}`, { cause: err, details }),
+        ? new CachemonError(Errors.NODE_CLOSED, `connection to ${this.address} failed: ${err.message}`, {
+            cause: err,
+            details,
+          })
+        : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: ${err.message}`, {
+            cause: err,
+            details,
+          }),
     );
   }
 
@@ -296,7 +310,10 @@ export class AsciiConnection {
     }
     this.fail(
       this.established
-        ? new CachemonError(Errors.NODE_CLOSED, `${this.address} closed the connection with ${this.pendingCount} request(s) pending`)
+        ? new CachemonError(
+            Errors.NODE_CLOSED,
+            `${this.address} closed the connection with ${this.pendingCount} request(s) pending`,
+          )
         : new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: closed while connecting`),
     );
   }
@@ -315,9 +332,13 @@ export class AsciiConnection {
     if (expired !== undefined) {
       const waiting = this.established ? 'no reply to' : 'still connecting for';
       const own = (request: Pending): CachemonError =>
-        new CachemonError(Errors.NODE_TIMEOUT, `${waiting} ${quote(request.command)} from ${this.address} by the deadline`, {
-          details: { address: this.address },
-        });
+        new CachemonError(
+          Errors.NODE_TIMEOUT,
+          `${waiting} ${quote(request.command)} from ${this.address} by the deadline`,
+          {
+            details: { address: this.address },
+          },
+        );
       const first = own(expired);
       this.fail(first, (request) =>
         request.deadline <= now
@@ -333,9 +354,13 @@ export class AsciiConnection {
     if (this.socket !== undefined && !this.established) {
       if (this.connectDeadline <= now) {
         this.fail(
-          new CachemonError(Errors.NODE_UNREACHABLE, `cannot connect to ${this.address}: no answer within ${this.connectTimeoutMs} ms`, {
-            details: { address: this.address },
-          }),
+          new CachemonError(
+            Errors.NODE_UNREACHABLE,
+            `cannot connect to ${this.address}: no answer within ${this.connectTimeoutMs} ms`,
+            {
+              details: { address: this.address },
+            },
+          ),
         );
         return;
       }

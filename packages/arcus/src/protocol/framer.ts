@@ -162,7 +162,8 @@ export class ReplyFramer {
       this.buf.copy(grown, 0, this.start, this.end);
       // A small buffer is kept for after the large reply; a large one (growing again) is dropped:
       // replies handed out may still view either, so neither is written to before rewind().
-      if (grown.length > KEEP_BUFFER_BYTES && this.buf.length <= KEEP_BUFFER_BYTES && this.buf !== EMPTY) this.small = this.buf;
+      if (grown.length > KEEP_BUFFER_BYTES && this.buf.length <= KEEP_BUFFER_BYTES && this.buf !== EMPTY)
+        this.small = this.buf;
       this.buf = grown;
       this.start = 0;
       this.end = pending;
@@ -226,7 +227,8 @@ export class ReplyFramer {
         this.searchFrom = this.end - this.start;
         return this.incomplete();
       }
-      if (nl - lineStart > MAX_LINE_BYTES) throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
+      if (nl - lineStart > MAX_LINE_BYTES)
+        throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
       const lineEnd = nl > lineStart && this.buf[nl - 1] === CR ? nl - 1 : nl;
       this.cursor = nl + 1 - this.start;
       this.searchFrom = this.cursor;

@@ -100,7 +100,10 @@ export class ArcusNodeClient {
 
   /** prefixOperations() without parsing: the replies' bytes (one per command), for scanPrefixLines; rejects like it. */
   prefixOperationsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
-    return this.multiBytes(names === undefined ? ['stats detail dump'] : prefixListCommands('operation', names), deadline);
+    return this.multiBytes(
+      names === undefined ? ['stats detail dump'] : prefixListCommands('operation', names),
+      deadline,
+    );
   }
 
   /** The caller is done with every reply's bytes (see AsciiConnection.release). */
@@ -145,9 +148,13 @@ export function prefixListCommands(subcommand: 'item' | 'operation', names: read
   for (const name of names) {
     const nameBytes = Buffer.byteLength(name, 'utf8') + 1; // with its leading space
     if (head.length + nameBytes > budget) {
-      throw new CachemonError(Errors.CONFIG_INVALID, `prefix name too long for one command: ${JSON.stringify(name.slice(0, 80))}`, {
-        details: { prefix: name },
-      });
+      throw new CachemonError(
+        Errors.CONFIG_INVALID,
+        `prefix name too long for one command: ${JSON.stringify(name.slice(0, 80))}`,
+        {
+          details: { prefix: name },
+        },
+      );
     }
     if (count === PREFIXLIST_MAX_NAMES || bytes + nameBytes > budget) {
       commands.push(line);
@@ -170,9 +177,13 @@ export function prefixListCommands(subcommand: 'item' | 'operation', names: read
  */
 export function validatePrefixName(name: string): void {
   if (typeof name !== 'string' || name.length === 0 || UNSAFE_IN_NAME.test(name)) {
-    throw new CachemonError(Errors.CONFIG_INVALID, `invalid prefix name ${JSON.stringify(String(name).slice(0, 80))}: empty, or holds whitespace or control characters`, {
-      details: { prefix: name },
-    });
+    throw new CachemonError(
+      Errors.CONFIG_INVALID,
+      `invalid prefix name ${JSON.stringify(String(name).slice(0, 80))}: empty, or holds whitespace or control characters`,
+      {
+        details: { prefix: name },
+      },
+    );
   }
 }
 

@@ -9,7 +9,7 @@
  *   - NODE_PROTOCOL for anything else that is not the expected shape (missing END, a line of the
  *     wrong kind, a non-numeric count, bytes after END), naming the line, cut to 80 characters.
  */
-import { CachemonError, Errors, isCachemonError } from '@cachemon/core';
+import { type CachemonError, Errors, isCachemonError } from '@cachemon/core';
 import { errorKeywordAt, errorReply, protocolError, QUOTE_LIMIT } from './reply-errors.js';
 
 /** `STAT <name> <value>` lines in server order. A value may hold spaces (`logger standard error`) or be empty. */
@@ -38,7 +38,12 @@ export interface PrefixOperationStats {
  * value is empty, valueStart === valueEnd, when the server printed none). Returning false stops
  * the walk.
  */
-export type StatLineVisitor = (nameStart: number, nameEnd: number, valueStart: number, valueEnd: number) => boolean | void;
+export type StatLineVisitor = (
+  nameStart: number,
+  nameEnd: number,
+  valueStart: number,
+  valueEnd: number,
+) => boolean | void;
 
 /**
  * Walks a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply held as bytes,
@@ -121,7 +126,10 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
       if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
         value = countAt(reply, valueStart, valueEnd);
         if (value < 0) {
-          throw protocolError(`non-numeric value for ${reply.toString('utf8', fieldStart, fieldEnd)}`, bytesLine(reply, pos, end));
+          throw protocolError(
+            `non-numeric value for ${reply.toString('utf8', fieldStart, fieldEnd)}`,
+            bytesLine(reply, pos, end),
+          );
         }
       }
       ranges[pairs * 4] = fieldStart;
@@ -142,7 +150,12 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
  * line throws NODE_ERROR_REPLY with the server's words; any other line, a missing END or bytes
  * after it throw NODE_PROTOCOL naming the line.
  */
-function walkReplyLines(reply: Buffer, head: Buffer, kind: string, line: (start: number, end: number) => boolean | void): boolean {
+function walkReplyLines(
+  reply: Buffer,
+  head: Buffer,
+  kind: string,
+  line: (start: number, end: number) => boolean | void,
+): boolean {
   const length = reply.length;
   let pos = 0;
   for (;;) {

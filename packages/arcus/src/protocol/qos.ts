@@ -83,7 +83,7 @@ function probe(name: string, command: string, reply: ReplyKind, expected: string
  * Never rejects.
  */
 export async function runQosProbes(conn: AsciiConnection, options: QosOptions): Promise<QosResult[]> {
-  const now = options.now ?? process.hrtime.bigint;
+  const now = options.now ?? (() => process.hrtime.bigint());
   const probes = options.simple ? KV_PROBES : [...KV_PROBES, ...COLLECTION_PROBES];
   const results: QosResult[] = [];
   let broken: string | undefined;

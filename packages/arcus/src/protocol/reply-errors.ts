@@ -35,7 +35,11 @@ export function errorReply(line: string): CachemonError {
  * Keyword of an error line (`ERROR`, `ERROR <msg>`, `CLIENT_ERROR <msg>`, `SERVER_ERROR <msg>`)
  * that starts at `start` in `text`, or undefined. `end` is the end of the line (CRLF excluded).
  */
-export function errorKeywordAt(text: string, start: number, end: number): 'ERROR' | 'CLIENT_ERROR' | 'SERVER_ERROR' | undefined {
+export function errorKeywordAt(
+  text: string,
+  start: number,
+  end: number,
+): 'ERROR' | 'CLIENT_ERROR' | 'SERVER_ERROR' | undefined {
   for (const keyword of ERROR_KEYWORDS) {
     if (!text.startsWith(keyword, start)) continue;
     const after = start + keyword.length;

@@ -125,14 +125,16 @@ export function buildTopology(
         hostname: last?.hostname ?? mappedHostname(address),
         live: false,
         mapped: true,
-        ...(mapping.group === undefined ? {} : last?.role === undefined ? { group: mapping.group } : { group: mapping.group, role: last.role }),
+        ...(mapping.group === undefined
+          ? {}
+          : last?.role === undefined
+            ? { group: mapping.group }
+            : { group: mapping.group, role: last.role }),
       });
     }
   }
 
-  const sorted = [...nodes.values()].sort(
-    (a, b) => compare(a.serviceCode, b.serviceCode) || compare(a.node, b.node),
-  );
+  const sorted = [...nodes.values()].sort((a, b) => compare(a.serviceCode, b.serviceCode) || compare(a.node, b.node));
   return { serviceCodes: [...serviceCodes].sort(compare), nodes: sorted, problems };
 }
 
@@ -146,7 +148,10 @@ function mappedHostname(address: string): string {
  * The registration a mapped node last had: by its address, or for a mapping keyed
  * `<hostname>:<port>`, the one registered with that hostname and port.
  */
-function lastRegistrationOf(last: ReadonlyMap<string, Registration> | undefined, address: string): Registration | undefined {
+function lastRegistrationOf(
+  last: ReadonlyMap<string, Registration> | undefined,
+  address: string,
+): Registration | undefined {
   if (last === undefined) return undefined;
   const found = last.get(address);
   if (found !== undefined || mappedHostname(address) === '') return found;
@@ -155,7 +160,11 @@ function lastRegistrationOf(last: ReadonlyMap<string, Registration> | undefined,
 }
 
 /** A mapping keyed `<hostname>:<port>` matches a live node registered with that hostname. */
-function findByHostnamePort(nodes: ReadonlyMap<string, CacheNode>, svc: string, address: string): CacheNode | undefined {
+function findByHostnamePort(
+  nodes: ReadonlyMap<string, CacheNode>,
+  svc: string,
+  address: string,
+): CacheNode | undefined {
   for (const node of nodes.values()) {
     if (node.serviceCode === svc && node.live && hostnamePort(node) === address) return node;
   }

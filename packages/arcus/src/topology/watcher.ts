@@ -63,7 +63,8 @@ interface ConnectionManagerInternals {
   onSocketClosed(hadError: boolean): void;
 }
 const STATE_CLOSING = -1;
-const internals = (client: ZkClient) => (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
+const internals = (client: ZkClient) =>
+  (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
 /** Clients whose reconnecting has been stopped. */
 const stoppedClients = new WeakSet<ZkClient>();
 
@@ -298,7 +299,10 @@ export class TopologyWatcher extends EventEmitter {
       if (this.client !== client || this.closed || this.stateValue.connected) return;
       const fields = { addresses: this.stateValue.addresses, servers: this.options.servers, timeoutMs };
       if (hadSession) {
-        this.options.logger?.warn(fields, 'ZooKeeper session not back within its timeout; giving it up for a new session (names resolved again)');
+        this.options.logger?.warn(
+          fields,
+          'ZooKeeper session not back within its timeout; giving it up for a new session (names resolved again)',
+        );
         this.setState({ sessionExpirations: this.stateValue.sessionExpirations + 1 });
       } else {
         this.options.logger?.debug(fields, 'ZooKeeper still unreachable; a new client (names resolved again)');
@@ -349,7 +353,8 @@ export class TopologyWatcher extends EventEmitter {
         for (const key of present) {
           if (state.mapping.has(key)) continue;
           state.mapping.set(key, { children: [] });
-          if (!/:\d{1,5}$/.test(key)) this.readData(client, generation, `${root}/cache_server_mapping/${key}`, state, key);
+          if (!/:\d{1,5}$/.test(key))
+            this.readData(client, generation, `${root}/cache_server_mapping/${key}`, state, key);
           this.watchChildren(client, generation, `${root}/cache_server_mapping/${key}`, (children) => {
             const entry = state.mapping.get(key);
             if (!entry) return false;
@@ -379,27 +384,23 @@ export class TopologyWatcher extends EventEmitter {
       this.pendingReads++;
       this.requests++;
       this.rereads.set(key, read);
-      client.getChildren(
-        path,
-        this.watchOf(key),
-        (error, children) => {
-          // A read of an earlier scan: not one the current scan waits for.
-          if (!live()) return;
-          this.pendingReads--;
-          if (error) {
-            if ((error as zookeeper.Exception).getCode?.() === NO_NODE) {
-              if (onChildren(undefined)) this.waitForCreation(client, path, live, read);
-            } else {
-              // Connection loss: the next 'connected' state starts a new generation.
-              this.scanFailed = true;
-              this.options.logger?.debug({ path, error: String(error) }, 'ZooKeeper read failed');
-            }
-          } else if (!onChildren(children)) {
-            return;
+      client.getChildren(path, this.watchOf(key), (error, children) => {
+        // A read of an earlier scan: not one the current scan waits for.
+        if (!live()) return;
+        this.pendingReads--;
+        if (error) {
+          if ((error as zookeeper.Exception).getCode?.() === NO_NODE) {
+            if (onChildren(undefined)) this.waitForCreation(client, path, live, read);
+          } else {
+            // Connection loss: the next 'connected' state starts a new generation.
+            this.scanFailed = true;
+            this.options.logger?.debug({ path, error: String(error) }, 'ZooKeeper read failed');
           }
-          this.changed();
-        },
-      );
+        } else if (!onChildren(children)) {
+          return;
+        }
+        this.changed();
+      });
     };
     read();
   }
@@ -409,17 +410,13 @@ export class TopologyWatcher extends EventEmitter {
     this.requests++;
     const key = `exists ${path}`;
     this.rereads.set(key, read);
-    client.exists(
-      path,
-      this.watchOf(key),
-      (error, stat) => {
-        if (!live()) return;
-        this.pendingReads--;
-        if (error) this.scanFailed = true;
-        if (!error && stat) read();
-        else this.changed();
-      },
-    );
+    client.exists(path, this.watchOf(key), (error, stat) => {
+      if (!live()) return;
+      this.pendingReads--;
+      if (error) this.scanFailed = true;
+      if (!error && stat) read();
+      else this.changed();
+    });
   }
 
   private readData(client: ZkClient, generation: number, path: string, state: MutableRoot, key: string): void {
@@ -482,8 +479,11 @@ export class TopologyWatcher extends EventEmitter {
       lastRegistrations: this.lastRegistrations,
     });
     const firstSync = !this.stateValue.synced;
-    const unknown = topology.nodes.filter((n) => !n.live && n.hostname === '' && !this.joinLogSearched.has(n.node)).map((n) => n.node);
-    if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading) void this.readJoinLog(this.client, this.generation, unknown);
+    const unknown = topology.nodes
+      .filter((n) => !n.live && n.hostname === '' && !this.joinLogSearched.has(n.node))
+      .map((n) => n.node);
+    if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading)
+      void this.readJoinLog(this.client, this.generation, unknown);
     // The first topology waits for the lookup (it publishes when done): published without, those
     // nodes' series would start under hostname="" and move to their hostname a moment later.
     if (firstSync && this.joinLogReading) return;
@@ -510,20 +510,31 @@ export class TopologyWatcher extends EventEmitter {
     try {
       for (const root of ARCUS_ROOTS) {
         if (found.size === wanted.size) break;
-        const days = ((await this.childrenOf(client, `${root}/cache_server_log`)) ?? []).sort().reverse().slice(0, JOIN_LOG_DAYS);
+        const days = ((await this.childrenOf(client, `${root}/cache_server_log`)) ?? [])
+          .sort()
+          .reverse()
+          .slice(0, JOIN_LOG_DAYS);
         for (const day of days) {
           if (found.size === wanted.size) break;
           addLastJoins(found, (await this.childrenOf(client, `${root}/cache_server_log/${day}`)) ?? [], wanted);
         }
       }
     } catch (err) {
-      this.options.logger?.debug({ nodes: nodes.length, error: String(err) }, 'reading cache_server_log failed; down nodes never seen registered keep hostname=""');
+      this.options.logger?.debug(
+        { nodes: nodes.length, error: String(err) },
+        'reading cache_server_log failed; down nodes never seen registered keep hostname=""',
+      );
     } finally {
       this.joinLogReading = false;
     }
     for (const node of nodes) this.joinLogSearched.add(node);
-    for (const [node, registration] of found) if (!this.lastRegistrations.has(node)) this.lastRegistrations.set(node, registration);
-    if (found.size > 0) this.options.logger?.debug({ nodes: [...found.keys()] }, 'hostnames of down nodes never seen registered taken from their last join (cache_server_log)');
+    for (const [node, registration] of found)
+      if (!this.lastRegistrations.has(node)) this.lastRegistrations.set(node, registration);
+    if (found.size > 0)
+      this.options.logger?.debug(
+        { nodes: [...found.keys()] },
+        'hostnames of down nodes never seen registered taken from their last join (cache_server_log)',
+      );
     if (this.closed || generation !== this.generation || this.client !== client) return;
     if (this.debounceTimer === undefined) this.publish();
   }

@@ -61,7 +61,11 @@ const JOIN_LOG_ENTRY = /^(.*)-(\d+)$/;
  * newest first, so a node found in a newer one is not looked at again. Entries that are not
  * `<registration name>-<sequence>` are skipped.
  */
-export function addLastJoins(found: Map<string, Registration>, entries: readonly string[], wanted: ReadonlySet<string>): void {
+export function addLastJoins(
+  found: Map<string, Registration>,
+  entries: readonly string[],
+  wanted: ReadonlySet<string>,
+): void {
   const sequences = new Map<string, number>();
   for (const entry of entries) {
     const match = JOIN_LOG_ENTRY.exec(entry);

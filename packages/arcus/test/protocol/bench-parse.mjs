@@ -17,7 +17,9 @@ function bench(label, fn, input) {
   for (let i = 0; i < iterations; i++) sink += fn(input).length;
   const ns = Number(process.hrtime.bigint() - start);
   const us = ns / iterations / 1000;
-  console.log(`${label.padEnd(44)} ${us.toFixed(2).padStart(8)} µs/op  (${(1e6 / us).toFixed(0)} ops/s, ${input.length} bytes, sink ${sink})`);
+  console.log(
+    `${label.padEnd(44)} ${us.toFixed(2).padStart(8)} µs/op  (${(1e6 / us).toFixed(0)} ops/s, ${input.length} bytes, sink ${sink})`,
+  );
   return us;
 }
 
@@ -34,4 +36,6 @@ bench('parseStats(02-stats-settings.raw)', parseStats, read('02-stats-settings.r
 bench('parsePrefixItems(37-stats-prefixes-after.raw)', parsePrefixItems, read('37-stats-prefixes-after.raw'));
 bench('parsePrefixOperations(36-stats-detail-dump.raw)', parsePrefixOperations, read('36-stats-detail-dump.raw'));
 bench('ReplyFramer: frame 01-stats.raw (one chunk)', frameStats, stats);
-console.log(`=> parseStats of 01-stats.raw: ${us.toFixed(2)} µs per reply, ${((us * 500) / 1000).toFixed(2)} ms for 500 nodes`);
+console.log(
+  `=> parseStats of 01-stats.raw: ${us.toFixed(2)} µs per reply, ${((us * 500) / 1000).toFixed(2)} ms for 500 nodes`,
+);

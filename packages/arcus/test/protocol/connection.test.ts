@@ -11,7 +11,10 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function serve(onConnection: (socket: Socket, index: number) => void, listenOn?: { host?: string; port?: number }): Promise<FakeServer> {
+async function serve(
+  onConnection: (socket: Socket, index: number) => void,
+  listenOn?: { host?: string; port?: number },
+): Promise<FakeServer> {
   const server = await fakeServer(onConnection, listenOn);
   cleanups.push(() => server.close());
   return server;
@@ -38,7 +41,11 @@ const soon = (ms = 2000): number => Date.now() + ms;
  * `count` servers, each answering `stats <n>` with reply(its index, n) in writes of `pieceBytes`
  * a millisecond apart, one reply after the other; and a connection to each.
  */
-async function statsServers(count: number, reply: (conn: number, n: number) => string, pieceBytes: number): Promise<AsciiConnection[]> {
+async function statsServers(
+  count: number,
+  reply: (conn: number, n: number) => string,
+  pieceBytes: number,
+): Promise<AsciiConnection[]> {
   const servers = await Promise.all(
     Array.from({ length: count }, (_, conn) =>
       serve((socket) => {
@@ -70,13 +77,16 @@ const closed = (socket: Socket): Promise<void> =>
 describe('AsciiConnection framing over a socket', () => {
   it('reassembles a stats reply the server sends one byte per write', async () => {
     const stats = sample('01-stats.raw');
+    const writeSlowly = async (socket: Socket): Promise<void> => {
+      for (const byte of stats) {
+        socket.write(byte, 'latin1');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
     const server = await serve((socket) =>
-      onLines(socket, async (line) => {
+      onLines(socket, (line) => {
         assert.equal(line, 'stats');
-        for (const byte of stats) {
-          socket.write(byte, 'latin1');
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+        void writeSlowly(socket);
       }),
     );
     const conn = connection(server.address);
@@ -112,11 +122,17 @@ describe('AsciiConnection framing over a socket', () => {
   it('byte replies of many connections read at once stay intact; pipelined ones until the next request', async () => {
     // Every connection reads into one shared buffer and copies out: interleave 20 connections'
     // replies in small writes and check each against what its server sent.
-    const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${'x'.repeat(n * 97)}\r\nEND\r\n`;
+    const reply = (conn: number, n: number): string =>
+      `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${'x'.repeat(n * 97)}\r\nEND\r\n`;
     const conns = await statsServers(20, reply, 1000);
     for (let round = 0; round < 3; round++) {
       const replies = await Promise.all(
-        conns.map((conn) => Promise.all([conn.requestBytes(`stats ${round}`, { deadline: soon(), reply: 'multi' }), conn.requestBytes(`stats ${round + 40}`, { deadline: soon(), reply: 'multi' })])),
+        conns.map((conn) =>
+          Promise.all([
+            conn.requestBytes(`stats ${round}`, { deadline: soon(), reply: 'multi' }),
+            conn.requestBytes(`stats ${round + 40}`, { deadline: soon(), reply: 'multi' }),
+          ]),
+        ),
       );
       replies.forEach(([first, second], conn) => {
         assert.equal(first.toString('latin1'), reply(conn, round));
@@ -126,7 +142,8 @@ describe('AsciiConnection framing over a socket', () => {
   });
 
   it('large replies of many connections, released once read, pass pooled buffers around and stay intact', async () => {
-    const reply = (conn: number, n: number): string => `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${String(conn % 10).repeat(n * 97)}\r\nEND\r\n`;
+    const reply = (conn: number, n: number): string =>
+      `STAT conn ${conn}\r\nSTAT n ${n}\r\nSTAT pad ${String(conn % 10).repeat(n * 97)}\r\nEND\r\n`;
     const conns = await statsServers(12, reply, 8000);
     for (let round = 0; round < 6; round++) {
       // Four at a time, like the exporter's prefix workers: each reply is checked, then released.
@@ -147,7 +164,9 @@ describe('AsciiConnection framing over a socket', () => {
         }),
       );
       // Small replies afterwards, on the connections' own buffers again.
-      const small = await Promise.all(conns.map((conn) => conn.requestBytes('stats 1', { deadline: soon(), reply: 'multi' })));
+      const small = await Promise.all(
+        conns.map((conn) => conn.requestBytes('stats 1', { deadline: soon(), reply: 'multi' })),
+      );
       small.forEach((bytes, conn) => assert.equal(bytes.toString('latin1'), reply(conn, 1)));
     }
   });
@@ -155,15 +174,23 @@ describe('AsciiConnection framing over a socket', () => {
   it('keeps one connection across many sequential and concurrent requests', async () => {
     const server = await serve((socket) => onLines(socket, (line) => socket.write(`${line.toUpperCase()}\r\n`)));
     const conn = connection(server.address);
-    for (let i = 0; i < 20; i++) assert.equal(await conn.request(`ok${i}`, { deadline: soon(), reply: 'line' }), `OK${i}\r\n`);
-    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => conn.request(`n${i}`, { deadline: soon(), reply: 'line' })));
-    assert.deepEqual(replies, Array.from({ length: 200 }, (_, i) => `N${i}\r\n`));
+    for (let i = 0; i < 20; i++)
+      assert.equal(await conn.request(`ok${i}`, { deadline: soon(), reply: 'line' }), `OK${i}\r\n`);
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => conn.request(`n${i}`, { deadline: soon(), reply: 'line' })),
+    );
+    assert.deepEqual(
+      replies,
+      Array.from({ length: 200 }, (_, i) => `N${i}\r\n`),
+    );
     assert.equal(server.sockets.length, 1);
   });
 
   it('swallows the reply memcached gives to the data line of an unknown command', async () => {
     // Like plain memcached: every line is a command, unknown ones get ERROR.
-    const server = await serve((socket) => onLines(socket, (line) => socket.write(line === 'version' ? 'VERSION 1.6.18\r\n' : 'ERROR\r\n')));
+    const server = await serve((socket) =>
+      onLines(socket, (line) => socket.write(line === 'version' ? 'VERSION 1.6.18\r\n' : 'ERROR\r\n')),
+    );
     const conn = connection(server.address);
     const [insert, version] = await Promise.all([
       conn.request('lop insert k 0 4 create 0 3 10\r\nDATA', { deadline: soon(), reply: 'line' }),
@@ -294,7 +321,9 @@ describe('AsciiConnection failures', () => {
       `process.stdout.write(reply);`,
     ].join('\n');
     const started = Date.now();
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -341,7 +370,9 @@ describe('AsciiConnection failures', () => {
   });
 
   it('garbage: NODE_PROTOCOL naming the bytes, and the socket is closed', async () => {
-    const server = await serve((socket) => onLines(socket, () => socket.write(Buffer.from([0, 0xff, 0x13, 0x37, 13, 10]))));
+    const server = await serve((socket) =>
+      onLines(socket, () => socket.write(Buffer.from([0, 0xff, 0x13, 0x37, 13, 10]))),
+    );
     const conn = connection(server.address);
     const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
     assert.equal(err.code, Errors.NODE_PROTOCOL.code);
@@ -376,11 +407,17 @@ describe('AsciiConnection failures', () => {
     const err = await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
     assert.equal(err.code, Errors.NODE_UNREACHABLE.code);
     assert.equal(err.details?.['errno'], 'ECONNREFUSED');
-    assert.ok(conn.retryAt >= before + 100 && conn.retryAt <= Date.now() + 100, `retryAt ${conn.retryAt - before} ms ahead`);
+    assert.ok(
+      conn.retryAt >= before + 100 && conn.retryAt <= Date.now() + 100,
+      `retryAt ${conn.retryAt - before} ms ahead`,
+    );
 
     const again = Date.now();
     await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
-    assert.ok(conn.retryAt >= again + 200 && conn.retryAt <= Date.now() + 200, `retryAt ${conn.retryAt - again} ms ahead`);
+    assert.ok(
+      conn.retryAt >= again + 200 && conn.retryAt <= Date.now() + 200,
+      `retryAt ${conn.retryAt - again} ms ahead`,
+    );
     const third = Date.now();
     await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }));
     assert.ok(conn.retryAt >= third + 400 && conn.retryAt <= Date.now() + 400);
@@ -399,7 +436,10 @@ describe('AsciiConnection failures', () => {
     await tick(20);
     conn.close();
     assert.equal((await rejection(pending)).code, Errors.NODE_CLOSED.code);
-    assert.equal((await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }))).code, Errors.NODE_CLOSED.code);
+    assert.equal(
+      (await rejection(conn.request('stats', { deadline: soon(), reply: 'multi' }))).code,
+      Errors.NODE_CLOSED.code,
+    );
     await closed(server.sockets[0]!);
     assert.equal(server.sockets.length, 1);
   });

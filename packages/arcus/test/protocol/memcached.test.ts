@@ -4,7 +4,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CachemonError, Errors } from '@cachemon/core';
-import { ArcusNodeClient, isTooManyPrefixes, parseStats, runQosProbes, type StatsReply } from '../../src/protocol/index.js';
+import {
+  ArcusNodeClient,
+  isTooManyPrefixes,
+  parseStats,
+  runQosProbes,
+  type StatsReply,
+} from '../../src/protocol/index.js';
 import { startMemcached, type Memcached } from './fixtures.js';
 
 let memcached: Memcached;
@@ -114,7 +120,10 @@ describe('ArcusNodeClient against memcached 1.6.18', () => {
 
     const full = await runQosProbes(client.connection, { simple: false, deadline: soon() });
     assert.equal(full.length, 11);
-    assert.deepEqual(full.slice(0, 2).map((r) => r.ok), [true, true]);
+    assert.deepEqual(
+      full.slice(0, 2).map((r) => r.ok),
+      [true, true],
+    );
     for (const result of full.slice(2)) {
       assert.equal(result.ok, false, result.probe);
       assert.equal(result.error, 'unexpected reply: ERROR', result.probe);

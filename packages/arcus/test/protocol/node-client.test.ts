@@ -15,12 +15,19 @@ afterEach(async () => {
 });
 
 /** Replies by command; `stats prefixlist` lines are built from sample 37 / 36 for the names asked. */
-async function fakeArcus(options: { tooManyPrefixes?: boolean } = {}): Promise<FakeServer & { received: string[]; segments: string[] }> {
+async function fakeArcus(
+  options: { tooManyPrefixes?: boolean } = {},
+): Promise<FakeServer & { received: string[]; segments: string[] }> {
   const received: string[] = [];
   const segments: string[] = [];
-  const itemLines = sample('37-stats-prefixes-after.raw').split('\r\n').filter((l) => l.startsWith('PREFIX '));
-  const operationLines = sample('36-stats-detail-dump.raw').split('\r\n').filter((l) => l.startsWith('PREFIX '));
-  const lineFor = (lines: string[], name: string): string[] => lines.filter((l) => l.split(' ')[1] === name).map((l) => `${l}\r\n`);
+  const itemLines = sample('37-stats-prefixes-after.raw')
+    .split('\r\n')
+    .filter((l) => l.startsWith('PREFIX '));
+  const operationLines = sample('36-stats-detail-dump.raw')
+    .split('\r\n')
+    .filter((l) => l.startsWith('PREFIX '));
+  const lineFor = (lines: string[], name: string): string[] =>
+    lines.filter((l) => l.split(' ')[1] === name).map((l) => `${l}\r\n`);
   const server = await fakeServer((socket) => {
     socket.on('data', (chunk: Buffer) => segments.push(chunk.toString('latin1')));
     onLines(socket, (command) => {
@@ -31,10 +38,20 @@ async function fakeArcus(options: { tooManyPrefixes?: boolean } = {}): Promise<F
       else if (command === 'stats settings') reply = sample('02-stats-settings.raw');
       else if (command === 'stats slabs') reply = sample('03-stats-slabs.raw');
       else if (command === 'stats zookeeper') reply = sample('04-stats-zookeeper.raw');
-      else if (command === 'stats prefixes') reply = options.tooManyPrefixes ? TOO_MANY : sample('37-stats-prefixes-after.raw');
-      else if (command === 'stats detail dump') reply = options.tooManyPrefixes ? TOO_MANY : sample('36-stats-detail-dump.raw');
-      else if (command.startsWith('stats prefixlist item ')) reply = `${words.slice(3).flatMap((n) => lineFor(itemLines, n)).join('')}END\r\n`;
-      else if (command.startsWith('stats prefixlist operation ')) reply = `${words.slice(3).flatMap((n) => lineFor(operationLines, n)).join('')}END\r\n`;
+      else if (command === 'stats prefixes')
+        reply = options.tooManyPrefixes ? TOO_MANY : sample('37-stats-prefixes-after.raw');
+      else if (command === 'stats detail dump')
+        reply = options.tooManyPrefixes ? TOO_MANY : sample('36-stats-detail-dump.raw');
+      else if (command.startsWith('stats prefixlist item '))
+        reply = `${words
+          .slice(3)
+          .flatMap((n) => lineFor(itemLines, n))
+          .join('')}END\r\n`;
+      else if (command.startsWith('stats prefixlist operation '))
+        reply = `${words
+          .slice(3)
+          .flatMap((n) => lineFor(operationLines, n))
+          .join('')}END\r\n`;
       else reply = 'ERROR no matching command\r\n';
       socket.write(reply, 'latin1');
     });
@@ -118,7 +135,10 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
     assert.equal(isTooManyPrefixes(refusedOps), true);
 
     const items = await node.prefixItems(soon(), ['app', 'user']);
-    assert.deepEqual(items.map((i) => i.prefix), ['app', 'user']);
+    assert.deepEqual(
+      items.map((i) => i.prefix),
+      ['app', 'user'],
+    );
     assert.equal(items[0]!.created, '20261121133215');
     const operations = await node.prefixOperations(soon(), ['app']);
     assert.equal(operations[0]!.counts['bgs'], 2);
@@ -129,11 +149,23 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
   it('long name lists: chunked, pipelined in one segment, results in the order asked', async () => {
     const server = await fakeArcus();
     const node = client(server.address);
-    const names = [...Array.from({ length: 30 }, (_, i) => `absent${i}`), 'user', ...Array.from({ length: 30 }, (_, i) => `gone${i}`), 'app', '<null>'];
+    const names = [
+      ...Array.from({ length: 30 }, (_, i) => `absent${i}`),
+      'user',
+      ...Array.from({ length: 30 }, (_, i) => `gone${i}`),
+      'app',
+      '<null>',
+    ];
     const items = await node.prefixItems(soon(), names);
-    assert.deepEqual(items.map((i) => i.prefix), ['user', 'app', '<null>']);
+    assert.deepEqual(
+      items.map((i) => i.prefix),
+      ['user', 'app', '<null>'],
+    );
     assert.equal(server.received.length, 3);
-    assert.deepEqual(server.received.flatMap((c) => c.split(' ').slice(3)), names);
+    assert.deepEqual(
+      server.received.flatMap((c) => c.split(' ').slice(3)),
+      names,
+    );
     assert.equal(server.segments.length, 1, 'all chunks leave together');
     assert.deepEqual(await node.prefixItems(soon(), []), []);
     assert.equal(server.received.length, 3, 'an empty list sends nothing');

@@ -97,8 +97,12 @@ describe('runQosProbes against the captured ARCUS replies', () => {
       results.map(({ probe, ok, error }) => ({ probe, ok, error })),
       ALL_NAMES.map((probe) => ({ probe, ok: true, error: undefined })),
     );
-    for (const result of results) assert.ok(result.seconds > 0 && result.seconds < 1, `${result.probe}: ${result.seconds}`);
-    assert.deepEqual(server.received, [...KV_PROBES, ...COLLECTION_PROBES].map((probe) => probe.command));
+    for (const result of results)
+      assert.ok(result.seconds > 0 && result.seconds < 1, `${result.probe}: ${result.seconds}`);
+    assert.deepEqual(
+      server.received,
+      [...KV_PROBES, ...COLLECTION_PROBES].map((probe) => probe.command),
+    );
   });
 
   it('simple: only the kv probes run', async () => {
@@ -133,7 +137,10 @@ describe('runQosProbes against the captured ARCUS replies', () => {
     });
     const results = await runQosProbes(connect(server.address), { simple: false, deadline: Date.now() + 5000 });
     const failed = results.filter((r) => !r.ok);
-    assert.deepEqual(failed.map(({ probe, error }) => ({ probe, error })), [{ probe: 'lop_insert', error: 'unexpected reply: NOT_SUPPORTED' }]);
+    assert.deepEqual(
+      failed.map(({ probe, error }) => ({ probe, error })),
+      [{ probe: 'lop_insert', error: 'unexpected reply: NOT_SUPPORTED' }],
+    );
     assert.equal(results.length, 11);
   });
 
@@ -148,7 +155,8 @@ describe('runQosProbes against the captured ARCUS replies', () => {
     });
     const results = await runQosProbes(connect(server.address), { simple: false, deadline: Date.now() + 5000 });
     const byName = new Map(results.map((r) => [r.probe, r]));
-    for (const name of ['kv_set', 'kv_get', 'lop_insert', 'lop_get', 'lop_delete']) assert.equal(byName.get(name)?.ok, true, name);
+    for (const name of ['kv_set', 'kv_get', 'lop_insert', 'lop_get', 'lop_delete'])
+      assert.equal(byName.get(name)?.ok, true, name);
     assert.equal(byName.get('sop_insert')?.error, Errors.NODE_CLOSED.code);
     for (const name of ['sop_exist', 'sop_delete', 'bop_insert', 'bop_get', 'bop_delete']) {
       assert.deepEqual(byName.get(name), { probe: name, ok: false, seconds: 0, error: Errors.NODE_CLOSED.code });
@@ -159,7 +167,9 @@ describe('runQosProbes against the captured ARCUS replies', () => {
 
   it('a node that stops answering: NODE_TIMEOUT at the deadline for the waiting probe and the rest', async () => {
     const captured = replayCaptured();
-    const server = await fakeArcus((command, socket) => (command.startsWith('bop get') ? undefined : captured(command, socket)));
+    const server = await fakeArcus((command, socket) =>
+      command.startsWith('bop get') ? undefined : captured(command, socket),
+    );
     const deadline = Date.now() + 300;
     const results = await runQosProbes(connect(server.address), { simple: false, deadline });
     const late = Date.now() - deadline;

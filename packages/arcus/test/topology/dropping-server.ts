@@ -2,7 +2,12 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
 /** A port that accepts connections and drops them at once, counting them: a ZooKeeper that is not serving. */
-export async function droppingServer(): Promise<{ address: string; port: number; connections: () => number; close: () => Promise<void> }> {
+export async function droppingServer(): Promise<{
+  address: string;
+  port: number;
+  connections: () => number;
+  close: () => Promise<void>;
+}> {
   let count = 0;
   const server = createServer((socket) => {
     count++;

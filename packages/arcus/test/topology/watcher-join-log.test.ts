@@ -17,10 +17,16 @@ after(async () => {
 
 /** A persistent znode and its parents, as an ARCUS server of an earlier day left its join entry. */
 const mkdirp = (client: Client, path: string) =>
-  new Promise<void>((resolve, reject) => client.mkdirp(path, Buffer.from('join'), (error) => (error ? reject(error) : resolve())));
+  new Promise<void>((resolve, reject) =>
+    client.mkdirp(path, Buffer.from('join'), (error) => (error ? reject(error) : resolve())),
+  );
 
 const nodesOf = (watcher: TopologyWatcher, serviceCode: string) =>
-  Object.fromEntries(watcher.topology.nodes.filter((n) => n.serviceCode === serviceCode).map((n) => [n.node, `${n.live ? 'live' : 'down'} ${n.hostname}`]));
+  Object.fromEntries(
+    watcher.topology.nodes
+      .filter((n) => n.serviceCode === serviceCode)
+      .map((n) => [n.node, `${n.live ? 'live' : 'down'} ${n.hostname}`]),
+  );
 
 test('a down node never seen registered takes the hostname of its last join in cache_server_log, from the first topology on', async () => {
   const layout = await ArcusZk.connect(zk.address);

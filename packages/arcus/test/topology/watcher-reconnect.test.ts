@@ -59,7 +59,8 @@ describe('TopologyWatcher when the old session cannot come back', () => {
 
       await zk.stop();
       await eventually(async () => assert.equal(watcher.state.connected, false));
-      for (const entry of await readdir(zk.dataDir)) await rm(join(zk.dataDir, entry), { recursive: true, force: true });
+      for (const entry of await readdir(zk.dataDir))
+        await rm(join(zk.dataDir, entry), { recursive: true, force: true });
       await zk.start();
       const rebuilt = await ArcusZk.connect(zk.address);
       try {
@@ -68,10 +69,13 @@ describe('TopologyWatcher when the old session cannot come back', () => {
         const fresh = await rebuilt.registerNode('127.0.5.1:11211', 'svc-new', { hostname: 'new-1' });
         // The old client is refused forever ("client must try another server"); the new session
         // comes after one negotiated session timeout (2 s), well within this wait.
-        await eventually(async () => {
-          assert.equal(watcher.state.connected, true);
-          assert.deepEqual(liveNodes(watcher), ['svc-new 127.0.5.1:11211']);
-        }, { timeoutMs: 15_000 });
+        await eventually(
+          async () => {
+            assert.equal(watcher.state.connected, true);
+            assert.deepEqual(liveNodes(watcher), ['svc-new 127.0.5.1:11211']);
+          },
+          { timeoutMs: 15_000 },
+        );
         assert.equal(watcher.state.sessionExpirations, 1, 'the given-up session is counted');
         const warned = logger.lines.filter((l) => l.level === 'warn' && /giving it up for a new session/.test(l.msg));
         assert.equal(warned.length, 1, JSON.stringify(logger.lines));
@@ -91,7 +95,9 @@ describe('TopologyWatcher when the old session cannot come back', () => {
  * (the first bytes of one: a length of 100 and four bytes of it, then the end), or close it and
  * refuse new ones for a while: an outage whose length the test decides, the server running on.
  */
-async function cuttingProxy(target: string): Promise<{ address: string; cut: () => void; hold: (ms: number) => void; close: () => Promise<void> }> {
+async function cuttingProxy(
+  target: string,
+): Promise<{ address: string; cut: () => void; hold: (ms: number) => void; close: () => Promise<void> }> {
   const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   const clients = new Set<Socket>();
   let refuseUntil = 0;
@@ -146,11 +152,18 @@ describe('TopologyWatcher through a proxy that cuts its connections', () => {
       for (let round = 1; round <= 3; round++) {
         proxy.cut();
         // Back well before the 10 s session timeout after which a hung client would be replaced.
-        await eventually(async () => assert.deepEqual(changes, [false, true, ...Array.from({ length: round }, () => [false, true]).flat()]), { timeoutMs: 5_000 });
+        await eventually(
+          async () =>
+            assert.deepEqual(changes, [false, true, ...Array.from({ length: round }, () => [false, true]).flat()]),
+          { timeoutMs: 5_000 },
+        );
         assert.equal(watcher.state.sessionExpirations, 0, `round ${round}: the same session, not a new one`);
       }
       assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper session connected').length, 4);
-      assert.equal(logger.lines.filter((l) => l.msg === 'ZooKeeper connection lost; keeping the last topology').length, 3);
+      assert.equal(
+        logger.lines.filter((l) => l.msg === 'ZooKeeper connection lost; keeping the last topology').length,
+        3,
+      );
     } finally {
       watcher.close();
       await proxy.close();
@@ -173,7 +186,10 @@ describe('TopologyWatcher through a proxy that cuts its connections', () => {
       await sleep(Math.max(0, lost + 9000 - Date.now()));
       assert.equal(watcher.state.connected, true);
       assert.equal(watcher.state.sessionExpirations, 0);
-      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg), ['ZooKeeper connection lost; keeping the last topology']);
+      assert.deepEqual(
+        logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg),
+        ['ZooKeeper connection lost; keeping the last topology'],
+      );
     } finally {
       watcher.close();
       await proxy.close();
@@ -200,7 +216,10 @@ describe('TopologyWatcher of an ensemble that never answers', () => {
       await eventually(async () => assert.ok(lookups >= 3, `${lookups} lookups`), { timeoutMs: 10_000 });
       assert.equal(watcher.state.sessionExpirations, 0);
       assert.equal(watcher.state.connected, false);
-      assert.deepEqual(logger.lines.filter((l) => l.level === 'warn'), []);
+      assert.deepEqual(
+        logger.lines.filter((l) => l.level === 'warn'),
+        [],
+      );
       assert.ok(logger.lines.some((l) => l.level === 'debug' && /still unreachable; a new client/.test(l.msg)));
     } finally {
       watcher.close();

@@ -22,14 +22,16 @@ after(async () => {
 
 const create = (client: Client, path: string, mode = zookeeper.CreateMode.PERSISTENT) =>
   new Promise<void>((resolve) => client.create(path, Buffer.from('x'), mode, () => resolve()));
-const remove = (client: Client, path: string) => new Promise<void>((resolve) => client.remove(path, -1, () => resolve()));
+const remove = (client: Client, path: string) =>
+  new Promise<void>((resolve) => client.remove(path, -1, () => resolve()));
 
 test('rescans while a service code churns never publish a topology missing the stable nodes', async () => {
   const STABLE = 20;
   for (const svc of ['ra', 'rb', 'rc']) await layout.createServiceCode(svc);
   const registrations = [];
   for (const svc of ['ra', 'rb']) {
-    for (let i = 0; i < STABLE / 2; i++) registrations.push(await layout.registerNode(`10.9.${svc === 'ra' ? 1 : 2}.${i + 1}:11211`, svc));
+    for (let i = 0; i < STABLE / 2; i++)
+      registrations.push(await layout.registerNode(`10.9.${svc === 'ra' ? 1 : 2}.${i + 1}:11211`, svc));
   }
   // Registrations come and go under rc: its watch fires all the time, so reads of the scan before
   // and publishes it scheduled are in flight whenever the next scan starts.
@@ -74,7 +76,15 @@ test('rescans do not pile up watch functions in the ZooKeeper client', async () 
   const watcher = new TopologyWatcher({ servers: [zk.address], serviceCodes: ['pile'] });
   /** Listeners the client's watcher manager holds (node-zookeeper-client's internals: what leaked). */
   const listeners = (): number => {
-    const client = (watcher as unknown as { client: { connectionManager: { watcherManager: Record<string, Record<string, { listenerCount(name: string): number }>> } } }).client;
+    const client = (
+      watcher as unknown as {
+        client: {
+          connectionManager: {
+            watcherManager: Record<string, Record<string, { listenerCount(name: string): number }>>;
+          };
+        };
+      }
+    ).client;
     const manager = client.connectionManager.watcherManager;
     let count = 0;
     for (const kind of ['childWatchers', 'dataWatchers', 'existenceWatchers']) {

@@ -12,16 +12,37 @@ describe('parseAddress', () => {
   });
 
   it('rejects ambiguous or malformed addresses with CONFIG_INVALID', () => {
-    for (const address of ['', '127.0.0.1', '::1:11211', '[::1]', '[::1]11211', '[nothost]:1', 'host:', ':11211', 'host:0', 'host:65536', 'host:12a', 'ho st:1', 'host:1\r\n', 'host:123456']) {
+    for (const address of [
+      '',
+      '127.0.0.1',
+      '::1:11211',
+      '[::1]',
+      '[::1]11211',
+      '[nothost]:1',
+      'host:',
+      ':11211',
+      'host:0',
+      'host:65536',
+      'host:12a',
+      'ho st:1',
+      'host:1\r\n',
+      'host:123456',
+    ]) {
       assert.throws(
         () => parseAddress(address),
-        (err: unknown) => err instanceof CachemonError && err.code === Errors.CONFIG_INVALID.code && err.message.includes(JSON.stringify(address)),
+        (err: unknown) =>
+          err instanceof CachemonError &&
+          err.code === Errors.CONFIG_INVALID.code &&
+          err.message.includes(JSON.stringify(address)),
         address,
       );
     }
   });
 
   it('AsciiConnection refuses a malformed address at construction', () => {
-    assert.throws(() => new AsciiConnection('nope'), (err: unknown) => err instanceof CachemonError && err.code === Errors.CONFIG_INVALID.code);
+    assert.throws(
+      () => new AsciiConnection('nope'),
+      (err: unknown) => err instanceof CachemonError && err.code === Errors.CONFIG_INVALID.code,
+    );
   });
 });

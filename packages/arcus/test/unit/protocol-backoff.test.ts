@@ -28,7 +28,10 @@ describe('Backoff', () => {
       let base = 100;
       for (let i = 0; i < 12; i++) {
         const delay = backoff.next();
-        assert.ok(delay >= Math.max(100, base * 0.8) - 0.5 && delay <= Math.min(30_000, base * 1.2) + 0.5, `${delay} vs ${base}`);
+        assert.ok(
+          delay >= Math.max(100, base * 0.8) - 0.5 && delay <= Math.min(30_000, base * 1.2) + 0.5,
+          `${delay} vs ${base}`,
+        );
         seen.add(delay);
         base = Math.min(30_000, base * 2);
       }

@@ -39,7 +39,12 @@ const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
  * Replies are views of the framer's bytes; they are decoded only after the last chunk, so a framer
  * that wrote over bytes it had handed out, or kept a view of its input, would fail here.
  */
-function frame(input: Buffer, kinds: Array<ReplyKind | [ReplyKind, number]>, chunkSize: () => number, maxReplyBytes = 1 << 24): string[] {
+function frame(
+  input: Buffer,
+  kinds: Array<ReplyKind | [ReplyKind, number]>,
+  chunkSize: () => number,
+  maxReplyBytes = 1 << 24,
+): string[] {
   const framer = new ReplyFramer(maxReplyBytes);
   const replies: Buffer[] = [];
   const scratch = Buffer.alloc(input.length);
@@ -96,7 +101,11 @@ describe('ReplyFramer on the captured replies', () => {
     const random = seededRandom(7);
     for (let round = 0; round < 200; round++) {
       const max = 1 + Math.floor(random() * 4000);
-      const replies = frame(input, names.map((name) => KIND_OF[name]!), () => Math.floor(random() * max));
+      const replies = frame(
+        input,
+        names.map((name) => KIND_OF[name]!),
+        () => Math.floor(random() * max),
+      );
       assert.deepEqual(replies, names.map(sample));
     }
   });
@@ -116,19 +125,28 @@ describe("ReplyFramer 'value' kind", () => {
   it('multi-key get and gets (with cas) from the transcript', () => {
     const get = 'VALUE app:k1 0 5\r\nhello\r\nVALUE user:k2 7 5\r\nworld\r\nVALUE noprefixkey 0 3\r\nabc\r\nEND\r\n';
     const gets = 'VALUE app:k1 0 5 12\r\nhello\r\nEND\r\n';
-    assert.deepEqual(frame(bytes(get + gets), ['value', 'value'], () => 3), [get, gets]);
+    assert.deepEqual(
+      frame(bytes(get + gets), ['value', 'value'], () => 3),
+      [get, gets],
+    );
   });
 
   it('collection gets: element lines, then END / DELETED_DROPPED, and VALUE <flags> 0', () => {
     const lop = 'VALUE 0 3\r\n6 itemhd\r\n5 item0\r\n5 item1\r\nEND\r\n';
     const bop = 'VALUE 0 2\r\n10 6 bval10\r\n2 0x0102 5 bval2\r\nDELETED_DROPPED\r\n';
     const empty = 'VALUE 0 0\r\nEND\r\n';
-    assert.deepEqual(frame(bytes(lop + bop + empty), ['value', 'value', 'value'], () => 2), [lop, bop, empty]);
+    assert.deepEqual(
+      frame(bytes(lop + bop + empty), ['value', 'value', 'value'], () => 2),
+      [lop, bop, empty],
+    );
   });
 
   it('a single non-VALUE line is the whole reply', () => {
     for (const line of ['NOT_FOUND', 'TYPE_MISMATCH', 'UNREADABLE', 'CLIENT_ERROR bad command line format', 'END']) {
-      assert.deepEqual(frame(bytes(`${line}\r\n`), ['value'], () => 1), [`${line}\r\n`]);
+      assert.deepEqual(
+        frame(bytes(`${line}\r\n`), ['value'], () => 1),
+        [`${line}\r\n`],
+      );
     }
   });
 
@@ -150,35 +168,48 @@ describe("ReplyFramer 'value' kind", () => {
 });
 
 describe('ReplyFramer echoes of unknown commands with a data block', () => {
-  it("plain memcached: ERROR for the command and ERROR for the data line; the text is the first ERROR", () => {
+  it('plain memcached: ERROR for the command and ERROR for the data line; the text is the first ERROR', () => {
     const input = bytes('ERROR\r\nERROR\r\nERROR\r\nSTORED\r\n');
-    assert.deepEqual(frame(input, [['line', 1], 'value', 'line'], () => 1), ['ERROR\r\n', 'ERROR\r\n', 'STORED\r\n']);
+    assert.deepEqual(
+      frame(input, [['line', 1], 'value', 'line'], () => 1),
+      ['ERROR\r\n', 'ERROR\r\n', 'STORED\r\n'],
+    );
   });
 
   it('ARCUS words after ERROR, several data lines', () => {
-    const input = bytes('ERROR no matching command\r\nERROR no matching command\r\nERROR no matching command\r\nOK\r\n');
-    assert.deepEqual(frame(input, [['line', 2], 'line'], () => 5), ['ERROR no matching command\r\n', 'OK\r\n']);
+    const input = bytes(
+      'ERROR no matching command\r\nERROR no matching command\r\nERROR no matching command\r\nOK\r\n',
+    );
+    assert.deepEqual(
+      frame(input, [['line', 2], 'line'], () => 5),
+      ['ERROR no matching command\r\n', 'OK\r\n'],
+    );
   });
 
   it('CLIENT_ERROR means the server swallowed the data: nothing more to skip', () => {
     const input = bytes('CLIENT_ERROR bad data chunk\r\nSTORED\r\n');
-    assert.deepEqual(frame(input, [['line', 1], 'line'], () => 64), ['CLIENT_ERROR bad data chunk\r\n', 'STORED\r\n']);
+    assert.deepEqual(
+      frame(input, [['line', 1], 'line'], () => 64),
+      ['CLIENT_ERROR bad data chunk\r\n', 'STORED\r\n'],
+    );
   });
 });
 
 describe("ReplyFramer 'multi' kind", () => {
   it('a lone error line ends the reply', () => {
     const input = bytes('CLIENT_ERROR invalid: too many prefixes\r\nERROR\r\nEND\r\n');
-    assert.deepEqual(frame(input, ['multi', 'multi', 'multi'], () => 7), [
-      'CLIENT_ERROR invalid: too many prefixes\r\n',
-      'ERROR\r\n',
-      'END\r\n',
-    ]);
+    assert.deepEqual(
+      frame(input, ['multi', 'multi', 'multi'], () => 7),
+      ['CLIENT_ERROR invalid: too many prefixes\r\n', 'ERROR\r\n', 'END\r\n'],
+    );
   });
 
   it('decodes UTF-8 prefix names split across chunks', () => {
     const reply = 'PREFIX \uD55C\uAE00 get 1 hit 0 set 0 del 0\r\nEND\r\n';
-    assert.deepEqual(frame(Buffer.from(reply, 'utf8'), ['multi'], () => 1), [reply]);
+    assert.deepEqual(
+      frame(Buffer.from(reply, 'utf8'), ['multi'], () => 1),
+      [reply],
+    );
   });
 
   it('fails fast on lines that are not protocol (binary, lowercase, empty)', () => {
@@ -243,20 +274,39 @@ describe('ReplyFramer robustness', () => {
   it('random bytes with random kinds (seeded, 2000 cases): replies or NODE_PROTOCOL, nothing else', () => {
     const random = seededRandom(99);
     const kinds: ReplyKind[] = ['multi', 'line', 'value'];
-    const words = ['VALUE ', 'END', 'STAT x 1', 'ERROR', '0', '4', ' ', '\r\n', '\n', 'DATA', 'VALUE 0 2', 'VALUE k 0 4'];
+    const words = [
+      'VALUE ',
+      'END',
+      'STAT x 1',
+      'ERROR',
+      '0',
+      '4',
+      ' ',
+      '\r\n',
+      '\n',
+      'DATA',
+      'VALUE 0 2',
+      'VALUE k 0 4',
+    ];
     let framed = 0;
     for (let i = 0; i < 2000; i++) {
       let input = '';
       const parts = Math.floor(random() * 40);
       for (let p = 0; p < parts; p++) {
-        input += random() < 0.5 ? words[Math.floor(random() * words.length)] : String.fromCharCode(Math.floor(random() * 256));
+        input +=
+          random() < 0.5 ? words[Math.floor(random() * words.length)] : String.fromCharCode(Math.floor(random() * 256));
       }
       const framer = new ReplyFramer(512);
       const data = bytes(input);
       try {
         for (let offset = 0; offset < data.length; offset += 7) {
           framer.push(data.subarray(offset, offset + 7));
-          for (let reply = framer.next(kinds[i % 3]!, i % 2); reply !== undefined; reply = framer.next(kinds[i % 3]!, i % 2)) framed++;
+          for (
+            let reply = framer.next(kinds[i % 3]!, i % 2);
+            reply !== undefined;
+            reply = framer.next(kinds[i % 3]!, i % 2)
+          )
+            framed++;
         }
       } catch (err) {
         assert.ok(err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code, String(err));
@@ -267,7 +317,8 @@ describe('ReplyFramer robustness', () => {
 });
 
 describe('ReplyFramer buffer reuse', () => {
-  const stats = (n: number): Buffer => bytes(`${Array.from({ length: n }, (_, i) => `STAT field_${i} ${i * 7}\r\n`).join('')}END\r\n`);
+  const stats = (n: number): Buffer =>
+    bytes(`${Array.from({ length: n }, (_, i) => `STAT field_${i} ${i * 7}\r\n`).join('')}END\r\n`);
 
   it('rewind() lets the next replies reuse the buffer, and never drops bytes still pending', () => {
     const framer = new ReplyFramer(1 << 24);

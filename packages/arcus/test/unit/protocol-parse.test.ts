@@ -30,7 +30,11 @@ function assertCode(fn: () => unknown, code: string, messageIncludes?: string): 
 }
 
 const STATS_SAMPLES = ['01-stats.raw', '02-stats-settings.raw', '03-stats-slabs.raw', '04-stats-zookeeper.raw'];
-const ITEM_SAMPLES = ['05-stats-prefixes-before.raw', '37-stats-prefixes-after.raw', '38-stats-prefixlist-item-app-user.raw'];
+const ITEM_SAMPLES = [
+  '05-stats-prefixes-before.raw',
+  '37-stats-prefixes-after.raw',
+  '38-stats-prefixlist-item-app-user.raw',
+];
 const OPERATION_SAMPLES = ['36-stats-detail-dump.raw', '39-stats-prefixlist-operation-app.raw'];
 
 describe('parseStats on ARCUS 1.15.0 replies', () => {
@@ -118,15 +122,25 @@ describe('scanStats: the same walk over bytes, without strings', () => {
   it('the visitor stops the walk by returning false; the rest is not read', () => {
     const bytes = Buffer.from('STAT a 1\r\nSTAT b 2\r\ngarbage without END\r\n');
     let lines = 0;
-    assert.equal(scanStats(bytes, () => ++lines < 2), false);
+    assert.equal(
+      scanStats(bytes, () => ++lines < 2),
+      false,
+    );
     assert.equal(lines, 2);
     assertCode(() => scanStats(bytes, () => true), Errors.NODE_PROTOCOL.code, 'expected STAT or END');
   });
 
   it('error replies and garbage fail as in parseStats', () => {
-    const err = assertCode(() => scanStats(Buffer.from('SERVER_ERROR out of memory\r\n'), () => true), Errors.NODE_ERROR_REPLY.code);
+    const err = assertCode(
+      () => scanStats(Buffer.from('SERVER_ERROR out of memory\r\n'), () => true),
+      Errors.NODE_ERROR_REPLY.code,
+    );
     assert.equal(err.details?.['reply'], 'SERVER_ERROR out of memory');
-    assertCode(() => scanStats(Buffer.from('END\r\nSTAT a 1\r\n'), () => true), Errors.NODE_PROTOCOL.code, 'data after END');
+    assertCode(
+      () => scanStats(Buffer.from('END\r\nSTAT a 1\r\n'), () => true),
+      Errors.NODE_PROTOCOL.code,
+      'data after END',
+    );
     assertCode(() => scanStats(Buffer.from('STAT a 1\r\n'), () => true), Errors.NODE_PROTOCOL.code, 'without END');
   });
 });
@@ -148,7 +162,20 @@ describe('parsePrefixItems', () => {
     assert.deepEqual(parsePrefixItems(sample('05-stats-prefixes-before.raw')), [
       {
         prefix: 'arcus',
-        fields: { itm: 1, kitm: 1, litm: 0, sitm: 0, mitm: 0, bitm: 0, tsz: 96, ktsz: 96, ltsz: 0, stsz: 0, mtsz: 0, btsz: 0 },
+        fields: {
+          itm: 1,
+          kitm: 1,
+          litm: 0,
+          sitm: 0,
+          mitm: 0,
+          bitm: 0,
+          tsz: 96,
+          ktsz: 96,
+          ltsz: 0,
+          stsz: 0,
+          mtsz: 0,
+          btsz: 0,
+        },
         created: '20261121133144',
       },
     ]);
@@ -178,21 +205,38 @@ describe('parsePrefixItems', () => {
     assert.equal(items.length, 2);
     assert.deepEqual(items[1], {
       prefix: 'user',
-      fields: { itm: 2, kitm: 1, litm: 0, sitm: 1, mitm: 0, bitm: 0, tsz: 472, ktsz: 96, ltsz: 0, stsz: 376, mtsz: 0, btsz: 0 },
+      fields: {
+        itm: 2,
+        kitm: 1,
+        litm: 0,
+        sitm: 1,
+        mitm: 0,
+        bitm: 0,
+        tsz: 472,
+        ktsz: 96,
+        ltsz: 0,
+        stsz: 376,
+        mtsz: 0,
+        btsz: 0,
+      },
       created: '20261121133215',
     });
   });
 
   it('keeps fields a newer server adds, and lines without time', () => {
+    // 2^64 - 1 as a number is 2^64, the nearest double.
     assert.deepEqual(parsePrefixItems('PREFIX a itm 2 chd 3 citm 18446744073709551615\r\nEND\r\n'), [
-      { prefix: 'a', fields: { itm: 2, chd: 3, citm: 18446744073709551615 } },
+      { prefix: 'a', fields: { itm: 2, chd: 3, citm: 2 ** 64 } },
     ]);
   });
 });
 
 describe('scanPrefixLines: prefix lines as byte ranges and counts', () => {
   it('every item and operation sample: the same names and numbers as the parsers, the text field as NaN', () => {
-    for (const [name, textField] of [...ITEM_SAMPLES.map((n) => [n, 'time'] as const), ...OPERATION_SAMPLES.map((n) => [n, undefined] as const)]) {
+    for (const [name, textField] of [
+      ...ITEM_SAMPLES.map((n) => [n, 'time'] as const),
+      ...OPERATION_SAMPLES.map((n) => [n, undefined] as const),
+    ]) {
       const bytes = Buffer.from(sample(name), 'latin1');
       const seen: Array<{ prefix: string; numbers: Record<string, number>; text?: string }> = [];
       const done = scanPrefixLines(bytes, textField, (nameStart, nameEnd, ranges, counts, pairs) => {
@@ -203,12 +247,21 @@ describe('scanPrefixLines: prefix lines as byte ranges and counts', () => {
           if (Number.isNaN(counts[i])) text = bytes.toString('latin1', ranges[i * 4 + 2], ranges[i * 4 + 3]);
           else numbers[field] = counts[i]!;
         }
-        seen.push(text === undefined ? { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers } : { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers, text });
+        seen.push(
+          text === undefined
+            ? { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers }
+            : { prefix: bytes.toString('latin1', nameStart, nameEnd), numbers, text },
+        );
       });
       assert.equal(done, true, name);
-      const parsed = textField === undefined
-        ? parsePrefixOperations(bytes).map((op) => ({ prefix: op.prefix, numbers: op.counts }))
-        : parsePrefixItems(bytes).map((item) => (item.created === undefined ? { prefix: item.prefix, numbers: item.fields } : { prefix: item.prefix, numbers: item.fields, text: item.created }));
+      const parsed =
+        textField === undefined
+          ? parsePrefixOperations(bytes).map((op) => ({ prefix: op.prefix, numbers: op.counts }))
+          : parsePrefixItems(bytes).map((item) =>
+              item.created === undefined
+                ? { prefix: item.prefix, numbers: item.fields }
+                : { prefix: item.prefix, numbers: item.fields, text: item.created },
+            );
       assert.deepEqual(seen, parsed, name);
     }
   });
@@ -223,13 +276,16 @@ describe('scanPrefixLines: prefix lines as byte ranges and counts', () => {
       last = counts[n - 1]!;
     });
     assert.equal(pairs, 151);
-    assert.equal(last, 18446744073709551615);
+    assert.equal(last, 2 ** 64);
   });
 
   it('the visitor stops the walk by returning false', () => {
     const bytes = Buffer.from('PREFIX a get 1\r\nPREFIX b get 2\r\nnot a line\r\n');
     let lines = 0;
-    assert.equal(scanPrefixLines(bytes, undefined, () => ++lines < 2), false);
+    assert.equal(
+      scanPrefixLines(bytes, undefined, () => ++lines < 2),
+      false,
+    );
     assert.equal(lines, 2);
   });
 });
@@ -264,10 +320,13 @@ describe('parsePrefixOperations', () => {
   });
 
   it('plain memcached: get hit set del only', () => {
-    assert.deepEqual(parsePrefixOperations('PREFIX a get 1 hit 1 set 1 del 0\r\nPREFIX b get 7 hit 0 set 0 del 2\r\nEND\r\n'), [
-      { prefix: 'a', counts: { get: 1, hit: 1, set: 1, del: 0 } },
-      { prefix: 'b', counts: { get: 7, hit: 0, set: 0, del: 2 } },
-    ]);
+    assert.deepEqual(
+      parsePrefixOperations('PREFIX a get 1 hit 1 set 1 del 0\r\nPREFIX b get 7 hit 0 set 0 del 2\r\nEND\r\n'),
+      [
+        { prefix: 'a', counts: { get: 1, hit: 1, set: 1, del: 0 } },
+        { prefix: 'b', counts: { get: 7, hit: 0, set: 0, del: 2 } },
+      ],
+    );
     assert.deepEqual(parsePrefixOperations('END\r\n'), []);
   });
 });
@@ -276,7 +335,12 @@ describe('error replies', () => {
   const parsers = { parseStats, parsePrefixItems, parsePrefixOperations };
   for (const [name, parse] of Object.entries(parsers)) {
     it(`${name}: a lone error line is NODE_ERROR_REPLY with the server's words`, () => {
-      for (const line of ['ERROR', 'ERROR no matching command', 'CLIENT_ERROR bad command line format', 'SERVER_ERROR no more memory']) {
+      for (const line of [
+        'ERROR',
+        'ERROR no matching command',
+        'CLIENT_ERROR bad command line format',
+        'SERVER_ERROR no more memory',
+      ]) {
         const err = assertCode(() => parse(`${line}\r\n`), Errors.NODE_ERROR_REPLY.code, line);
         assert.equal(err.details?.['reply'], line);
         assert.equal(isTooManyPrefixes(err), false);
@@ -285,13 +349,26 @@ describe('error replies', () => {
   }
 
   it('errorReplyOf: a reply that is one error line is the refusal the parsers throw; anything else is not', () => {
-    for (const line of ['ERROR', 'ERROR no matching command', 'CLIENT_ERROR invalid: too many prefixes', 'SERVER_ERROR out of memory']) {
+    for (const line of [
+      'ERROR',
+      'ERROR no matching command',
+      'CLIENT_ERROR invalid: too many prefixes',
+      'SERVER_ERROR out of memory',
+    ]) {
       const err = errorReplyOf(Buffer.from(`${line}\r\n`));
       assert.ok(err instanceof CachemonError && err.code === Errors.NODE_ERROR_REPLY.code, line);
       assert.equal(err.details?.['reply'], line);
       assert.equal(isTooManyPrefixes(err), line.includes('too many'));
     }
-    for (const reply of ['END\r\n', 'ERRORS\r\n', 'ERROR\r\nEND\r\n', 'STAT a 1\r\nEND\r\n', 'CLIENT_ERROR', '', 'SERVER_ERRORx\r\n']) {
+    for (const reply of [
+      'END\r\n',
+      'ERRORS\r\n',
+      'ERROR\r\nEND\r\n',
+      'STAT a 1\r\nEND\r\n',
+      'CLIENT_ERROR',
+      '',
+      'SERVER_ERRORx\r\n',
+    ]) {
       assert.equal(errorReplyOf(Buffer.from(reply)), undefined, JSON.stringify(reply));
     }
   });
@@ -303,7 +380,15 @@ describe('error replies', () => {
       'CLIENT_ERROR invalid: too many prefixes',
     );
     assert.equal(isTooManyPrefixes(err), true);
-    assert.equal(isTooManyPrefixes(assertCode(() => parsePrefixOperations('CLIENT_ERROR invalid: too many prefixes\r\n'), Errors.NODE_ERROR_REPLY.code)), true);
+    assert.equal(
+      isTooManyPrefixes(
+        assertCode(
+          () => parsePrefixOperations('CLIENT_ERROR invalid: too many prefixes\r\n'),
+          Errors.NODE_ERROR_REPLY.code,
+        ),
+      ),
+      true,
+    );
     assert.equal(isTooManyPrefixes(new Error('CLIENT_ERROR invalid: too many prefixes')), false);
     assert.equal(isTooManyPrefixes(undefined), false);
     assert.equal(isTooManyPrefixes(new CachemonError(Errors.NODE_PROTOCOL, 'too many prefixes')), false);
@@ -370,7 +455,11 @@ describe('robustness: only CachemonError escapes, and nothing hangs', () => {
   it('every prefix of every stats and prefix sample either parses or throws CachemonError', () => {
     for (const name of [...STATS_SAMPLES, ...ITEM_SAMPLES, ...OPERATION_SAMPLES]) {
       const reply = sample(name);
-      const parse = STATS_SAMPLES.includes(name) ? parseStats : ITEM_SAMPLES.includes(name) ? parsePrefixItems : parsePrefixOperations;
+      const parse = STATS_SAMPLES.includes(name)
+        ? parseStats
+        : ITEM_SAMPLES.includes(name)
+          ? parsePrefixItems
+          : parsePrefixOperations;
       let parsedCount = 0;
       for (let cut = 0; cut <= reply.length; cut++) {
         tryAll(reply.slice(0, cut));
@@ -378,7 +467,10 @@ describe('robustness: only CachemonError escapes, and nothing hangs', () => {
           parse(reply.slice(0, cut));
           parsedCount++;
         } catch (err) {
-          assert.ok(err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code, `${name}[0..${cut}]: ${String(err)}`);
+          assert.ok(
+            err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code,
+            `${name}[0..${cut}]: ${String(err)}`,
+          );
         }
       }
       // Only the whole reply parses: every shorter cut lacks the LF that ends END.
@@ -399,7 +491,35 @@ describe('robustness: only CachemonError escapes, and nothing hangs', () => {
 
   it('line-shaped noise from protocol words (seeded, 5000 cases) sometimes parses', () => {
     const random = seededRandom(42);
-    const words = ['STAT', 'PREFIX', 'END', 'ERROR', 'CLIENT_ERROR', 'SERVER_ERROR', 'VALUE', 'itm', 'time', 'get', '__proto__', 'constructor', '<null>', '0', '1', '18446744073709551615', '-1', '1.5', 'x', '', ' ', '\r', '\n', '\r\n', '\t', '\u00e9', '\ud800'];
+    const words = [
+      'STAT',
+      'PREFIX',
+      'END',
+      'ERROR',
+      'CLIENT_ERROR',
+      'SERVER_ERROR',
+      'VALUE',
+      'itm',
+      'time',
+      'get',
+      '__proto__',
+      'constructor',
+      '<null>',
+      '0',
+      '1',
+      '18446744073709551615',
+      '-1',
+      '1.5',
+      'x',
+      '',
+      ' ',
+      '\r',
+      '\n',
+      '\r\n',
+      '\t',
+      '\u00e9',
+      '\ud800',
+    ];
     const pick = (): string => words[Math.floor(random() * words.length)]!;
     let parsed = 0;
     for (let i = 0; i < 5000; i++) {

@@ -33,8 +33,12 @@ describe('prefixListCommands', () => {
     const names = Array.from({ length: 40 }, (_, i) => `${'가'.repeat(60)}${i}`); // ~181 bytes each
     const commands = prefixListCommands('operation', names);
     assert.ok(commands.length > 2);
-    for (const command of commands) assert.ok(Buffer.byteLength(`${command}\r\n`) < PREFIXLIST_MAX_LINE_BYTES, String(Buffer.byteLength(command)));
-    assert.deepEqual(commands.flatMap((command) => command.split(' ').slice(3)), names);
+    for (const command of commands)
+      assert.ok(Buffer.byteLength(`${command}\r\n`) < PREFIXLIST_MAX_LINE_BYTES, String(Buffer.byteLength(command)));
+    assert.deepEqual(
+      commands.flatMap((command) => command.split(' ').slice(3)),
+      names,
+    );
   });
 
   it('refuses a name that cannot fit one command by itself', () => {
@@ -42,7 +46,21 @@ describe('prefixListCommands', () => {
   });
 
   it('refuses the whole list, before building anything, when one name could inject a command', () => {
-    for (const bad of ['', 'a b', 'a\r\nflush_all', 'a\nstats', 'a\tb', 'a\u0000', 'a\u007f', 'a\u0085b', 'a\u00a0b', 'a\u2028b', 'a\u3000b', 'a\ufeffb', 'a\ud800b']) {
+    for (const bad of [
+      '',
+      'a b',
+      'a\r\nflush_all',
+      'a\nstats',
+      'a\tb',
+      'a\u0000',
+      'a\u007f',
+      'a\u0085b',
+      'a\u00a0b',
+      'a\u2028b',
+      'a\u3000b',
+      'a\ufeffb',
+      'a\ud800b',
+    ]) {
       assert.throws(() => prefixListCommands('item', ['good', bad]), isConfigInvalid, JSON.stringify(bad));
       assert.throws(() => validatePrefixName(bad), isConfigInvalid, JSON.stringify(bad));
     }

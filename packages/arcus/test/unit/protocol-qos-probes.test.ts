@@ -28,7 +28,17 @@ describe('QoS probe definitions', () => {
     );
     assert.deepEqual(
       COLLECTION_PROBES.map((p) => p.name),
-      ['lop_insert', 'lop_get', 'lop_delete', 'sop_insert', 'sop_exist', 'sop_delete', 'bop_insert', 'bop_get', 'bop_delete'],
+      [
+        'lop_insert',
+        'lop_get',
+        'lop_delete',
+        'sop_insert',
+        'sop_exist',
+        'sop_delete',
+        'bop_insert',
+        'bop_get',
+        'bop_delete',
+      ],
     );
   });
 
@@ -46,7 +56,10 @@ describe('QoS probe definitions', () => {
 
   it('keys use the arcus-ping: prefix and a 3 s expiry on create', () => {
     for (const probe of ALL) {
-      assert.ok(probe.command.split(' ')[probe.name.startsWith('kv_') ? 1 : 2]!.startsWith(QOS_KEY_PREFIX), probe.command);
+      assert.ok(
+        probe.command.split(' ')[probe.name.startsWith('kv_') ? 1 : 2]!.startsWith(QOS_KEY_PREFIX),
+        probe.command,
+      );
       if (probe.name.endsWith('_insert')) assert.match(probe.command, / create 0 3 10\r\nDATA$/);
     }
     assert.match(KV_PROBES[0]!.command, /^set arcus-ping:qos_kv 0 3 4\r\nDATA$/);
@@ -59,14 +72,17 @@ describe('QoS probe definitions', () => {
   });
 
   it('and nothing else: misses, errors, other probes replies', () => {
-    const others = ['46-qos-lop-get-after-drop.raw', '53-qos-delete-kv.raw', '35-type-mismatch-get-on-list.raw'].map(sample);
+    const others = ['46-qos-lop-get-after-drop.raw', '53-qos-delete-kv.raw', '35-type-mismatch-get-on-list.raw'].map(
+      sample,
+    );
     for (const probe of ALL) {
       for (const reply of [...others, 'ERROR\r\n', 'NOT_SUPPORTED\r\n', 'STORED', '']) {
         assert.equal(probe.expect(reply), false, `${probe.name} accepted ${JSON.stringify(reply)}`);
       }
       for (const [name, file] of Object.entries(REPLY_SAMPLE)) {
         const same = sample(file) === sample(REPLY_SAMPLE[probe.name]!);
-        if (name !== probe.name && !same) assert.equal(probe.expect(sample(file)), false, `${probe.name} accepted ${file}`);
+        if (name !== probe.name && !same)
+          assert.equal(probe.expect(sample(file)), false, `${probe.name} accepted ${file}`);
       }
     }
   });

@@ -5,7 +5,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startZooKeeper, startZooKeeperEnsemble, tempDir, type ZooKeeperEnsemble, type ZooKeeperServer } from '@cachemon/testkit';
+import {
+  freePort,
+  startZooKeeper,
+  startZooKeeperEnsemble,
+  tempDir,
+  type ZooKeeperEnsemble,
+  type ZooKeeperServer,
+} from '@cachemon/testkit';
 
 const BIN = new URL('../../../../../bin/coordination-exporter', import.meta.url).pathname;
 
@@ -18,10 +25,18 @@ interface Exporter {
   stop(): Promise<void>;
 }
 
-async function startExporter(zkHosts: string, extra: string[] = [], headers: Record<string, string> = {}): Promise<Exporter> {
+async function startExporter(
+  zkHosts: string,
+  extra: string[] = [],
+  headers: Record<string, string> = {},
+): Promise<Exporter> {
   const port = await freePort();
   let output = '';
-  const child: ChildProcess = spawn(process.execPath, [BIN, `--listen=127.0.0.1:${port}`, `-zk-hosts=${zkHosts}`, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [BIN, `--listen=127.0.0.1:${port}`, `-zk-hosts=${zkHosts}`, ...extra],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -49,7 +64,10 @@ async function startExporter(zkHosts: string, extra: string[] = [], headers: Rec
 }
 
 /** Sample lines of a scrape as name{labels} -> value. */
-async function scrape(exporter: Exporter, headers: Record<string, string> = {}): Promise<{ text: string; samples: Map<string, number>; ms: number }> {
+async function scrape(
+  exporter: Exporter,
+  headers: Record<string, string> = {},
+): Promise<{ text: string; samples: Map<string, number>; ms: number }> {
   const started = performance.now();
   const response = await fetch(`${exporter.url}/metrics`, { headers });
   const text = await response.text();
@@ -98,9 +116,17 @@ describe('coordination exporter against a real 3-server ensemble', () => {
       assert.equal(up(samples, server.address), 1, server.address);
       assert.equal(samples.get(`zk_mntr_status{zk_host="${server.address}",status="ok"}`), 1);
       const role = server === leader ? 'leader' : 'follower';
-      assert.equal(samples.get(`zk_server_state{zk_host="${server.address}",state="${role}"}`), 1, `${server.address} is ${role}`);
+      assert.equal(
+        samples.get(`zk_server_state{zk_host="${server.address}",state="${role}"}`),
+        1,
+        `${server.address} is ${role}`,
+      );
       assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), server === leader ? 1 : 0);
-      assert.equal(samples.has(`zk_synced_followers{zk_host="${server.address}"}`), server === leader, `zk_synced_followers only on the leader`);
+      assert.equal(
+        samples.has(`zk_synced_followers{zk_host="${server.address}"}`),
+        server === leader,
+        `zk_synced_followers only on the leader`,
+      );
       assert.ok((samples.get(`zk_znode_count{zk_host="${server.address}"}`) ?? 0) >= 1);
     }
     assert.equal(samples.get(`zk_synced_followers{zk_host="${leader.address}"}`), 2);
@@ -123,7 +149,10 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     assert.equal(samples.has(`zk_znode_count{zk_host="${follower.address}"}`), false);
     for (const server of ensemble.servers.filter((s) => s !== follower)) assert.equal(up(samples, server.address), 1);
     await scrape(exporter);
-    const lines = exporter.output().split('\n').filter((l) => l.includes(`coordination server ${follower.address} cannot be read`));
+    const lines = exporter
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`coordination server ${follower.address} cannot be read`));
     assert.equal(lines.length, 1, exporter.output());
   });
 
@@ -133,7 +162,12 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     await down.start();
     let samples = await scrapeUntil(exporter, `zk_up{zk_host="${down.address}"}`, 100);
     assert.equal(up(samples, down.address), 1, 'the restarted follower is read again');
-    assert.match(exporter.output(), new RegExp(`"zkHost":"${down.address.replace(/\./g, '\\.')}","was":"(unreachable|not_serving)".*answers mntr again`));
+    assert.match(
+      exporter.output(),
+      new RegExp(
+        `"zkHost":"${down.address.replace(/\./g, '\\.')}","was":"(unreachable|not_serving)".*answers mntr again`,
+      ),
+    );
 
     await oldLeader.kill();
     const newLeader = await ensemble.waitForLeader({ exclude: oldLeader });
@@ -152,9 +186,13 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     assert.equal(samples.get(`zk_mntr_status{zk_host="${last.address}",status="not_serving"}`), 1);
     assert.equal(up(samples, last.address), 0);
     assert.equal(samples.get(`zk_mntr_status{zk_host="${leader.address}",status="unreachable"}`), 1);
-    assert.match(exporter.output(), new RegExp(`coordination server ${last.address.replace(/\./g, '\\.')} is not serving requests`));
+    assert.match(
+      exporter.output(),
+      new RegExp(`coordination server ${last.address.replace(/\./g, '\\.')} is not serving requests`),
+    );
     // Every server has zk_server_leader, so `max(zk_server_leader) == 0` (no leader) holds.
-    for (const server of ensemble.servers) assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), 0, server.address);
+    for (const server of ensemble.servers)
+      assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), 0, server.address);
   });
 });
 
@@ -190,7 +228,12 @@ describe('coordination exporter: an ensemble whose leader serves no clients (lea
       assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), 0);
     }
     const log = exporter.output();
-    assert.match(log, new RegExp(`coordination server ${leader.address.replace(/\./g, '\\.')} serves no clients while the other servers follow a leader: taken to be the leader of an ensemble with leaderServes=no`));
+    assert.match(
+      log,
+      new RegExp(
+        `coordination server ${leader.address.replace(/\./g, '\\.')} serves no clients while the other servers follow a leader: taken to be the leader of an ensemble with leaderServes=no`,
+      ),
+    );
     assert.doesNotMatch(log, /is not serving requests/);
   });
 
@@ -201,7 +244,8 @@ describe('coordination exporter: an ensemble whose leader serves no clients (lea
     const samples = await scrapeUntil(exporter, `zk_mntr_status{zk_host="${last!.address}",status="not_serving"}`);
     assert.equal(samples.get(`zk_mntr_status{zk_host="${last!.address}",status="not_serving"}`), 1);
     assert.equal(up(samples, last!.address), 0);
-    for (const server of ensemble.servers) assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), 0, server.address);
+    for (const server of ensemble.servers)
+      assert.equal(samples.get(`zk_server_leader{zk_host="${server.address}"}`), 0, server.address);
   });
 });
 
@@ -233,7 +277,12 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
     assert.equal(up(samples, zk.address), 0);
     assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
     assert.ok(ms < 2500, `scrape took ${ms} ms with a 1 s deadline`);
-    assert.match(exporter.output(), new RegExp(`coordination server ${zk.address.replace(/\./g, '\\.')} refuses mntr: it is not on its four-letter-word whitelist\\. Add mntr to 4lw\\.commands\\.whitelist`));
+    assert.match(
+      exporter.output(),
+      new RegExp(
+        `coordination server ${zk.address.replace(/\./g, '\\.')} refuses mntr: it is not on its four-letter-word whitelist\\. Add mntr to 4lw\\.commands\\.whitelist`,
+      ),
+    );
   });
 
   it('SIGTERM during a scrape with a long timeout: the scrape is answered (no server waited for past 8 s), then a clean exit', async () => {
@@ -253,7 +302,9 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
     const second = '$2b$04$2aCWs6wT2UDiQS/mpWzw7.Tt7UjYXRc/ObcVgPyBFn5M4S8LNhsPu';
     const file = join(await tempDir('coordination-web-'), 'web.yml');
     writeFileSync(file, `basic_auth_users:\n  prometheus: ${first}\n`);
-    const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`prometheus:${password}`).toString('base64')}` });
+    const as = (password: string) => ({
+      Authorization: `Basic ${Buffer.from(`prometheus:${password}`).toString('base64')}`,
+    });
     const own = await startExporter(zk.address, [`--web.config.file=${file}`], as('first'));
     try {
       assert.equal((await fetch(`${own.url}/metrics`)).status, 401);
@@ -271,9 +322,11 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
   });
 
   it('--timeout must be more than 0', async () => {
-    const child = spawn(process.execPath, [BIN, '--zk-hosts=127.0.0.1:2181', '--timeout=0s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--zk-hosts=127.0.0.1:2181', '--timeout=0s'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.once('exit', resolve));
     assert.notEqual(code, 0);
     assert.match(stderr, /--timeout: must be more than 0/);

@@ -7,7 +7,8 @@ import { freePort } from '@cachemon/testkit';
 import { Registry } from 'prom-client';
 import { CoordinationExporter } from '../../src/exporter.js';
 
-const fixture = (name: string): string => readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string): string =>
+  readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
 
 /**
  * A domain whose addresses are the ensemble's servers: three servers on one port at 127.0.0.1,
@@ -84,7 +85,10 @@ describe('a domain name in --zk-hosts', () => {
     failing = false;
     const text = await scrape();
     assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.3:${port}`]);
-    assert.match(logged.join(''), /"domain":"zk.ensemble.test","error":"queryA ETIMEOUT zk.ensemble.test".*cannot resolve coordination server name/);
+    assert.match(
+      logged.join(''),
+      /"domain":"zk.ensemble.test","error":"queryA ETIMEOUT zk.ensemble.test".*cannot resolve coordination server name/,
+    );
     assert.match(text, /^cachemon_zk_resolutions_total\{result="failed"\} 1$/m);
     assert.match(text, /^cachemon_zk_resolutions_total\{result="ok"\} 2$/m);
   });
@@ -95,7 +99,8 @@ describe('a domain name in --zk-hosts', () => {
     const before = connections;
     const texts = await Promise.all([1, 2, 3, 4].map(() => scrape()));
     assert.equal(connections - before, 3);
-    for (const text of texts) assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
+    for (const text of texts)
+      assert.deepEqual(hosts(text), [`127.0.0.1:${port}`, `127.0.0.2:${port}`, `127.0.0.3:${port}`]);
     assert.match(await scrape(), /^cachemon_scrapes_shared_total{path="\/metrics"} 3$/m);
     assert.equal(connections - before, 6, 'the next scrape reads again');
   });
@@ -122,7 +127,11 @@ describe('a domain name in --zk-hosts', () => {
         }),
       );
       const bodies = await Promise.all(scrapes);
-      assert.deepEqual(events.slice(0, 4), ['process metrics read', 'answered', 'answered', 'answered'], 'read once, before any server answered');
+      assert.deepEqual(
+        events.slice(0, 4),
+        ['process metrics read', 'answered', 'answered', 'answered'],
+        'read once, before any server answered',
+      );
       assert.deepEqual(events.slice(4).sort(), ['done 1', 'done 2']);
       for (const body of bodies) {
         assert.match(body, /^process_marker 1$/m);
@@ -193,7 +202,8 @@ describe('names in a server list', () => {
   });
 
   const scrape = async (): Promise<string> => (await exporter.metrics(Date.now() + 2000)).bytes().toString('utf8');
-  const warnings = (): string[] => logged.filter((line) => line.includes('"level":"warn"') || line.includes('"level":40'));
+  const warnings = (): string[] =>
+    logged.filter((line) => line.includes('"level":"warn"') || line.includes('"level":40'));
 
   it('a name of one address is zk_host as given; one that does not resolve is up 0, unresolved, warned about once', async () => {
     for (let i = 0; i < 3; i++) await exporter.resolve();
@@ -206,7 +216,10 @@ describe('names in a server list', () => {
     assert.doesNotMatch(text, /127\.0\.0\./, 'no address as zk_host');
     const unresolved = warnings().filter((line) => line.includes('zk2.test'));
     assert.equal(unresolved.length, 1, unresolved.join(''));
-    assert.match(unresolved[0]!, /"error":"getaddrinfo ENOTFOUND zk2\.test".*cannot resolve coordination server name; reported as unresolved/);
+    assert.match(
+      unresolved[0]!,
+      /"error":"getaddrinfo ENOTFOUND zk2\.test".*cannot resolve coordination server name; reported as unresolved/,
+    );
   });
 
   it('once the name resolves, the server is read under its name', async () => {
@@ -218,7 +231,15 @@ describe('names in a server list', () => {
     assert.match(text, new RegExp(`^zk_mntr_status\\{zk_host="zk2\\.test:${port}",status="unresolved"\\} 0$`, 'm'));
     addresses.delete('zk2.test');
     await exporter.resolve();
-    assert.match(await scrape(), new RegExp(`^zk_up\\{zk_host="zk2\\.test:${port}"\\} 1$`, 'm'), 'a failure keeps the last address');
-    assert.equal(warnings().filter((line) => line.includes('zk2.test')).length, 2, 'warned again: it had resolved in between');
+    assert.match(
+      await scrape(),
+      new RegExp(`^zk_up\\{zk_host="zk2\\.test:${port}"\\} 1$`, 'm'),
+      'a failure keeps the last address',
+    );
+    assert.equal(
+      warnings().filter((line) => line.includes('zk2.test')).length,
+      2,
+      'warned again: it had resolved in between',
+    );
   });
 });

@@ -13,7 +13,11 @@ describe('coordination_exporter start.sh / stop.sh', () => {
   let zk: ZooKeeperServer;
   let componentDir: string;
   const sh = (script: string, ...args: string[]) =>
-    spawnSync('bash', [join(componentDir, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: root }, timeout: 30_000 });
+    spawnSync('bash', [join(componentDir, script), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, CACHEMON_HOME: root },
+      timeout: 30_000,
+    });
 
   before(async () => {
     zk = await startZooKeeper();
@@ -62,11 +66,27 @@ describe('coordination_exporter start.sh / stop.sh', () => {
   });
 
   for (const [label, body, message] of [
-    ['both ZK_DOMAIN and ZK_SERVERS', 'ZK_DOMAIN=zk.example:2181\nZK_SERVERS=(10.0.0.1:2181)\n', /sets both ZK_DOMAIN and ZK_SERVERS; set exactly one\. Nothing started\./],
-    ['neither ZK_DOMAIN nor ZK_SERVERS', '', /sets neither ZK_DOMAIN nor ZK_SERVERS; set exactly one\. Nothing started\./],
+    [
+      'both ZK_DOMAIN and ZK_SERVERS',
+      'ZK_DOMAIN=zk.example:2181\nZK_SERVERS=(10.0.0.1:2181)\n',
+      /sets both ZK_DOMAIN and ZK_SERVERS; set exactly one\. Nothing started\./,
+    ],
+    [
+      'neither ZK_DOMAIN nor ZK_SERVERS',
+      '',
+      /sets neither ZK_DOMAIN nor ZK_SERVERS; set exactly one\. Nothing started\./,
+    ],
     ['an empty ZK_SERVERS array', 'ZK_SERVERS=()\n', /sets neither ZK_DOMAIN nor ZK_SERVERS/],
-    ['ZK_SERVERS as a string', 'ZK_SERVERS="10.0.0.1:2181 10.0.0.2:2181"\n', /ZK_SERVERS must be a bash array, ZK_SERVERS=\(<host>:<port> \.\.\.\), got the string '10\.0\.0\.1:2181 10\.0\.0\.2:2181'\. Nothing started\./],
-    ['ZK_SERVERS as a string and ZK_DOMAIN', 'ZK_DOMAIN=zk.example:2181\nZK_SERVERS=10.0.0.1:2181\n', /ZK_SERVERS must be a bash array/],
+    [
+      'ZK_SERVERS as a string',
+      'ZK_SERVERS="10.0.0.1:2181 10.0.0.2:2181"\n',
+      /ZK_SERVERS must be a bash array, ZK_SERVERS=\(<host>:<port> \.\.\.\), got the string '10\.0\.0\.1:2181 10\.0\.0\.2:2181'\. Nothing started\./,
+    ],
+    [
+      'ZK_SERVERS as a string and ZK_DOMAIN',
+      'ZK_DOMAIN=zk.example:2181\nZK_SERVERS=10.0.0.1:2181\n',
+      /ZK_SERVERS must be a bash array/,
+    ],
   ] as const) {
     it(`${label}: a clear error naming the file, nothing started`, async () => {
       const port = await freePort();
@@ -82,14 +102,20 @@ describe('coordination_exporter start.sh / stop.sh', () => {
 
   it('an empty ZK_SERVERS string beside ZK_DOMAIN counts as unset: the domain is used', async () => {
     const port = await freePort();
-    writeFileSync(join(componentDir, 'conf', 'dom.env'), `LISTEN_PORT=${port}\nZK_DOMAIN=${zk.address.replace('127.0.0.1', 'localhost')}\nZK_SERVERS=\n`);
+    writeFileSync(
+      join(componentDir, 'conf', 'dom.env'),
+      `LISTEN_PORT=${port}\nZK_DOMAIN=${zk.address.replace('127.0.0.1', 'localhost')}\nZK_SERVERS=\n`,
+    );
     const started = sh('start.sh', 'dom');
     assert.equal(started.status, 0, started.stderr);
     try {
       let text = '';
       const named = `zk_up{zk_host="localhost:${zk.port}"} 1`;
       for (let i = 0; i < 100 && !text.includes(named); i++) {
-        text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+        text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+          (r) => r.text(),
+          () => '',
+        );
         await sleep(100);
       }
       // localhost resolves to 127.0.0.1 alone: one server, labelled with the name as given

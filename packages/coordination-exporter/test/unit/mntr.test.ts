@@ -7,9 +7,14 @@ import { parseKey, parseMntr, parseValue, type MntrEntry } from '../../src/index
 import { LEADER_ONLY_KEYS } from '../../src/mntr-catalog.js';
 
 /** Replies of the Debian ZooKeeper 3.8.0 server, captured with the test kit (see fixtures/README.md). */
-const fixture = (name: string): string => readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string): string =>
+  readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
 
-function metrics(reply: string): { entries: readonly MntrEntry[]; skipped: readonly string[]; byKey: Map<string, MntrEntry> } {
+function metrics(reply: string): {
+  entries: readonly MntrEntry[];
+  skipped: readonly string[];
+  byKey: Map<string, MntrEntry>;
+} {
   const parsed = parseMntr(reply);
   assert.equal(parsed.kind, 'metrics');
   if (parsed.kind !== 'metrics') throw new Error('unreachable');
@@ -33,7 +38,10 @@ describe('parseMntr on real 3.8 replies', () => {
       assert.equal(byKey.get('zk_avg_latency')?.text.includes('.'), true);
       // Everything but a few text keys is a number.
       const texts = entries.filter((e) => e.value === undefined).map((e) => e.key);
-      assert.deepEqual(texts.sort(), ['zk_peer_state', 'zk_server_state', 'zk_version'].filter((k) => byKey.has(k)).sort());
+      assert.deepEqual(
+        texts.sort(),
+        ['zk_peer_state', 'zk_server_state', 'zk_version'].filter((k) => byKey.has(k)).sort(),
+      );
     });
   }
 
@@ -73,7 +81,14 @@ describe('parseMntr on 3.6+ labelled keys', () => {
       [
         ['zk_write_per_namespace_count', [['key', 'config']], 4],
         ['zk_write_per_namespace_count', [['key', 'zookeeper']], 12],
-        ['zk_avg_read_per_namespace', [['key', 'a,b'], ['quantile', '0.5']], 0.00015],
+        [
+          'zk_avg_read_per_namespace',
+          [
+            ['key', 'a,b'],
+            ['quantile', '0.5'],
+          ],
+          0.00015,
+        ],
         ['zk_odd', [['key', 'say "hi"\\']], 1],
       ],
     );
@@ -111,13 +126,18 @@ describe('parseMntr on keys named after znodes', () => {
   });
 
   it('two keys that become the same name: the first is kept, the second skipped and named', () => {
-    const { entries, skipped } = metrics('zk_cnt_my-app_write_per_namespace\t3\nzk_cnt_my_app_write_per_namespace\t4\n');
+    const { entries, skipped } = metrics(
+      'zk_cnt_my-app_write_per_namespace\t3\nzk_cnt_my_app_write_per_namespace\t4\n',
+    );
     assert.deepEqual(
       entries.map((e) => [e.name, e.value]),
       [['zk_cnt_my_app_write_per_namespace', 3]],
     );
     assert.equal(skipped.length, 1);
-    assert.match(skipped[0]!, /"zk_cnt_my_app_write_per_namespace" is the same series as "zk_cnt_my-app_write_per_namespace"/);
+    assert.match(
+      skipped[0]!,
+      /"zk_cnt_my_app_write_per_namespace" is the same series as "zk_cnt_my-app_write_per_namespace"/,
+    );
   });
 });
 
@@ -150,7 +170,10 @@ describe('parseMntr on bad input', () => {
     for (const reply of ['', '\n', 'imok', 'Zookeeper version: 3.8.0\nMode: leader\n', '\u0000\u0001\u0002']) {
       assert.throws(
         () => parseMntr(reply),
-        (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code && /not an mntr reply/.test(err.message),
+        (err: unknown) =>
+          err instanceof CachemonError &&
+          err.code === Errors.NODE_PROTOCOL.code &&
+          /not an mntr reply/.test(err.message),
         JSON.stringify(reply),
       );
     }
@@ -183,7 +206,10 @@ describe('parseMntr on bad input', () => {
         const start = Math.floor(random() * good.length);
         input = good.slice(start, start + Math.floor(random() * 400));
       } else {
-        input = Array.from({ length: Math.floor(random() * 200) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+        input = Array.from(
+          { length: Math.floor(random() * 200) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join('');
       }
       try {
         const parsed = parseMntr(input);
@@ -194,7 +220,10 @@ describe('parseMntr on bad input', () => {
           }
         }
       } catch (err) {
-        assert.ok(err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code, `round ${round}: ${String(err)}`);
+        assert.ok(
+          err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code,
+          `round ${round}: ${String(err)}`,
+        );
       }
     }
   });

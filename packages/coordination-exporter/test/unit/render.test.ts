@@ -6,7 +6,8 @@ import { metricType, renderServers, ServerRenderer } from '../../src/render.js';
 import { formatEndpoint, parseServerList } from '../../src/exporter.js';
 import { parseMntr } from '../../src/mntr.js';
 
-const fixture = (name: string): string => readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string): string =>
+  readFileSync(new URL(`../../../test/fixtures/${name}`, import.meta.url), 'utf8');
 
 describe('metricType', () => {
   const table: Array<[string, 'counter' | 'gauge']> = [
@@ -56,7 +57,11 @@ describe('renderServers', () => {
     ]);
     const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
     assert.equal(new Set(types).size, types.length, 'no family twice');
-    assert.equal(types.length, parsed.entries.length + 3, 'one family per key, plus zk_up, zk_mntr_status, zk_server_leader');
+    assert.equal(
+      types.length,
+      parsed.entries.length + 3,
+      'one family per key, plus zk_up, zk_mntr_status, zk_server_leader',
+    );
     assert.match(text, /^zk_up\{zk_host="10\.0\.0\.1:2181"\} 1\nzk_up\{zk_host="10\.0\.0\.2:2181"\} 0$/m);
     assert.match(text, /^zk_mntr_status\{zk_host="10\.0\.0\.2:2181",status="not_whitelisted"\} 1$/m);
     assert.match(text, /^zk_server_state\{zk_host="10\.0\.0\.1:2181",state="leader"\} 1$/m);
@@ -77,7 +82,10 @@ describe('renderServers', () => {
     const parsed = parseMntr(fixture('mntr-3.8-follower.txt'));
     if (parsed.kind !== 'metrics') throw new Error('expected metrics');
     const text = render([{ host: 'h:1', status: 'ok', entries: parsed.entries }]);
-    assert.match(text, /^zk_version\{zk_host="h:1",version="3\.8\.0",build="3\.8\.0-\$\{mvngit\.commit\.id\}, built on 2024-12-29 17:54 UTC"\} 1$/m);
+    assert.match(
+      text,
+      /^zk_version\{zk_host="h:1",version="3\.8\.0",build="3\.8\.0-\$\{mvngit\.commit\.id\}, built on 2024-12-29 17:54 UTC"\} 1$/m,
+    );
   });
 
   it('zk_server_leader for every server: 0 for one not read, 1 for a leader that serves no clients', () => {
@@ -87,7 +95,10 @@ describe('renderServers', () => {
       { host: 'c:1', status: 'leader_only', entries: [] },
       { host: 'd:1', status: 'unresolved', entries: [] },
     ]);
-    assert.match(text, /^zk_server_leader\{zk_host="a:1"\} 0\nzk_server_leader\{zk_host="b:1"\} 0\nzk_server_leader\{zk_host="c:1"\} 1\nzk_server_leader\{zk_host="d:1"\} 0$/m);
+    assert.match(
+      text,
+      /^zk_server_leader\{zk_host="a:1"\} 0\nzk_server_leader\{zk_host="b:1"\} 0\nzk_server_leader\{zk_host="c:1"\} 1\nzk_server_leader\{zk_host="d:1"\} 0$/m,
+    );
     assert.match(text, /^zk_up\{zk_host="c:1"\} 1$/m);
     assert.match(text, /^zk_mntr_status\{zk_host="c:1",status="leader_only"\} 1$/m);
     assert.match(text, /^zk_up\{zk_host="d:1"\} 0$/m);
@@ -121,7 +132,11 @@ describe('parseServerList', () => {
       ['::1:2181', /"::1:2181" is not host:port/],
       ['a:1,a:1', /a:1 is listed twice/],
     ] as const) {
-      assert.throws(() => parseServerList(list), (err: unknown) => err instanceof CachemonError && message.test(err.message), list);
+      assert.throws(
+        () => parseServerList(list),
+        (err: unknown) => err instanceof CachemonError && message.test(err.message),
+        list,
+      );
     }
   });
 });
@@ -149,7 +164,9 @@ describe('ServerRenderer', () => {
       { host: 'a:1', status: 'ok', entries: entries('zk_znode_count\t5\nzk_watch_count\t1\n') },
       { host: 'b:1', status: 'ok', entries: entries('zk_watch_count\t2\nzk_ephemerals_count\t3\nzk_znode_count\t6\n') },
     ]);
-    const samples = text.split('\n').filter((line) => line.startsWith('zk_') && !line.startsWith('zk_mntr_status') && !line.startsWith('zk_up'));
+    const samples = text
+      .split('\n')
+      .filter((line) => line.startsWith('zk_') && !line.startsWith('zk_mntr_status') && !line.startsWith('zk_up'));
     assert.deepEqual(samples, [
       'zk_znode_count{zk_host="a:1"} 5',
       'zk_znode_count{zk_host="b:1"} 6',
@@ -183,7 +200,9 @@ describe('ServerRenderer', () => {
     assert.match(down, /^zk_mntr_status\{zk_host="a:1",status="timeout"\} 1$/m);
     assert.match(down, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
     assert.doesNotMatch(down, /zk_znode_count|zk_server_state/);
-    const follower = write(renderer, [{ host: 'a:1', status: 'ok', entries: entries(fixture('mntr-3.8-follower.txt')) }]);
+    const follower = write(renderer, [
+      { host: 'a:1', status: 'ok', entries: entries(fixture('mntr-3.8-follower.txt')) },
+    ]);
     assert.match(follower, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
     assert.match(follower, /^zk_server_state\{zk_host="a:1",state="follower"\} 1$/m);
   });

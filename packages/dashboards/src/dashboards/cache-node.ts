@@ -1,4 +1,20 @@
-import { CACHE, RATE, either, hitRatio, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable, topologyVariable } from '../kit.js';
+import {
+  CACHE,
+  RATE,
+  either,
+  hitRatio,
+  ensembleVariable,
+  long,
+  nodeVariable,
+  raw,
+  row,
+  serviceCodeVariable,
+  stat,
+  storeVariables,
+  timeseries,
+  topologyTable,
+  topologyVariable,
+} from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const NODE = [...CACHE, 'node=~"$node"'];
@@ -7,20 +23,52 @@ const HOST = ['instance=~"$host"'];
 export const cacheNode: DashboardSpec = {
   name: 'cache-node',
   title: 'cachemon / Cache node',
-  description: "One cache node's stats beside its machine's host metrics (the topology provider joins the node to the host exporter instance).",
+  description:
+    "One cache node's stats beside its machine's host metrics (the topology provider joins the node to the host exporter instance).",
   variables: [
     ...storeVariables(),
     ensembleVariable(false),
     serviceCodeVariable(false),
     nodeVariable(false),
-    topologyVariable('host', 'host_instances ensemble=$ensemble service_code=$service_code node=$node', { label: 'Machine', multi: false }),
+    topologyVariable('host', 'host_instances ensemble=$ensemble service_code=$service_code node=$node', {
+      label: 'Machine',
+      multi: false,
+    }),
   ],
   content: [
     topologyTable('Node', 'overview ensemble=$ensemble service_code=$service_code node=$node', { w: 16, h: 4 }),
-    stat('Up', { refId: 'A', expr: either(`arcus_up${raw(...NODE)}`, `node:arcus_up:avg${long(...NODE)}`), instant: true }, { w: 4, h: 4 }),
-    stat('Memory used', { refId: 'A', expr: either(`arcus_bytes${raw(...NODE)} / arcus_limit_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)} / node:arcus_limit_bytes:avg${long(...NODE)}`), instant: true }, { w: 4, h: 4, unit: 'percentunit' }),
+    stat(
+      'Up',
+      { refId: 'A', expr: either(`arcus_up${raw(...NODE)}`, `node:arcus_up:avg${long(...NODE)}`), instant: true },
+      { w: 4, h: 4 },
+    ),
+    stat(
+      'Memory used',
+      {
+        refId: 'A',
+        expr: either(
+          `arcus_bytes${raw(...NODE)} / arcus_limit_bytes${raw(...NODE)}`,
+          `node:arcus_bytes:avg${long(...NODE)} / node:arcus_limit_bytes:avg${long(...NODE)}`,
+        ),
+        instant: true,
+      },
+      { w: 4, h: 4, unit: 'percentunit' },
+    ),
     row('Cache node'),
-    timeseries('Operations by command', [{ refId: 'A', expr: either(`sum by (command) (rate(arcus_commands_total${raw(...NODE)}${RATE}))`, `sum by (command) (node:arcus_commands:rate${long(...NODE)})`), legend: '{{command}}' }], { w: 12, unit: 'ops' }),
+    timeseries(
+      'Operations by command',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (command) (rate(arcus_commands_total${raw(...NODE)}${RATE}))`,
+            `sum by (command) (node:arcus_commands:rate${long(...NODE)})`,
+          ),
+          legend: '{{command}}',
+        },
+      ],
+      { w: 12, unit: 'ops' },
+    ),
     timeseries(
       'Hit ratio by command',
       [
@@ -35,30 +83,118 @@ export const cacheNode: DashboardSpec = {
     timeseries(
       'Memory: used and limit',
       [
-        { refId: 'A', expr: either(`arcus_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)}`), legend: 'used' },
-        { refId: 'B', expr: either(`arcus_limit_bytes${raw(...NODE)}`, `node:arcus_limit_bytes:avg${long(...NODE)}`), legend: 'limit' },
+        {
+          refId: 'A',
+          expr: either(`arcus_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)}`),
+          legend: 'used',
+        },
+        {
+          refId: 'B',
+          expr: either(`arcus_limit_bytes${raw(...NODE)}`, `node:arcus_limit_bytes:avg${long(...NODE)}`),
+          legend: 'limit',
+        },
       ],
       { w: 8, unit: 'bytes' },
     ),
     timeseries(
       'Items and evictions',
       [
-        { refId: 'A', expr: either(`arcus_items${raw(...NODE)}`, `node:arcus_items:avg${long(...NODE)}`), legend: 'items' },
-        { refId: 'B', expr: either(`rate(arcus_items_evicted_total${raw(...NODE)}${RATE})`, `node:arcus_items_evicted:rate${long(...NODE)}`), legend: 'evictions/s' },
+        {
+          refId: 'A',
+          expr: either(`arcus_items${raw(...NODE)}`, `node:arcus_items:avg${long(...NODE)}`),
+          legend: 'items',
+        },
+        {
+          refId: 'B',
+          expr: either(
+            `rate(arcus_items_evicted_total${raw(...NODE)}${RATE})`,
+            `node:arcus_items_evicted:rate${long(...NODE)}`,
+          ),
+          legend: 'evictions/s',
+        },
       ],
       { w: 8, unit: 'short' },
     ),
-    timeseries('Connections and QoS latency', [
-      { refId: 'A', expr: either(`arcus_connections${raw(...NODE)}`, `node:arcus_connections:max${long(...NODE)}`), legend: 'connections' },
-      { refId: 'B', expr: either(`arcus_qos_latency_seconds${raw(...NODE)} * 1000`, `node:arcus_qos_latency_seconds:max${long(...NODE)} * 1000`), legend: '{{probe}} ms' },
-    ], { w: 8, unit: 'short' }),
+    timeseries(
+      'Connections and QoS latency',
+      [
+        {
+          refId: 'A',
+          expr: either(`arcus_connections${raw(...NODE)}`, `node:arcus_connections:max${long(...NODE)}`),
+          legend: 'connections',
+        },
+        {
+          refId: 'B',
+          expr: either(
+            `arcus_qos_latency_seconds${raw(...NODE)} * 1000`,
+            `node:arcus_qos_latency_seconds:max${long(...NODE)} * 1000`,
+          ),
+          legend: '{{probe}} ms',
+        },
+      ],
+      { w: 8, unit: 'short' },
+    ),
     row('Its machine'),
-    timeseries('CPU busy', [{ refId: 'A', expr: either(`1 - avg by (instance) (rate(node_cpu_seconds_total${raw(...HOST, 'mode="idle"')}${RATE}))`, `instance:node_cpu_busy:ratio${long(...HOST)}`), legend: '{{instance}}' }], { w: 6, unit: 'percentunit' }),
-    timeseries('Memory available', [{ refId: 'A', expr: either(`node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`, `instance:node_memory_available:ratio${long(...HOST)}`), legend: '{{instance}}' }], { w: 6, unit: 'percentunit' }),
-    timeseries('Load (1m)', [{ refId: 'A', expr: either(`node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`), legend: '{{instance}}' }], { w: 6, unit: 'short' }),
-    timeseries('Network', [
-      { refId: 'A', expr: either(`sum by (instance) (rate(node_network_receive_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`, `instance:node_network_receive_bytes:rate${long(...HOST)}`), legend: 'receive' },
-      { refId: 'B', expr: either(`sum by (instance) (rate(node_network_transmit_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`, `instance:node_network_transmit_bytes:rate${long(...HOST)}`), legend: 'transmit' },
-    ], { w: 6, unit: 'Bps' }),
+    timeseries(
+      'CPU busy',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `1 - avg by (instance) (rate(node_cpu_seconds_total${raw(...HOST, 'mode="idle"')}${RATE}))`,
+            `instance:node_cpu_busy:ratio${long(...HOST)}`,
+          ),
+          legend: '{{instance}}',
+        },
+      ],
+      { w: 6, unit: 'percentunit' },
+    ),
+    timeseries(
+      'Memory available',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`,
+            `instance:node_memory_available:ratio${long(...HOST)}`,
+          ),
+          legend: '{{instance}}',
+        },
+      ],
+      { w: 6, unit: 'percentunit' },
+    ),
+    timeseries(
+      'Load (1m)',
+      [
+        {
+          refId: 'A',
+          expr: either(`node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`),
+          legend: '{{instance}}',
+        },
+      ],
+      { w: 6, unit: 'short' },
+    ),
+    timeseries(
+      'Network',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (instance) (rate(node_network_receive_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
+            `instance:node_network_receive_bytes:rate${long(...HOST)}`,
+          ),
+          legend: 'receive',
+        },
+        {
+          refId: 'B',
+          expr: either(
+            `sum by (instance) (rate(node_network_transmit_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
+            `instance:node_network_transmit_bytes:rate${long(...HOST)}`,
+          ),
+          legend: 'transmit',
+        },
+      ],
+      { w: 6, unit: 'Bps' },
+    ),
   ],
 };

@@ -1,21 +1,51 @@
-import { either, ensembleVariable, long, promTable, raw, row, storeVariables, timeseries, topologyTable, topologyVariable } from '../kit.js';
+import {
+  either,
+  ensembleVariable,
+  long,
+  promTable,
+  raw,
+  row,
+  storeVariables,
+  timeseries,
+  topologyTable,
+  topologyVariable,
+} from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const ZK = ['ensemble=~"$ensemble"', 'zk_host=~"$zk_server"'];
 
 /** A per-server gauge: raw, or its downsampled aggregate. */
 const perServer = (title: string, metric: string, aggregate: string, unit: string) =>
-  timeseries(title, [{ refId: 'A', expr: either(`${metric}${raw(...ZK)}`, `${aggregate}${long(...ZK)}`), legend: '{{zk_host}}' }], { w: 8, unit });
+  timeseries(
+    title,
+    [{ refId: 'A', expr: either(`${metric}${raw(...ZK)}`, `${aggregate}${long(...ZK)}`), legend: '{{zk_host}}' }],
+    { w: 8, unit },
+  );
 
 export const coordination: DashboardSpec = {
   name: 'coordination',
   title: 'cachemon / Coordination ensemble',
-  description: 'The servers of one coordination ensemble: state and role, latency, connections, outstanding requests, znodes and watches.',
-  variables: [...storeVariables(), ensembleVariable(false), topologyVariable('zk_server', 'zk_servers ensemble=$ensemble', { label: 'Server', multi: true })],
+  description:
+    'The servers of one coordination ensemble: state and role, latency, connections, outstanding requests, znodes and watches.',
+  variables: [
+    ...storeVariables(),
+    ensembleVariable(false),
+    topologyVariable('zk_server', 'zk_servers ensemble=$ensemble', { label: 'Server', multi: true }),
+  ],
   content: [
     topologyTable('Ensemble (topology provider)', 'ensemble_status ensemble=$ensemble', { w: 24, h: 4 }),
     row('State'),
-    promTable('Server state', { refId: 'A', expr: either(`max by (zk_host, state) (zk_server_state${raw(...ZK)})`, `max by (zk_host, state) (zk_host:zk_server_state:max${long(...ZK)})`) }, { w: 8, description: 'leader, follower, observer or standalone, as each server says (mntr).' }),
+    promTable(
+      'Server state',
+      {
+        refId: 'A',
+        expr: either(
+          `max by (zk_host, state) (zk_server_state${raw(...ZK)})`,
+          `max by (zk_host, state) (zk_host:zk_server_state:max${long(...ZK)})`,
+        ),
+      },
+      { w: 8, description: 'leader, follower, observer or standalone, as each server says (mntr).' },
+    ),
     perServer('Up', 'zk_up', 'zk_host:zk_up:avg', 'short'),
     perServer('Leader', 'zk_server_leader', 'zk_host:zk_server_leader:max', 'short'),
     row('Load'),

@@ -1,4 +1,19 @@
-import { CACHE, RATE, either, hitRatio, ensembleVariable, long, promTable, raw, row, serviceCodeVariable, stat, storeVariables, timeseries, topologyTable } from '../kit.js';
+import {
+  CACHE,
+  RATE,
+  either,
+  hitRatio,
+  ensembleVariable,
+  long,
+  promTable,
+  raw,
+  row,
+  serviceCodeVariable,
+  stat,
+  storeVariables,
+  timeseries,
+  topologyTable,
+} from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const BY = 'ensemble, service_code';
@@ -6,16 +21,69 @@ const BY = 'ensemble, service_code';
 export const fleet: DashboardSpec = {
   name: 'fleet',
   title: 'cachemon / Fleet overview',
-  description: 'Every ensemble and service code: nodes live and down, operations, hit ratio, memory, evictions, firing alerts.',
+  description:
+    'Every ensemble and service code: nodes live and down, operations, hit ratio, memory, evictions, firing alerts.',
   variables: [...storeVariables(), ensembleVariable(true), serviceCodeVariable(true)],
   content: [
     row('Topology'),
-    stat('Cache nodes up', { refId: 'A', expr: either(`sum(arcus_up${raw(...CACHE)})`, `sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`), instant: true }, { w: 4 }),
-    stat('Cache nodes down', { refId: 'A', expr: either(`sum(1 - arcus_up${raw(...CACHE)})`, `sum(service_code:arcus_nodes:count${long(...CACHE)}) - sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`), instant: true }, { w: 4, description: 'Nodes mapped to the service codes that do not answer (or are not registered).' }),
-    stat('Operations', { refId: 'A', expr: either(`sum(rate(arcus_commands_total${raw(...CACHE)}${RATE}))`, `sum(service_code:arcus_commands:rate${long(...CACHE)})`), instant: true }, { w: 4, unit: 'ops' }),
-    topologyTable('Service codes (topology provider)', 'service_code_summary ensemble=$ensemble service_code=$service_code', { w: 12, h: 8, description: 'Nodes, live, down and replication groups per service code, as the coordination ensembles say now.' }),
+    stat(
+      'Cache nodes up',
+      {
+        refId: 'A',
+        expr: either(`sum(arcus_up${raw(...CACHE)})`, `sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`),
+        instant: true,
+      },
+      { w: 4 },
+    ),
+    stat(
+      'Cache nodes down',
+      {
+        refId: 'A',
+        expr: either(
+          `sum(1 - arcus_up${raw(...CACHE)})`,
+          `sum(service_code:arcus_nodes:count${long(...CACHE)}) - sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`,
+        ),
+        instant: true,
+      },
+      { w: 4, description: 'Nodes mapped to the service codes that do not answer (or are not registered).' },
+    ),
+    stat(
+      'Operations',
+      {
+        refId: 'A',
+        expr: either(
+          `sum(rate(arcus_commands_total${raw(...CACHE)}${RATE}))`,
+          `sum(service_code:arcus_commands:rate${long(...CACHE)})`,
+        ),
+        instant: true,
+      },
+      { w: 4, unit: 'ops' },
+    ),
+    topologyTable(
+      'Service codes (topology provider)',
+      'service_code_summary ensemble=$ensemble service_code=$service_code',
+      {
+        w: 12,
+        h: 8,
+        description:
+          'Nodes, live, down and replication groups per service code, as the coordination ensembles say now.',
+      },
+    ),
     row('Traffic and memory per service code'),
-    timeseries('Operations per service code', [{ refId: 'A', expr: either(`sum by (${BY}) (rate(arcus_commands_total${raw(...CACHE)}${RATE}))`, `sum by (${BY}) (service_code:arcus_commands:rate${long(...CACHE)})`), legend: '{{ensemble}}/{{service_code}}' }], { w: 12, unit: 'ops' }),
+    timeseries(
+      'Operations per service code',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (${BY}) (rate(arcus_commands_total${raw(...CACHE)}${RATE}))`,
+            `sum by (${BY}) (service_code:arcus_commands:rate${long(...CACHE)})`,
+          ),
+          legend: '{{ensemble}}/{{service_code}}',
+        },
+      ],
+      { w: 12, unit: 'ops' },
+    ),
     timeseries(
       'Get hit ratio per service code',
       [
@@ -27,9 +95,47 @@ export const fleet: DashboardSpec = {
       ],
       { w: 12, unit: 'percentunit' },
     ),
-    timeseries('Memory used of the limit per service code', [{ refId: 'A', expr: either(`sum by (${BY}) (arcus_bytes${raw(...CACHE)}) / sum by (${BY}) (arcus_limit_bytes${raw(...CACHE)})`, `sum by (${BY}) (service_code:arcus_bytes:avg${long(...CACHE)}) / sum by (${BY}) (service_code:arcus_limit_bytes:avg${long(...CACHE)})`), legend: '{{ensemble}}/{{service_code}}' }], { w: 12, unit: 'percentunit' }),
-    timeseries('Evictions per service code', [{ refId: 'A', expr: either(`sum by (${BY}) (rate(arcus_items_evicted_total${raw(...CACHE)}${RATE}))`, `sum by (${BY}) (service_code:arcus_items_evicted:rate${long(...CACHE)})`), legend: '{{ensemble}}/{{service_code}}' }], { w: 12, unit: 'ops', description: 'Valid items evicted to make room: the cache is too small for its working set.' }),
+    timeseries(
+      'Memory used of the limit per service code',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (${BY}) (arcus_bytes${raw(...CACHE)}) / sum by (${BY}) (arcus_limit_bytes${raw(...CACHE)})`,
+            `sum by (${BY}) (service_code:arcus_bytes:avg${long(...CACHE)}) / sum by (${BY}) (service_code:arcus_limit_bytes:avg${long(...CACHE)})`,
+          ),
+          legend: '{{ensemble}}/{{service_code}}',
+        },
+      ],
+      { w: 12, unit: 'percentunit' },
+    ),
+    timeseries(
+      'Evictions per service code',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (${BY}) (rate(arcus_items_evicted_total${raw(...CACHE)}${RATE}))`,
+            `sum by (${BY}) (service_code:arcus_items_evicted:rate${long(...CACHE)})`,
+          ),
+          legend: '{{ensemble}}/{{service_code}}',
+        },
+      ],
+      {
+        w: 12,
+        unit: 'ops',
+        description: 'Valid items evicted to make room: the cache is too small for its working set.',
+      },
+    ),
     row('Alerts'),
-    promTable('Firing alerts', { refId: 'A', expr: 'ALERTS{alertstate="firing"}' }, { w: 24, description: 'Alerts the rule evaluator holds firing now (its ALERTS series in the long-term store); the alert router notifies them.' }),
+    promTable(
+      'Firing alerts',
+      { refId: 'A', expr: 'ALERTS{alertstate="firing"}' },
+      {
+        w: 24,
+        description:
+          'Alerts the rule evaluator holds firing now (its ALERTS series in the long-term store); the alert router notifies them.',
+      },
+    ),
   ],
 };

@@ -1,24 +1,84 @@
-import { RATE, either, ensembleVariable, long, raw, row, serviceCodeVariable, storeVariables, timeseries, topologyVariable } from '../kit.js';
+import {
+  RATE,
+  either,
+  ensembleVariable,
+  long,
+  raw,
+  row,
+  serviceCodeVariable,
+  storeVariables,
+  timeseries,
+  topologyVariable,
+} from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const HOST = ['instance=~"$host"'];
-const host = (title: string, rawExpr: string, longExpr: string, unit: string, w = 8) => timeseries(title, [{ refId: 'A', expr: either(rawExpr, longExpr), legend: '{{instance}}' }], { w, unit });
+const host = (title: string, rawExpr: string, longExpr: string, unit: string, w = 8) =>
+  timeseries(title, [{ refId: 'A', expr: either(rawExpr, longExpr), legend: '{{instance}}' }], { w, unit });
 
 export const hosts: DashboardSpec = {
   name: 'hosts',
   title: 'cachemon / Hosts',
-  description: 'The machines of the chosen cache nodes (host exporter): CPU, memory, disk, network, load, file descriptors.',
-  variables: [...storeVariables(), ensembleVariable(true), serviceCodeVariable(true), topologyVariable('host', 'host_instances ensemble=$ensemble service_code=$service_code', { label: 'Machine', multi: true })],
+  description:
+    'The machines of the chosen cache nodes (host exporter): CPU, memory, disk, network, load, file descriptors.',
+  variables: [
+    ...storeVariables(),
+    ensembleVariable(true),
+    serviceCodeVariable(true),
+    topologyVariable('host', 'host_instances ensemble=$ensemble service_code=$service_code', {
+      label: 'Machine',
+      multi: true,
+    }),
+  ],
   content: [
     row('CPU and memory'),
-    host('CPU busy', `1 - avg by (instance) (rate(node_cpu_seconds_total${raw(...HOST, 'mode="idle"')}${RATE}))`, `instance:node_cpu_busy:ratio${long(...HOST)}`, 'percentunit'),
-    host('Memory available', `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`, `instance:node_memory_available:ratio${long(...HOST)}`, 'percentunit'),
+    host(
+      'CPU busy',
+      `1 - avg by (instance) (rate(node_cpu_seconds_total${raw(...HOST, 'mode="idle"')}${RATE}))`,
+      `instance:node_cpu_busy:ratio${long(...HOST)}`,
+      'percentunit',
+    ),
+    host(
+      'Memory available',
+      `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`,
+      `instance:node_memory_available:ratio${long(...HOST)}`,
+      'percentunit',
+    ),
     host('Load (1m)', `node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`, 'short'),
     row('Disk and network'),
-    timeseries('Disk busy (I/O time) per device', [{ refId: 'A', expr: either(`rate(node_disk_io_time_seconds_total${raw(...HOST)}${RATE})`, `instance:node_disk_io_time:ratio${long(...HOST)}`), legend: '{{instance}} {{device}}' }], { w: 8, unit: 'percentunit' }),
-    host('Network received', `sum by (instance) (rate(node_network_receive_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`, `instance:node_network_receive_bytes:rate${long(...HOST)}`, 'Bps'),
-    host('Network transmitted', `sum by (instance) (rate(node_network_transmit_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`, `instance:node_network_transmit_bytes:rate${long(...HOST)}`, 'Bps'),
+    timeseries(
+      'Disk busy (I/O time) per device',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `rate(node_disk_io_time_seconds_total${raw(...HOST)}${RATE})`,
+            `instance:node_disk_io_time:ratio${long(...HOST)}`,
+          ),
+          legend: '{{instance}} {{device}}',
+        },
+      ],
+      { w: 8, unit: 'percentunit' },
+    ),
+    host(
+      'Network received',
+      `sum by (instance) (rate(node_network_receive_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
+      `instance:node_network_receive_bytes:rate${long(...HOST)}`,
+      'Bps',
+    ),
+    host(
+      'Network transmitted',
+      `sum by (instance) (rate(node_network_transmit_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
+      `instance:node_network_transmit_bytes:rate${long(...HOST)}`,
+      'Bps',
+    ),
     row('File descriptors'),
-    host('File descriptors allocated', `node_filefd_allocated${raw(...HOST)}`, `instance:node_filefd_allocated:max${long(...HOST)}`, 'short', 24),
+    host(
+      'File descriptors allocated',
+      `node_filefd_allocated${raw(...HOST)}`,
+      `instance:node_filefd_allocated:max${long(...HOST)}`,
+      'short',
+      24,
+    ),
   ],
 };

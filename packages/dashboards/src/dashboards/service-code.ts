@@ -1,4 +1,18 @@
-import { CACHE, RATE, either, hitRatio, ensembleVariable, long, nodeVariable, raw, row, serviceCodeVariable, storeVariables, timeseries, topologyTable } from '../kit.js';
+import {
+  CACHE,
+  RATE,
+  either,
+  hitRatio,
+  ensembleVariable,
+  long,
+  nodeVariable,
+  raw,
+  row,
+  serviceCodeVariable,
+  storeVariables,
+  timeseries,
+  topologyTable,
+} from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 const NODES = [...CACHE, 'node=~"$node"'];
@@ -6,16 +20,75 @@ const NODES = [...CACHE, 'node=~"$node"'];
 export const serviceCode: DashboardSpec = {
   name: 'service-code',
   title: 'cachemon / Service code',
-  description: 'One service code: its nodes, replication groups and roles, operations by command and per node, hit ratios, memory and items, connections, evictions, QoS latency.',
+  description:
+    'One service code: its nodes, replication groups and roles, operations by command and per node, hit ratios, memory and items, connections, evictions, QoS latency.',
   variables: [...storeVariables(), ensembleVariable(false), serviceCodeVariable(false), nodeVariable(true)],
   content: [
     row('Nodes'),
-    topologyTable('Nodes, replication groups and roles', 'overview ensemble=$ensemble service_code=$service_code node=$node', { w: 24, h: 7 }),
-    timeseries('Up per node', [{ refId: 'A', expr: either(`arcus_up${raw(...NODES)}`, `node:arcus_up:avg${long(...NODES)}`), legend: '{{node}}' }], { w: 12, h: 6, description: '1 while the node answers within the scrape deadline; averaged over the resolution in long ranges.' }),
-    timeseries('QoS latency per probe (slowest node)', [{ refId: 'A', expr: either(`max by (probe) (arcus_qos_latency_seconds${raw(...NODES)})`, `max by (probe) (node:arcus_qos_latency_seconds:max${long(...NODES)})`), legend: '{{probe}}' }], { w: 12, h: 6, unit: 's' }),
+    topologyTable(
+      'Nodes, replication groups and roles',
+      'overview ensemble=$ensemble service_code=$service_code node=$node',
+      { w: 24, h: 7 },
+    ),
+    timeseries(
+      'Up per node',
+      [
+        {
+          refId: 'A',
+          expr: either(`arcus_up${raw(...NODES)}`, `node:arcus_up:avg${long(...NODES)}`),
+          legend: '{{node}}',
+        },
+      ],
+      {
+        w: 12,
+        h: 6,
+        description:
+          '1 while the node answers within the scrape deadline; averaged over the resolution in long ranges.',
+      },
+    ),
+    timeseries(
+      'QoS latency per probe (slowest node)',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `max by (probe) (arcus_qos_latency_seconds${raw(...NODES)})`,
+            `max by (probe) (node:arcus_qos_latency_seconds:max${long(...NODES)})`,
+          ),
+          legend: '{{probe}}',
+        },
+      ],
+      { w: 12, h: 6, unit: 's' },
+    ),
     row('Operations'),
-    timeseries('Operations by command (service code total)', [{ refId: 'A', expr: either(`sum by (command) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`, `sum by (command) (node:arcus_commands:rate${long(...NODES)})`), legend: '{{command}}' }], { w: 12, unit: 'ops' }),
-    timeseries('Operations per node', [{ refId: 'A', expr: either(`sum by (node) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`, `sum by (node) (node:arcus_commands:rate${long(...NODES)})`), legend: '{{node}}' }], { w: 12, unit: 'ops' }),
+    timeseries(
+      'Operations by command (service code total)',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (command) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
+            `sum by (command) (node:arcus_commands:rate${long(...NODES)})`,
+          ),
+          legend: '{{command}}',
+        },
+      ],
+      { w: 12, unit: 'ops' },
+    ),
+    timeseries(
+      'Operations per node',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `sum by (node) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
+            `sum by (node) (node:arcus_commands:rate${long(...NODES)})`,
+          ),
+          legend: '{{node}}',
+        },
+      ],
+      { w: 12, unit: 'ops' },
+    ),
     timeseries(
       'Hit ratio by command',
       [
@@ -27,10 +100,56 @@ export const serviceCode: DashboardSpec = {
       ],
       { w: 12, unit: 'percentunit' },
     ),
-    timeseries('Evictions per node', [{ refId: 'A', expr: either(`rate(arcus_items_evicted_total${raw(...NODES)}${RATE})`, `node:arcus_items_evicted:rate${long(...NODES)}`), legend: '{{node}}' }], { w: 12, unit: 'ops' }),
+    timeseries(
+      'Evictions per node',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `rate(arcus_items_evicted_total${raw(...NODES)}${RATE})`,
+            `node:arcus_items_evicted:rate${long(...NODES)}`,
+          ),
+          legend: '{{node}}',
+        },
+      ],
+      { w: 12, unit: 'ops' },
+    ),
     row('Memory and connections'),
-    timeseries('Memory used of the limit per node', [{ refId: 'A', expr: either(`arcus_bytes${raw(...NODES)} / arcus_limit_bytes${raw(...NODES)}`, `node:arcus_bytes:avg${long(...NODES)} / node:arcus_limit_bytes:avg${long(...NODES)}`), legend: '{{node}}' }], { w: 8, unit: 'percentunit' }),
-    timeseries('Items per node', [{ refId: 'A', expr: either(`arcus_items${raw(...NODES)}`, `node:arcus_items:avg${long(...NODES)}`), legend: '{{node}}' }], { w: 8, unit: 'short' }),
-    timeseries('Client connections per node', [{ refId: 'A', expr: either(`arcus_connections${raw(...NODES)}`, `node:arcus_connections:max${long(...NODES)}`), legend: '{{node}}' }], { w: 8, unit: 'short' }),
+    timeseries(
+      'Memory used of the limit per node',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `arcus_bytes${raw(...NODES)} / arcus_limit_bytes${raw(...NODES)}`,
+            `node:arcus_bytes:avg${long(...NODES)} / node:arcus_limit_bytes:avg${long(...NODES)}`,
+          ),
+          legend: '{{node}}',
+        },
+      ],
+      { w: 8, unit: 'percentunit' },
+    ),
+    timeseries(
+      'Items per node',
+      [
+        {
+          refId: 'A',
+          expr: either(`arcus_items${raw(...NODES)}`, `node:arcus_items:avg${long(...NODES)}`),
+          legend: '{{node}}',
+        },
+      ],
+      { w: 8, unit: 'short' },
+    ),
+    timeseries(
+      'Client connections per node',
+      [
+        {
+          refId: 'A',
+          expr: either(`arcus_connections${raw(...NODES)}`, `node:arcus_connections:max${long(...NODES)}`),
+          legend: '{{node}}',
+        },
+      ],
+      { w: 8, unit: 'short' },
+    ),
   ],
 };

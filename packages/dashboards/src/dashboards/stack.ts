@@ -7,17 +7,70 @@ const STORES = '{job=~"meta-short|meta-long"}';
 export const stack: DashboardSpec = {
   name: 'stack',
   title: 'cachemon / The stack itself',
-  description: 'The monitoring stack: every scrape target (exporters, host exporters, stores), the stores ingesting, their disk, and the rule evaluator writing to the long-term store.',
+  description:
+    'The monitoring stack: every scrape target (exporters, host exporters, stores), the stores ingesting, their disk, and the rule evaluator writing to the long-term store.',
   variables: [...storeVariables()],
   content: [
     row('Scrape targets'),
-    timeseries('Exporters up', [{ refId: 'A', expr: either(`up${raw()}`, `instance:up:avg${long('job!~"meta-.*"')}`), legend: '{{job}} {{instance}}' }], { w: 12, description: 'Cache, prefix, coordination and host exporters as the short-term store scrapes them (1 up, 0 down).' }),
-    timeseries('Scrape duration', [{ refId: 'A', expr: either(`scrape_duration_seconds${raw()}`, `instance:scrape_duration_seconds:max${long('job!~"meta-.*"')}`), legend: '{{job}} {{instance}}' }], { w: 12, unit: 's', description: 'Close to the scrape timeout means a target at risk of being marked down.' }),
+    timeseries(
+      'Exporters up',
+      [
+        {
+          refId: 'A',
+          expr: either(`up${raw()}`, `instance:up:avg${long('job!~"meta-.*"')}`),
+          legend: '{{job}} {{instance}}',
+        },
+      ],
+      {
+        w: 12,
+        description:
+          'Cache, prefix, coordination and host exporters as the short-term store scrapes them (1 up, 0 down).',
+      },
+    ),
+    timeseries(
+      'Scrape duration',
+      [
+        {
+          refId: 'A',
+          expr: either(
+            `scrape_duration_seconds${raw()}`,
+            `instance:scrape_duration_seconds:max${long('job!~"meta-.*"')}`,
+          ),
+          legend: '{{job}} {{instance}}',
+        },
+      ],
+      { w: 12, unit: 's', description: 'Close to the scrape timeout means a target at risk of being marked down.' },
+    ),
     row('Stores'),
     timeseries('Stores up', [{ refId: 'A', expr: `up${STORES}`, legend: '{{job}}' }], { w: 8 }),
-    timeseries('Rows ingested', [{ refId: 'A', expr: `rate(vm_rows_inserted_total${STORES.replace('}', ', type=~"promscrape|promremotewrite"}')}${RATE})`, legend: '{{job}} {{type}}' }], { w: 8, unit: 'ops', description: 'promscrape: the short-term store scraping; promremotewrite into the long-term store: the rule evaluator writing downsampled series and alert states.' }),
-    timeseries('Free disk space', [{ refId: 'A', expr: `vm_free_disk_space_bytes${STORES}`, legend: '{{job}}' }], { w: 8, unit: 'bytes' }),
-    timeseries('Stored data size', [{ refId: 'A', expr: `vm_data_size_bytes${STORES}`, legend: '{{job}} {{type}}' }], { w: 12, unit: 'bytes' }),
-    timeseries('New series created', [{ refId: 'A', expr: `rate(vm_new_timeseries_created_total${STORES}${RATE})`, legend: '{{job}}' }], { w: 12, unit: 'ops', description: 'A lasting rise means a label that changes too often (cardinality).' }),
+    timeseries(
+      'Rows ingested',
+      [
+        {
+          refId: 'A',
+          expr: `rate(vm_rows_inserted_total${STORES.replace('}', ', type=~"promscrape|promremotewrite"}')}${RATE})`,
+          legend: '{{job}} {{type}}',
+        },
+      ],
+      {
+        w: 8,
+        unit: 'ops',
+        description:
+          'promscrape: the short-term store scraping; promremotewrite into the long-term store: the rule evaluator writing downsampled series and alert states.',
+      },
+    ),
+    timeseries('Free disk space', [{ refId: 'A', expr: `vm_free_disk_space_bytes${STORES}`, legend: '{{job}}' }], {
+      w: 8,
+      unit: 'bytes',
+    }),
+    timeseries('Stored data size', [{ refId: 'A', expr: `vm_data_size_bytes${STORES}`, legend: '{{job}} {{type}}' }], {
+      w: 12,
+      unit: 'bytes',
+    }),
+    timeseries(
+      'New series created',
+      [{ refId: 'A', expr: `rate(vm_new_timeseries_created_total${STORES}${RATE})`, legend: '{{job}}' }],
+      { w: 12, unit: 'ops', description: 'A lasting rise means a label that changes too often (cardinality).' },
+    ),
   ],
 };

@@ -6,7 +6,13 @@ import { eventually, freePort, tempDir } from '@cachemon/testkit';
 import { startDemo, stopDemo } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 import { builtDashboards, QUERY_PROXY, TOPOLOGY } from '../../src/index.js';
-import { interpolatePromQL, interpolateTopology, panelQueries, variableQueryText, variablesOf } from '../../src/queries.js';
+import {
+  interpolatePromQL,
+  interpolateTopology,
+  panelQueries,
+  variableQueryText,
+  variablesOf,
+} from '../../src/queries.js';
 import type { TimeMacros, VariableValue } from '../../src/queries.js';
 
 const MINUTE = 60_000;
@@ -28,9 +34,28 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
 
   before(async () => {
     dir = await tempDir('cachemon-dashboards-');
-    const [short, long, ruler, router, cache, coordination, host, topology, proxy, webhook] = await Promise.all(Array.from({ length: 10 }, () => freePort()));
-    ports = { short: short!, long: long!, ruler: ruler!, router: router!, cache: cache!, coordination: coordination!, host: host!, topology: topology!, proxy: proxy! };
-    const started = await startDemo({ dir, ports, webhookPort: webhook!, fast: true, quiet: true, dashboardServer: false });
+    const [short, long, ruler, router, cache, coordination, host, topology, proxy, webhook] = await Promise.all(
+      Array.from({ length: 10 }, () => freePort()),
+    );
+    ports = {
+      short: short!,
+      long: long!,
+      ruler: ruler!,
+      router: router!,
+      cache: cache!,
+      coordination: coordination!,
+      host: host!,
+      topology: topology!,
+      proxy: proxy!,
+    };
+    const started = await startDemo({
+      dir,
+      ports,
+      webhookPort: webhook!,
+      fast: true,
+      quiet: true,
+      dashboardServer: false,
+    });
     assert.ok(started.ok, started.message);
   });
 
@@ -43,7 +68,10 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
     const response = await fetch(`http://127.0.0.1:${ports.topology}/variable`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ payload: { target }, range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() } }),
+      body: JSON.stringify({
+        payload: { target },
+        range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() },
+      }),
     });
     const body = await response.text();
     assert.equal(response.status, 200, `variable "${target}": ${body}`);
@@ -52,13 +80,20 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
 
   async function promql(query: string, instant: boolean): Promise<{ series: number; warnings?: string[] }> {
     const now = Math.floor(Date.now() / 1000);
-    const params: Record<string, string> = instant ? { query, time: String(now) } : { query, start: String(now - 600), end: String(now), step: '15' };
+    const params: Record<string, string> = instant
+      ? { query, time: String(now) }
+      : { query, start: String(now - 600), end: String(now), step: '15' };
     const response = await fetch(`http://127.0.0.1:${ports.proxy}/api/v1/${instant ? 'query' : 'query_range'}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(params),
     });
-    const body = (await response.json()) as { status: string; error?: string; warnings?: string[]; data?: { result: unknown[] } };
+    const body = (await response.json()) as {
+      status: string;
+      error?: string;
+      warnings?: string[];
+      data?: { result: unknown[] };
+    };
     assert.equal(body.status, 'success', `${query}: ${body.error ?? ''}`);
     return { series: body.data!.result.length, ...(body.warnings ? { warnings: body.warnings } : {}) };
   }
@@ -69,7 +104,11 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
     return { interval: `${interval}s`, rateInterval: `${Math.max(interval + 5, 20)}s` };
   };
 
-  async function checkAll(label: string, spanMs: number, expected: { scrape: string; resolution: string }): Promise<void> {
+  async function checkAll(
+    label: string,
+    spanMs: number,
+    expected: { scrape: string; resolution: string },
+  ): Promise<void> {
     // Recent samples made searchable once per pass, not per query.
     for (const store of [ports.short, ports.long]) await fetch(`http://127.0.0.1:${store}/internal/force_flush`);
     const to = Date.now();
@@ -83,14 +122,21 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
         // All of a multi-value variable (its "All"), the first of a single-value one: what the dashboard opens with.
         values.set(v.name, { values: v.multi ? answer : answer.slice(0, 1), multi: v.multi === true });
       }
-      assert.deepEqual([values.get('scrape')?.values, values.get('resolution')?.values], [[expected.scrape], [expected.resolution]], `${dashboard.title} (${label})`);
+      assert.deepEqual(
+        [values.get('scrape')?.values, values.get('resolution')?.values],
+        [[expected.scrape], [expected.resolution]],
+        `${dashboard.title} (${label})`,
+      );
       for (const q of panelQueries(dashboard)) {
         const where = `${dashboard.title} / ${q.panel} / ${q.refId} (${label})`;
         if (q.datasourceUid === TOPOLOGY.uid) {
           const response = await fetch(`http://127.0.0.1:${ports.topology}/query`, {
             method: 'POST',
             headers: { 'Content-Type': 'application/json' },
-            body: JSON.stringify({ range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() }, targets: [{ refId: q.refId, target: interpolateTopology(q.text, values), payload: '' }] }),
+            body: JSON.stringify({
+              range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() },
+              targets: [{ refId: q.refId, target: interpolateTopology(q.text, values), payload: '' }],
+            }),
           });
           const text = await response.text();
           assert.equal(response.status, 200, `${where}: ${text}`);
@@ -108,7 +154,11 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
   }
 
   /** Retried while the demo's first scrapes and rule evaluations land. */
-  async function eventuallyAll(label: string, spanMs: number, expected: { scrape: string; resolution: string }): Promise<void> {
+  async function eventuallyAll(
+    label: string,
+    spanMs: number,
+    expected: { scrape: string; resolution: string },
+  ): Promise<void> {
     const deadline = Date.now() + 120_000;
     for (;;) {
       try {
@@ -133,17 +183,22 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
     await eventuallyAll('last 400 days', 400 * DAY, { scrape: 'long', resolution: '1h' });
   });
 
-  test('the firing alerts panel shows the demo\'s down node', async () => {
+  test("the firing alerts panel shows the demo's down node", async () => {
     const fleet = dashboards.find((d) => d.uid === 'cachemon-fleet')!;
     const alerts = panelQueries(fleet).find((q) => q.panel === 'Firing alerts')!;
     const now = Math.floor(Date.now() / 1000);
-    const response = await fetch(`http://127.0.0.1:${ports.proxy}/api/v1/query?${new URLSearchParams({ query: alerts.text, time: String(now) })}`);
+    const response = await fetch(
+      `http://127.0.0.1:${ports.proxy}/api/v1/query?${new URLSearchParams({ query: alerts.text, time: String(now) }).toString()}`,
+    );
     const body = (await response.json()) as { data: { result: Array<{ metric: Record<string, string> }> } };
     assert.ok(
       body.data.result.some((s) => s.metric['alertname'] === 'CacheNodeDown' && s.metric['service_code'] === 'demo-b'),
       JSON.stringify(body.data.result.map((s) => s.metric)),
     );
     // ... and the alert router told the demo's webhook about it.
-    await eventually(() => assert.match(readFileSync(join(dir, 'alerts.log'), 'utf8'), /"alertname":"CacheNodeDown"/), { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(() => assert.match(readFileSync(join(dir, 'alerts.log'), 'utf8'), /"alertname":"CacheNodeDown"/), {
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
   });
 });

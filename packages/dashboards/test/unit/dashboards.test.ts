@@ -5,7 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { combiningProblem, loadQueryProxyConfig, planQuery } from '@cachemon/query-proxy';
 import { builtDashboards, QUERY_PROXY, renderDashboards, SCHEMA_VERSION, TOPOLOGY } from '../../src/index.js';
-import { datasourceUids, interpolatePromQL, interpolateTopology, panelQueries, variableQueryText, variablesOf } from '../../src/queries.js';
+import {
+  datasourceUids,
+  interpolatePromQL,
+  interpolateTopology,
+  panelQueries,
+  variableQueryText,
+  variablesOf,
+} from '../../src/queries.js';
 import type { VariableValue } from '../../src/queries.js';
 
 const STACK = fileURLToPath(new URL('../../../../../stack/', import.meta.url));
@@ -16,30 +23,49 @@ describe('the shipped dashboards', () => {
     const files = renderDashboards();
     const shipped = readdirSync(`${STACK}dashboard_server/dashboards`).filter((f) => f.endsWith('.json'));
     assert.deepEqual(shipped.sort(), [...files.keys()].sort());
-    for (const [name, text] of files) assert.equal(readFileSync(`${STACK}dashboard_server/dashboards/${name}`, 'utf8'), text, `${name} is stale: run npm run dashboards:generate`);
+    for (const [name, text] of files)
+      assert.equal(
+        readFileSync(`${STACK}dashboard_server/dashboards/${name}`, 'utf8'),
+        text,
+        `${name} is stale: run npm run dashboards:generate`,
+      );
   });
 
   it('cover the fleet, service code, cache node, prefixes, coordination ensemble, hosts and the stack, on Grafana 11.2 schema, with unique uids and panel ids', () => {
     assert.deepEqual(
       dashboards.map((d) => d.uid),
-      ['cachemon-fleet', 'cachemon-service-code', 'cachemon-cache-node', 'cachemon-prefixes', 'cachemon-coordination', 'cachemon-hosts', 'cachemon-stack'],
+      [
+        'cachemon-fleet',
+        'cachemon-service-code',
+        'cachemon-cache-node',
+        'cachemon-prefixes',
+        'cachemon-coordination',
+        'cachemon-hosts',
+        'cachemon-stack',
+      ],
     );
     for (const d of dashboards) {
       assert.equal(d.schemaVersion, SCHEMA_VERSION);
       const ids = (d.panels ?? []).map((p) => (p as { id?: number }).id);
       assert.equal(new Set(ids).size, ids.length, `${d.title}: panel ids`);
-      assert.ok(ids.every((id) => typeof id === 'number' && id > 0), `${d.title}: panel ids`);
+      assert.ok(
+        ids.every((id) => typeof id === 'number' && id > 0),
+        `${d.title}: panel ids`,
+      );
       assert.ok(panelQueries(d).length >= 5, `${d.title}: panels`);
     }
   });
 
   it('name only the provisioned datasources: the query proxy and the topology provider', () => {
-    const provisioned = parse(readFileSync(`${STACK}dashboard_server/provisioning/datasources/cachemon.yml`, 'utf8')) as { datasources: Array<{ uid: string; type: string }> };
+    const provisioned = parse(
+      readFileSync(`${STACK}dashboard_server/provisioning/datasources/cachemon.yml`, 'utf8'),
+    ) as { datasources: Array<{ uid: string; type: string }> };
     const byUid = new Map(provisioned.datasources.map((d) => [d.uid, d.type]));
     assert.equal(byUid.get(QUERY_PROXY.uid!), QUERY_PROXY.type);
     assert.equal(byUid.get(TOPOLOGY.uid!), TOPOLOGY.type);
     for (const d of dashboards) {
-      for (const uid of datasourceUids(d)) assert.ok(byUid.has(uid), `${d.title}: datasource ${uid} is not provisioned`);
+      for (const uid of datasourceUids(d))
+        assert.ok(byUid.has(uid), `${d.title}: datasource ${uid} is not provisioned`);
       for (const q of panelQueries(d)) assert.ok(byUid.has(q.datasourceUid), `${d.title} / ${q.panel}: no datasource`);
     }
   });
@@ -49,10 +75,15 @@ describe('the shipped dashboards', () => {
       const defined = new Set(variablesOf(d).map((v) => v.name));
       for (const v of variablesOf(d)) {
         assert.equal(v.datasource?.uid, TOPOLOGY.uid, `${d.title}: $${v.name}`);
-        for (const used of variableQueryText(v).matchAll(/\$(\w+)/g)) assert.ok(defined.has(used[1]!), `${d.title}: $${v.name} uses undefined $${used[1]}`);
+        for (const used of variableQueryText(v).matchAll(/\$(\w+)/g))
+          assert.ok(defined.has(used[1]!), `${d.title}: $${v.name} uses undefined $${used[1]}`);
       }
       for (const q of panelQueries(d)) {
-        for (const used of q.text.matchAll(/\$(\w+)/g)) assert.ok(used[1]!.startsWith('__') || defined.has(used[1]!), `${d.title} / ${q.panel}: undefined $${used[1]}`);
+        for (const used of q.text.matchAll(/\$(\w+)/g))
+          assert.ok(
+            used[1]!.startsWith('__') || defined.has(used[1]!),
+            `${d.title} / ${q.panel}: undefined $${used[1]}`,
+          );
       }
       assert.ok(defined.has('scrape') && defined.has('resolution'), `${d.title}: scrape and resolution`);
     }
@@ -64,7 +95,13 @@ describe('the shipped dashboards', () => {
     for (const scrape of ['short', 'long']) {
       const values = (d: (typeof dashboards)[number]) =>
         new Map<string, VariableValue>(
-          variablesOf(d).map((v) => [v.name, { values: v.name === 'scrape' ? [scrape] : v.name === 'resolution' ? ['5m'] : ['10.0.0.1:11211', 'svc.a'], multi: v.multi === true }]),
+          variablesOf(d).map((v) => [
+            v.name,
+            {
+              values: v.name === 'scrape' ? [scrape] : v.name === 'resolution' ? ['5m'] : ['10.0.0.1:11211', 'svc.a'],
+              multi: v.multi === true,
+            },
+          ]),
         );
       for (const d of dashboards) {
         for (const q of panelQueries(d).filter((q) => q.datasourceUid === QUERY_PROXY.uid)) {
@@ -73,7 +110,11 @@ describe('the shipped dashboards', () => {
           const where = `${d.title} / ${q.panel} (${scrape}): ${expr}`;
           if (q.text.includes('$scrape')) {
             assert.equal(plan.decision, 'single', where);
-            assert.deepEqual(plan.groups.map((g) => g.name), [groups.find((g) => g.name.includes(`scrape=${scrape}`))!.name], where);
+            assert.deepEqual(
+              plan.groups.map((g) => g.name),
+              [groups.find((g) => g.name.includes(`scrape=${scrape}`))!.name],
+              where,
+            );
           } else {
             assert.equal(combiningProblem(plan.parsed, plan.groups), undefined, where);
           }
@@ -87,9 +128,15 @@ describe('the shipped dashboards', () => {
     const two = new Map<string, VariableValue>([['svc', { values: ['a.b', 'c'], multi: true }]]);
     const single = new Map<string, VariableValue>([['scrape', { values: ['short'], multi: false }]]);
     const macros = { rateInterval: '20s', interval: '5s' };
-    assert.equal(interpolatePromQL('up{node=~"$node"}[$__rate_interval]', one, macros), 'up{node=~"10\\\\.0\\\\.0\\\\.1:11211"}[20s]');
+    assert.equal(
+      interpolatePromQL('up{node=~"$node"}[$__rate_interval]', one, macros),
+      'up{node=~"10\\\\.0\\\\.0\\\\.1:11211"}[20s]',
+    );
     assert.equal(interpolatePromQL('up{svc=~"$svc"}', two, macros), 'up{svc=~"(a\\\\.b|c)"}');
     assert.equal(interpolatePromQL('up{scrape="$scrape"}', single, macros), 'up{scrape="short"}');
-    assert.equal(interpolateTopology('nodes service_code=$svc node=$node', new Map([...one, ...two])), 'nodes service_code=(a\\.b|c) node=10\\.0\\.0\\.1:11211');
+    assert.equal(
+      interpolateTopology('nodes service_code=$svc node=$node', new Map([...one, ...two])),
+      'nodes service_code=(a\\.b|c) node=10\\.0\\.0\\.1:11211',
+    );
   });
 });

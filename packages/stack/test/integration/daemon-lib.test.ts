@@ -79,7 +79,10 @@ describe('daemon_start / daemon_stop', () => {
     return pid;
   };
   const start = (name: string, listen: string, command: string, env: Record<string, string> = {}) =>
-    lib(`daemon_start --listen ${listen} "test ${name}" "${dir}/run/${name}.pid" "${dir}/log/${name}.out" ${command}`, env);
+    lib(
+      `daemon_start --listen ${listen} "test ${name}" "${dir}/run/${name}.pid" "${dir}/log/${name}.out" ${command}`,
+      env,
+    );
   const stop = (name: string) => lib(`daemon_stop "test ${name}" "${dir}/run/${name}.pid"`);
 
   test('with --listen, "started" comes once the address accepts connections, not once the process has lived a second', async () => {
@@ -108,7 +111,12 @@ describe('daemon_start / daemon_stop', () => {
     const port = await freePort();
     const result = await start('deaf', `127.0.0.1:${port}`, 'sleep 60', { DAEMON_START_WAIT: '1' });
     assert.equal(result.status, 1);
-    assert.match(result.stderr, new RegExp(`test deaf: started \\(pid \\d+\\), but 127\\.0\\.0\\.1:${port} accepts no connections after 1s; it keeps running \\(stop\\.sh stops it; its output: .*deaf\\.out\\)`));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `test deaf: started \\(pid \\d+\\), but 127\\.0\\.0\\.1:${port} accepts no connections after 1s; it keeps running \\(stop\\.sh stops it; its output: .*deaf\\.out\\)`,
+      ),
+    );
     const pid = pidOf('deaf');
     assert.ok(alive(pid));
     assert.equal((await stop('deaf')).status, 0);
@@ -125,9 +133,12 @@ describe('daemon_start / daemon_stop', () => {
 
   test('two starts of one instance at once take turns: one starts it, the other finds it running', async () => {
     const port = await freePort();
-    const [first, second] = await Promise.all([start('twice', `127.0.0.1:${port}`, lateListener(port, 1500)), start('twice', `127.0.0.1:${port}`, lateListener(port, 1500))]);
+    const [first, second] = await Promise.all([
+      start('twice', `127.0.0.1:${port}`, lateListener(port, 1500)),
+      start('twice', `127.0.0.1:${port}`, lateListener(port, 1500)),
+    ]);
     const pid = pidOf('twice');
-    const outcomes = [first!, second!].map((r) => `${r.status} ${r.stdout}${r.stderr}`.trim()).sort();
+    const outcomes = [first, second].map((r) => `${r.status} ${r.stdout}${r.stderr}`.trim()).sort();
     assert.equal(outcomes.length, 2);
     assert.match(outcomes[0]!, new RegExp(`^0 test twice: started \\(pid ${pid}\\), listening on`));
     assert.match(outcomes[1]!, new RegExp(`^1 test twice: already running \\(pid ${pid}\\)`));

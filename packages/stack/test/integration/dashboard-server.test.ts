@@ -102,6 +102,9 @@ process.on('SIGTERM', () => process.exit(0));
 `;
 
 /** A minimal INI reader: { 'section.key': value }, comments (# ;) skipped. */
+const pluginVersion = (file: string): string =>
+  (JSON.parse(readFileSync(file, 'utf8')) as { info: { version: string } }).info.version;
+
 function readIni(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   let section = '';
@@ -140,7 +143,12 @@ async function grafanaTarball(): Promise<Buffer> {
 async function pluginZip(version: string): Promise<Buffer> {
   const work = await tempDir('grafana-plugin-');
   mkdirSync(join(work, PLUGIN));
-  const pluginJson = { type: 'datasource', name: 'JSON', id: PLUGIN, info: { author: { name: 'Šimon Podlipský' }, logos: { small: 'img/logo.svg' }, version } };
+  const pluginJson = {
+    type: 'datasource',
+    name: 'JSON',
+    id: PLUGIN,
+    info: { author: { name: 'Šimon Podlipský' }, logos: { small: 'img/logo.svg' }, version },
+  };
   writeFileSync(join(work, PLUGIN, 'plugin.json'), JSON.stringify(pluginJson, null, 2));
   writeFileSync(join(work, PLUGIN, 'module.js'), 'define([], function () { return {}; });\n');
   await run('zip', ['-qr', 'plugin.zip', PLUGIN], { cwd: work });
@@ -150,10 +158,12 @@ async function pluginZip(version: string): Promise<Buffer> {
 /** A copy of the checkout's stack/ (config.sh, lib/, install.sh, dashboard_server/) whose dashboards are the given ones. */
 async function stackCopy(dashboards: Record<string, string>): Promise<string> {
   const dir = await tempDir('cachemon-stack-');
-  for (const entry of ['config.sh', 'install.sh', 'lib', 'dashboard_server']) cpSync(join(STACK_DIR, entry), join(dir, entry), { recursive: true });
+  for (const entry of ['config.sh', 'install.sh', 'lib', 'dashboard_server'])
+    cpSync(join(STACK_DIR, entry), join(dir, entry), { recursive: true });
   rmSync(join(dir, 'dashboard_server', 'dashboards'), { recursive: true, force: true });
   mkdirSync(join(dir, 'dashboard_server', 'dashboards'));
-  for (const [name, body] of Object.entries(dashboards)) writeFileSync(join(dir, 'dashboard_server', 'dashboards', name), body);
+  for (const [name, body] of Object.entries(dashboards))
+    writeFileSync(join(dir, 'dashboard_server', 'dashboards', name), body);
   return dir;
 }
 
@@ -185,7 +195,12 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
   };
   /** Sets the installed ini's listen address to 127.0.0.1:<port>. */
   const listenOn = (ini: string, port: number) =>
-    writeFileSync(ini, readFileSync(ini, 'utf8').replace(/^http_addr = .*$/m, 'http_addr = 127.0.0.1').replace(/^http_port = .*$/m, `http_port = ${port}`));
+    writeFileSync(
+      ini,
+      readFileSync(ini, 'utf8')
+        .replace(/^http_addr = .*$/m, 'http_addr = 127.0.0.1')
+        .replace(/^http_port = .*$/m, `http_port = ${port}`),
+    );
 
   before(async () => {
     tarball = await grafanaTarball();
@@ -195,7 +210,10 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     files.set(`/oss/release/${TARBALL}.sha256`, Buffer.from(sha256(tarball)));
     files.set(`/bad/release/${TARBALL}`, tarball);
     files.set(`/bad/release/${TARBALL}.sha256`, Buffer.from(`${'1'.repeat(64)}\n`));
-    files.set(`/api/plugins/${PLUGIN}/versions`, Buffer.from(JSON.stringify({ items: [{ version: '0.6.5' }, { version: '0.6.4' }] })));
+    files.set(
+      `/api/plugins/${PLUGIN}/versions`,
+      Buffer.from(JSON.stringify({ items: [{ version: '0.6.5' }, { version: '0.6.4' }] })),
+    );
     files.set(`/api/plugins/${PLUGIN}/versions/0.6.5/download`, zip);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -223,7 +241,8 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     assert.equal(done.status, 0, done.stderr);
     assert.match(done.stdout, new RegExp(`verified ${TARBALL.replace(/\./g, '\\.')} \\(sha256 ${sha256(tarball)}\\)`));
     assert.match(done.stdout, new RegExp(`installed Grafana 11\\.2\\.2 in ${dir}/grafana`));
-    for (const file of ['bin/grafana', 'conf/defaults.ini', 'public/index.html']) assert.ok(existsSync(join(dir, 'grafana', file)), file);
+    for (const file of ['bin/grafana', 'conf/defaults.ini', 'public/index.html'])
+      assert.ok(existsSync(join(dir, 'grafana', file)), file);
     assert.deepEqual(readdirSync(dir).sort(), ['downloads', 'grafana'], 'no unpacking leftovers');
 
     // Pinned and matching: fine, and the Grafana home is replaced whole; differing: refused, removed.
@@ -255,13 +274,24 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const offlineUrl = `http://127.0.0.1:${closed}/oss/release`;
     const offline = await script('download.sh', dir, { DASHBOARD_SERVER_URL: offlineUrl });
     assert.equal(offline.status, 3);
-    assert.ok(offline.stderr.includes(`cannot download ${offlineUrl}/${TARBALL} (its checksum file ${offlineUrl}/${TARBALL}.sha256: curl: (7)`), offline.stderr);
-    assert.ok(offline.stderr.includes(`Copy ${TARBALL} and ${TARBALL}.sha256 into ${dir}/downloads/ from a machine that can`), offline.stderr);
+    assert.ok(
+      offline.stderr.includes(
+        `cannot download ${offlineUrl}/${TARBALL} (its checksum file ${offlineUrl}/${TARBALL}.sha256: curl: (7)`,
+      ),
+      offline.stderr,
+    );
+    assert.ok(
+      offline.stderr.includes(`Copy ${TARBALL} and ${TARBALL}.sha256 into ${dir}/downloads/ from a machine that can`),
+      offline.stderr,
+    );
     assert.equal(existsSync(join(dir, 'grafana')), false);
 
     const viaInstall = await script('install.sh', dir, { DASHBOARD_SERVER_URL: offlineUrl });
     assert.equal(viaInstall.status, 3);
-    assert.ok(viaInstall.stderr.includes(`run ${dir}/dashboard_server/install.sh when the release can be had`), viaInstall.stderr);
+    assert.ok(
+      viaInstall.stderr.includes(`run ${dir}/dashboard_server/install.sh when the release can be had`),
+      viaInstall.stderr,
+    );
     assert.ok(existsSync(join(dir, 'dashboard_server', 'start.sh')), 'the folder is installed anyway');
 
     // The tarball and Grafana's .sha256 copied in by hand: verified and installed, still offline.
@@ -275,16 +305,22 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const pinOnly = await tempDir('cachemon-install-');
     mkdirSync(join(pinOnly, 'downloads'));
     writeFileSync(join(pinOnly, 'downloads', TARBALL), tarball);
-    const pinned = await script('download.sh', pinOnly, { DASHBOARD_SERVER_URL: offlineUrl, DASHBOARD_SERVER_SHA256: sha256(tarball) });
+    const pinned = await script('download.sh', pinOnly, {
+      DASHBOARD_SERVER_URL: offlineUrl,
+      DASHBOARD_SERVER_SHA256: sha256(tarball),
+    });
     assert.equal(pinned.status, 0, pinned.stderr);
     assert.ok(existsSync(join(pinOnly, 'grafana', 'bin', 'grafana')));
 
     // The plugin, offline, from its zip copied into downloads/ (grafana cli --pluginUrl <file>).
     writeFileSync(join(dir, 'downloads', `${PLUGIN}-0.6.5.zip`), zip);
     const before = hitsOf(`/api/plugins/${PLUGIN}/versions/0.6.5/download`);
-    const plugin = await script('install.sh', dir, { DASHBOARD_SERVER_URL: offlineUrl, DASHBOARD_PLUGIN_REPO: `http://127.0.0.1:${closed}/api/plugins` });
+    const plugin = await script('install.sh', dir, {
+      DASHBOARD_SERVER_URL: offlineUrl,
+      DASHBOARD_PLUGIN_REPO: `http://127.0.0.1:${closed}/api/plugins`,
+    });
     assert.equal(plugin.status, 0, plugin.stderr);
-    assert.equal(JSON.parse(readFileSync(join(dir, 'dashboard_server', 'plugins', PLUGIN, 'plugin.json'), 'utf8')).info.version, '0.6.5');
+    assert.equal(pluginVersion(join(dir, 'dashboard_server', 'plugins', PLUGIN, 'plugin.json')), '0.6.5');
     assert.equal(hitsOf(`/api/plugins/${PLUGIN}/versions/0.6.5/download`), before);
   });
 
@@ -301,13 +337,41 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     assert.equal(first.status, 0, first.stderr);
     assert.equal(hitsOf(`/oss/release/${TARBALL}`), tarballHits + 1);
     assert.equal(hitsOf(downloadPath), pluginHits + 1);
-    assert.equal(JSON.parse(readFileSync(join(tree, 'plugins', PLUGIN, 'plugin.json'), 'utf8')).info.version, '0.6.5');
-    const calls = readFileSync(join(home, 'calls.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as string[]);
-    assert.deepEqual(calls, [['cli', '--homepath', home, '--pluginsDir', join(tree, 'plugins'), '--repo', `${base}/api/plugins`, 'plugins', 'install', PLUGIN, '0.6.5']]);
-    for (const file of ['start.sh', 'stop.sh', 'install.sh', 'download.sh', 'conf/dashboard_server.ini', 'provisioning/datasources/cachemon.yml', 'provisioning/dashboards/cachemon.yml', 'dashboards/fleet.json', 'dashboards/old.json']) {
+    assert.equal(pluginVersion(join(tree, 'plugins', PLUGIN, 'plugin.json')), '0.6.5');
+    const calls = readFileSync(join(home, 'calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as string[]);
+    assert.deepEqual(calls, [
+      [
+        'cli',
+        '--homepath',
+        home,
+        '--pluginsDir',
+        join(tree, 'plugins'),
+        '--repo',
+        `${base}/api/plugins`,
+        'plugins',
+        'install',
+        PLUGIN,
+        '0.6.5',
+      ],
+    ]);
+    for (const file of [
+      'start.sh',
+      'stop.sh',
+      'install.sh',
+      'download.sh',
+      'conf/dashboard_server.ini',
+      'provisioning/datasources/cachemon.yml',
+      'provisioning/dashboards/cachemon.yml',
+      'dashboards/fleet.json',
+      'dashboards/old.json',
+    ]) {
       assert.ok(existsSync(join(tree, file)), file);
     }
-    for (const folder of ['provisioning/plugins', 'provisioning/alerting', 'data', 'log', 'plugins']) assert.ok(existsSync(join(tree, folder)), folder);
+    for (const folder of ['provisioning/plugins', 'provisioning/alerting', 'data', 'log', 'plugins'])
+      assert.ok(existsSync(join(tree, folder)), folder);
     assert.ok(existsSync(join(dir, 'lib', 'daemon.sh')) && existsSync(join(dir, 'config.sh')));
 
     // The operator edits the ini and a shipped dashboard and drops one of their own; a new generation ships.
@@ -325,8 +389,14 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     assert.equal(hitsOf(`/oss/release/${TARBALL}`), tarballHits + 1, 'Grafana is not fetched again');
     assert.equal(hitsOf(downloadPath), pluginHits + 1, 'the plugin is not fetched again');
     assert.match(readFileSync(ini, 'utf8'), /^http_port = 3999$/m);
-    assert.match(second.stdout, /dashboard_server: kept your conf\/dashboard_server\.ini \(the shipped version is conf\/dashboard_server\.ini\.shipped\)/);
-    assert.equal(readFileSync(`${ini}.shipped`, 'utf8'), readFileSync(join(STACK_DIR, 'dashboard_server', 'conf', 'dashboard_server.ini'), 'utf8'));
+    assert.match(
+      second.stdout,
+      /dashboard_server: kept your conf\/dashboard_server\.ini \(the shipped version is conf\/dashboard_server\.ini\.shipped\)/,
+    );
+    assert.equal(
+      readFileSync(`${ini}.shipped`, 'utf8'),
+      readFileSync(join(STACK_DIR, 'dashboard_server', 'conf', 'dashboard_server.ini'), 'utf8'),
+    );
     assert.equal(readFileSync(join(tree, 'dashboards', 'fleet.json'), 'utf8'), '{"uid":"fleet","version":2}\n');
     assert.deepEqual(readdirSync(join(tree, 'dashboards')).sort(), ['fleet.json'], 'exactly the shipped dashboards');
     assert.match(second.stdout, /removed dashboards\/old\.json \(no longer shipped\)/);
@@ -339,7 +409,7 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const fromTree = await runScript(join(tree, 'install.sh'), [], noInstallDir);
     assert.equal(fromTree.status, 0, fromTree.stderr);
     assert.match(fromTree.stdout, new RegExp(`installed ${PLUGIN} 0\\.6\\.5 in ${tree}/plugins`));
-    assert.equal(JSON.parse(readFileSync(pluginJson, 'utf8')).info.version, '0.6.5');
+    assert.equal(pluginVersion(pluginJson), '0.6.5');
     assert.equal(hitsOf(downloadPath), pluginHits + 2);
     assert.equal(existsSync(join(tree, 'install.sh')), true);
   });
@@ -355,8 +425,20 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
     const start = await runScript(join(tree, 'start.sh'), [], env(dir));
     assert.equal(start.status, 0, start.stderr);
     assert.match(start.stdout, /dashboard_server dashboard_server: started \(pid \d+\)/);
-    const record = JSON.parse(readFileSync(join(home, 'server-run.json'), 'utf8')) as { args: string[]; dir: string; ini: Record<string, string>; pid: number };
-    assert.deepEqual(record.args, ['--homepath', home, '--config', join(tree, 'conf', 'dashboard_server.ini'), '--pidfile', join(tree, 'run', 'dashboard_server.pid')]);
+    const record = JSON.parse(readFileSync(join(home, 'server-run.json'), 'utf8')) as {
+      args: string[];
+      dir: string;
+      ini: Record<string, string>;
+      pid: number;
+    };
+    assert.deepEqual(record.args, [
+      '--homepath',
+      home,
+      '--config',
+      join(tree, 'conf', 'dashboard_server.ini'),
+      '--pidfile',
+      join(tree, 'run', 'dashboard_server.pid'),
+    ]);
     assert.equal(record.dir, tree);
     // The ini's paths, once Grafana substitutes $__env{...}, are the component's folders.
     assert.equal(record.ini['paths.data'], join(tree, 'data'));
@@ -381,7 +463,12 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
       listenOn(join(tree, 'conf', 'second.ini'), takenPort);
       const refused = await runScript(join(tree, 'start.sh'), ['second'], env(dir));
       assert.equal(refused.status, 1);
-      assert.ok(refused.stderr.includes(`dashboard_server second: 127.0.0.1:${takenPort} is already in use by another process; change [server] http_port in ${tree}/conf/second.ini`), refused.stderr);
+      assert.ok(
+        refused.stderr.includes(
+          `dashboard_server second: 127.0.0.1:${takenPort} is already in use by another process; change [server] http_port in ${tree}/conf/second.ini`,
+        ),
+        refused.stderr,
+      );
       assert.equal(existsSync(join(tree, 'run', 'second.pid')), false);
     } finally {
       taken.close();
@@ -406,24 +493,45 @@ describe('dashboard server: Grafana and its plugin downloaded, installed, starte
 
     const noGrafana = await runScript(join(tree, 'start.sh'), [], env(dir));
     assert.equal(noGrafana.status, 1);
-    assert.ok(noGrafana.stderr.includes(`Grafana is not installed (${dir}/grafana/bin/grafana is missing); install it with ${tree}/install.sh`), noGrafana.stderr);
+    assert.ok(
+      noGrafana.stderr.includes(
+        `Grafana is not installed (${dir}/grafana/bin/grafana is missing); install it with ${tree}/install.sh`,
+      ),
+      noGrafana.stderr,
+    );
 
     const grafana = await script('download.sh', dir);
     assert.equal(grafana.status, 0, grafana.stderr);
     const noPlugin = await runScript(join(tree, 'start.sh'), [], env(dir));
     assert.equal(noPlugin.status, 1);
-    assert.ok(noPlugin.stderr.includes(`the JSON datasource plugin simpod-json-datasource is not installed (${tree}/plugins/simpod-json-datasource/plugin.json is missing); install it with ${tree}/install.sh`), noPlugin.stderr);
+    assert.ok(
+      noPlugin.stderr.includes(
+        `the JSON datasource plugin simpod-json-datasource is not installed (${tree}/plugins/simpod-json-datasource/plugin.json is missing); install it with ${tree}/install.sh`,
+      ),
+      noPlugin.stderr,
+    );
     assert.equal(existsSync(join(tree, 'run', 'dashboard_server.pid')), false);
   });
 
   test('the integrated stack/install.sh offline: exit 0, a warning naming the command to run later, the folder installed', async () => {
     const dir = await tempDir('cachemon-install-');
     const closed = await freePort();
-    const done = await runScript(join(STACK_DIR, 'install.sh'), [], env(dir, { DASHBOARD_SERVER_URL: `http://127.0.0.1:${closed}/oss/release` }));
+    const done = await runScript(
+      join(STACK_DIR, 'install.sh'),
+      [],
+      env(dir, { DASHBOARD_SERVER_URL: `http://127.0.0.1:${closed}/oss/release` }),
+    );
     assert.equal(done.status, 0, done.stderr);
     assert.match(done.stderr, /install: WARNING: the dashboard server's Grafana or plugin could not be downloaded/);
     assert.ok(done.stderr.includes(`Run ${dir}/dashboard_server/install.sh`), done.stderr);
-    for (const file of ['start.sh', 'stop.sh', 'install.sh', 'conf/dashboard_server.ini', 'provisioning/datasources/cachemon.yml', 'provisioning/dashboards/cachemon.yml']) {
+    for (const file of [
+      'start.sh',
+      'stop.sh',
+      'install.sh',
+      'conf/dashboard_server.ini',
+      'provisioning/datasources/cachemon.yml',
+      'provisioning/dashboards/cachemon.yml',
+    ]) {
       assert.ok(existsSync(join(dir, 'dashboard_server', file)), file);
     }
     assert.match(done.stdout, /install: done\./);
@@ -466,7 +574,10 @@ describe('dashboard server: the shipped files', () => {
   });
 
   test('provisioning: the two datasources with their fixed uids, and the dashboards provider reading the installed dashboards/', () => {
-    const datasources = parse(shipped('provisioning', 'datasources', 'cachemon.yml')) as { apiVersion: number; datasources: Array<Record<string, unknown>> };
+    const datasources = parse(shipped('provisioning', 'datasources', 'cachemon.yml')) as {
+      apiVersion: number;
+      datasources: Array<Record<string, unknown>>;
+    };
     assert.equal(datasources.apiVersion, 1);
     assert.deepEqual(datasources.datasources, [
       {
@@ -479,23 +590,55 @@ describe('dashboard server: the shipped files', () => {
         editable: false,
         jsonData: { httpMethod: 'POST', timeInterval: '5s', prometheusType: 'Prometheus' },
       },
-      { name: 'topology', uid: 'cachemon-topology', type: 'simpod-json-datasource', access: 'proxy', url: 'http://127.0.0.1:8084', editable: false },
+      {
+        name: 'topology',
+        uid: 'cachemon-topology',
+        type: 'simpod-json-datasource',
+        access: 'proxy',
+        url: 'http://127.0.0.1:8084',
+        editable: false,
+      },
     ]);
 
-    const dashboards = parse(shipped('provisioning', 'dashboards', 'cachemon.yml')) as { apiVersion: number; providers: Array<Record<string, unknown> & { options: { path: string } }> };
+    const dashboards = parse(shipped('provisioning', 'dashboards', 'cachemon.yml')) as {
+      apiVersion: number;
+      providers: Array<Record<string, unknown> & { options: { path: string } }>;
+    };
     assert.equal(dashboards.apiVersion, 1);
     assert.equal(dashboards.providers.length, 1);
     const provider = dashboards.providers[0]!;
     assert.deepEqual(
-      { name: provider['name'], folder: provider['folder'], type: provider['type'], disableDeletion: provider['disableDeletion'], allowUiUpdates: provider['allowUiUpdates'], updateIntervalSeconds: provider['updateIntervalSeconds'] },
-      { name: 'cachemon', folder: 'cachemon', type: 'file', disableDeletion: true, allowUiUpdates: false, updateIntervalSeconds: 30 },
+      {
+        name: provider['name'],
+        folder: provider['folder'],
+        type: provider['type'],
+        disableDeletion: provider['disableDeletion'],
+        allowUiUpdates: provider['allowUiUpdates'],
+        updateIntervalSeconds: provider['updateIntervalSeconds'],
+      },
+      {
+        name: 'cachemon',
+        folder: 'cachemon',
+        type: 'file',
+        disableDeletion: true,
+        allowUiUpdates: false,
+        updateIntervalSeconds: 30,
+      },
     );
     // Grafana substitutes $VAR / ${VAR} in provisioning files: start.sh sets the folder.
     const tree = '/opt/cachemon/dashboard_server';
-    const path = provider.options.path.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a: string | undefined, b: string | undefined) => ((a ?? b) === 'CACHEMON_DASHBOARD_SERVER_DIR' ? tree : `<unset ${a ?? b}>`));
+    const path = provider.options.path.replace(
+      /\$\{(\w+)\}|\$(\w+)/g,
+      (_, a: string | undefined, b: string | undefined) =>
+        (a ?? b) === 'CACHEMON_DASHBOARD_SERVER_DIR' ? tree : `<unset ${a ?? b}>`,
+    );
     assert.equal(path, `${tree}/dashboards`);
     for (const file of ['datasources/cachemon.yml', 'dashboards/cachemon.yml']) {
-      assert.doesNotMatch(shipped('provisioning', file).replace(/^\s*#.*$/gm, ''), /\s\/\w/, `${file} holds no absolute path`);
+      assert.doesNotMatch(
+        shipped('provisioning', file).replace(/^\s*#.*$/gm, ''),
+        /\s\/\w/,
+        `${file} holds no absolute path`,
+      );
     }
   });
 

@@ -7,7 +7,18 @@ import { eventually, freePort, parseExposition, tempDir } from '@cachemon/testki
 import { installTree } from '../../src/index.js';
 import type { InstallTree } from '../../src/index.js';
 
-const COLLECTORS = ['cpu', 'meminfo', 'stat', 'vmstat', 'diskstats', 'netstat', 'netdev', 'loadavg', 'filefd', 'processes'];
+const COLLECTORS = [
+  'cpu',
+  'meminfo',
+  'stat',
+  'vmstat',
+  'diskstats',
+  'netstat',
+  'netdev',
+  'loadavg',
+  'filefd',
+  'processes',
+];
 
 async function scrapeCollectors(port: number): Promise<Map<string, number>> {
   const samples = parseExposition(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
@@ -35,7 +46,10 @@ describe('host exporter: the shipped start command and the batch install', () =>
     const pid = Number(readFileSync(tree.path('host_exporter/run/host_exporter.pid'), 'utf8'));
     const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
     assert.ok(environ.includes('GOMAXPROCS=1'));
-    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '').slice(1);
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '')
+      .slice(1);
     assert.deepEqual(args, [
       '--collector.disable-defaults',
       ...COLLECTORS.map((c) => `--collector.${c}`),
@@ -60,10 +74,18 @@ describe('host exporter: the shipped start command and the batch install', () =>
   });
 
   test('batch_install.sh: refuses bad settings; a dry run changes nothing; a run installs and starts on every machine', async () => {
-    const bad = tree.run('host_exporter', 'batch_install.sh', ['--dry-run'], { INSTALL_DIR: '/x', HOST_PATTERN: 'cache', SEQ_START: '1', SEQ_END: '2' });
+    const bad = tree.run('host_exporter', 'batch_install.sh', ['--dry-run'], {
+      INSTALL_DIR: '/x',
+      HOST_PATTERN: 'cache',
+      SEQ_START: '1',
+      SEQ_END: '2',
+    });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /HOST_PATTERN=cache has no %s/);
-    assert.match(tree.run('host_exporter', 'batch_install.sh', [], {}).stderr, /set INSTALL_DIR HOST_PATTERN SEQ_START SEQ_END/);
+    assert.match(
+      tree.run('host_exporter', 'batch_install.sh', [], {}).stderr,
+      /set INSTALL_DIR HOST_PATTERN SEQ_START SEQ_END/,
+    );
 
     // "Machines" are directories of this one: ssh and scp stand-ins run locally, the host part
     // of a path choosing the directory.
@@ -71,20 +93,37 @@ describe('host exporter: the shipped start command and the batch install', () =>
     const sshStandIn = join(fleet, 'ssh');
     const scpStandIn = join(fleet, 'scp');
     writeFileSync(sshStandIn, `#!/usr/bin/env bash\nhost=$1; shift\nexport FLEET_HOST=$host\nbash -c "$*"\n`);
-    writeFileSync(scpStandIn, `#!/usr/bin/env bash\nargs=("$@"); dest=\${args[-1]}; unset 'args[-1]'\ncp "\${args[@]}" "\${dest#*:}"\n`);
+    writeFileSync(
+      scpStandIn,
+      `#!/usr/bin/env bash\nargs=("$@"); dest=\${args[-1]}; unset 'args[-1]'\ncp "\${args[@]}" "\${dest#*:}"\n`,
+    );
     chmodSync(sshStandIn, 0o755);
     chmodSync(scpStandIn, 0o755);
     const machine = join(fleet, 'machines');
-    const env = { INSTALL_DIR: machine, HOST_PATTERN: 'cache-%02d', SEQ_START: '1', SEQ_END: '1', SSH: sshStandIn, SCP: scpStandIn };
+    const env = {
+      INSTALL_DIR: machine,
+      HOST_PATTERN: 'cache-%02d',
+      SEQ_START: '1',
+      SEQ_END: '1',
+      SSH: sshStandIn,
+      SCP: scpStandIn,
+    };
 
     const dry = tree.run('host_exporter', 'batch_install.sh', ['--dry-run'], env);
     assert.equal(dry.status, 0, dry.stderr);
-    assert.match(dry.stdout, /WARNING: on each machine a running host exporter is stopped and .*host_exporter is deleted and recreated; files there are lost\./);
+    assert.match(
+      dry.stdout,
+      /WARNING: on each machine a running host exporter is stopped and .*host_exporter is deleted and recreated; files there are lost\./,
+    );
     assert.match(dry.stdout, /== cache-01\n {2}.*ssh cache-01 .*rm -rf/);
     assert.match(dry.stdout, /dry run; nothing was changed/);
     assert.equal(spawnSync('test', ['-e', join(machine, 'host_exporter')]).status, 1, 'the dry run created nothing');
 
-    const unanswered = spawnSync('bash', [tree.path('host_exporter', 'batch_install.sh')], { encoding: 'utf8', env: { ...process.env, ...env }, input: 'n\n' });
+    const unanswered = spawnSync('bash', [tree.path('host_exporter', 'batch_install.sh')], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+      input: 'n\n',
+    });
     assert.equal(unanswered.status, 1);
     assert.match(unanswered.stdout, /nothing done/);
 
@@ -92,7 +131,10 @@ describe('host exporter: the shipped start command and the batch install', () =>
     const machinePort = await freePort();
     const envFile = tree.path('host_exporter', 'host_exporter.env');
     const shipped = readFileSync(envFile, 'utf8');
-    writeFileSync(envFile, shipped.replace(/HOST_EXPORTER_LISTEN_ADDRESS=.*/, `HOST_EXPORTER_LISTEN_ADDRESS=127.0.0.1:${machinePort}`));
+    writeFileSync(
+      envFile,
+      shipped.replace(/HOST_EXPORTER_LISTEN_ADDRESS=.*/, `HOST_EXPORTER_LISTEN_ADDRESS=127.0.0.1:${machinePort}`),
+    );
     const installed = tree.run('host_exporter', 'batch_install.sh', ['--yes'], env);
     assert.equal(installed.status, 0, installed.stderr + installed.stdout);
     assert.match(installed.stdout, /host_exporter: started \(pid \d+\)/);

@@ -13,17 +13,25 @@ import { renderDownsamplingRules } from '../../src/downsampling.js';
 const RULES_DIR = join(STACK_DIR, 'rule_evaluator', 'conf', 'rules');
 
 describe('rules and the alert router as shipped', () => {
-  test('every rule file passes the rule evaluator\'s own validation', () => {
+  test("every rule file passes the rule evaluator's own validation", () => {
     const files = readdirSync(RULES_DIR).filter((f) => f.endsWith('.yml'));
     assert.deepEqual(files.sort(), ['alerts.yml', 'downsampling.yml']);
     for (const file of files) {
-      const checked = spawnSync('vmalert', [`-rule=${join(RULES_DIR, file)}`, '-dryRun', '-loggerLevel=ERROR'], { encoding: 'utf8' });
+      const checked = spawnSync('vmalert', [`-rule=${join(RULES_DIR, file)}`, '-dryRun', '-loggerLevel=ERROR'], {
+        encoding: 'utf8',
+      });
       assert.equal(checked.status, 0, `${file}: ${checked.stderr}`);
     }
     // And a broken rule is caught by the same check.
     const dir = join(STACK_DIR, '..', 'packages', 'stack', 'dist');
-    writeFileSync(join(dir, 'broken-rule.yml'), 'groups:\n  - name: x\n    rules:\n      - alert: A\n        expr: sum(up\n');
-    assert.notEqual(spawnSync('vmalert', [`-rule=${join(dir, 'broken-rule.yml')}`, '-dryRun', '-loggerLevel=ERROR']).status, 0);
+    writeFileSync(
+      join(dir, 'broken-rule.yml'),
+      'groups:\n  - name: x\n    rules:\n      - alert: A\n        expr: sum(up\n',
+    );
+    assert.notEqual(
+      spawnSync('vmalert', [`-rule=${join(dir, 'broken-rule.yml')}`, '-dryRun', '-loggerLevel=ERROR']).status,
+      0,
+    );
   });
 
   test('downsampling.yml is what the code generates (npm run rules:generate)', () => {
@@ -32,7 +40,25 @@ describe('rules and the alert router as shipped', () => {
 
   test('the alert rules cover what operators page on', () => {
     const names = [...readFileSync(join(RULES_DIR, 'alerts.yml'), 'utf8').matchAll(/- alert: (\w+)/g)].map((m) => m[1]);
-    for (const name of ['CacheNodeDown', 'CacheServiceCodeDegraded', 'CacheHitRatioLow', 'CacheEvictions', 'CacheMemoryNearLimit', 'CacheConnectionsNearLimit', 'CacheQosLatencyHigh', 'CoordinationServerDown', 'CoordinationServerNotServing', 'CoordinationNoLeader', 'CoordinationMntrNotWhitelisted', 'ExporterDown', 'HostCpuBusy', 'HostMemoryLow', 'HostDiskBusy', 'HostNetworkErrors', 'StoreDown']) {
+    for (const name of [
+      'CacheNodeDown',
+      'CacheServiceCodeDegraded',
+      'CacheHitRatioLow',
+      'CacheEvictions',
+      'CacheMemoryNearLimit',
+      'CacheConnectionsNearLimit',
+      'CacheQosLatencyHigh',
+      'CoordinationServerDown',
+      'CoordinationServerNotServing',
+      'CoordinationNoLeader',
+      'CoordinationMntrNotWhitelisted',
+      'ExporterDown',
+      'HostCpuBusy',
+      'HostMemoryLow',
+      'HostDiskBusy',
+      'HostNetworkErrors',
+      'StoreDown',
+    ]) {
       assert.ok(names.includes(name), name);
     }
   });
@@ -41,10 +67,19 @@ describe('rules and the alert router as shipped', () => {
     const tree = installTree(await tempDir('cachemon-install-'), ['alert_router']);
     const refused = tree.run('alert_router', 'start.sh');
     assert.equal(refused.status, 1);
-    assert.match(refused.stderr, /alert_router\.yml has fields to fill before it can start:\n  line 7: smtp_smarthost \(mail server host:port/);
-    assert.equal(refused.stderr.match(/^  line \d+: /gm)?.length, 5);
-    assert.match(readFileSync(join(STACK_DIR, 'alert_router', 'alert_router.env'), 'utf8'), /^ALERTROUTER_LISTEN_ADDRESS=0\.0\.0\.0:9093$/m);
-    assert.match(readFileSync(join(STACK_DIR, 'rule_evaluator', 'rule_evaluator.env'), 'utf8'), /^RULER_LISTEN_ADDRESS=:8430$/m);
+    assert.match(
+      refused.stderr,
+      /alert_router\.yml has fields to fill before it can start:\n {2}line 7: smtp_smarthost \(mail server host:port/,
+    );
+    assert.equal(refused.stderr.match(/^ {2}line \d+: /gm)?.length, 5);
+    assert.match(
+      readFileSync(join(STACK_DIR, 'alert_router', 'alert_router.env'), 'utf8'),
+      /^ALERTROUTER_LISTEN_ADDRESS=0\.0\.0\.0:9093$/m,
+    );
+    assert.match(
+      readFileSync(join(STACK_DIR, 'rule_evaluator', 'rule_evaluator.env'), 'utf8'),
+      /^RULER_LISTEN_ADDRESS=:8430$/m,
+    );
   });
 });
 
@@ -57,7 +92,8 @@ describe('rule evaluator and alert router on the real stores', () => {
   let tree: InstallTree;
   let ports: { short: number; long: number; ruler: number; router: number; hook: number };
   let hook: Server;
-  const notifications: Array<{ status: string; alerts: Array<{ status: string; labels: Record<string, string> }> }> = [];
+  const notifications: Array<{ status: string; alerts: Array<{ status: string; labels: Record<string, string> }> }> =
+    [];
   const short = () => `http://127.0.0.1:${ports.short}`;
   const importNow = async (up: number) => {
     const now = Date.now();
@@ -72,17 +108,31 @@ describe('rule evaluator and alert router on the real stores', () => {
 
   before(async () => {
     tree = installTree(await tempDir('cachemon-install-'), ['short_term_store', 'rule_evaluator', 'alert_router']);
-    ports = { short: await freePort(), long: await freePort(), ruler: await freePort(), router: await freePort(), hook: await freePort() };
+    ports = {
+      short: await freePort(),
+      long: await freePort(),
+      ruler: await freePort(),
+      router: await freePort(),
+      hook: await freePort(),
+    };
     tree.edit('short_term_store/short.env', '0.0.0.0:8428', `127.0.0.1:${ports.short}`);
     tree.edit('short_term_store/short.env', 'TS_PROMSCRAPE_CONFIG=conf/scrape.yml', 'TS_PROMSCRAPE_CONFIG=');
     tree.edit('short_term_store/long.env', '0.0.0.0:8429', `127.0.0.1:${ports.long}`);
     tree.edit('rule_evaluator/rule_evaluator.env', 'http://127.0.0.1:8428', short());
     tree.edit('rule_evaluator/rule_evaluator.env', 'http://127.0.0.1:8429', `http://127.0.0.1:${ports.long}`);
     tree.edit('rule_evaluator/rule_evaluator.env', 'http://127.0.0.1:9093', `http://127.0.0.1:${ports.router}`);
-    tree.edit('rule_evaluator/rule_evaluator.env', 'RULER_LISTEN_ADDRESS=:8430', `RULER_LISTEN_ADDRESS=127.0.0.1:${ports.ruler}`);
+    tree.edit(
+      'rule_evaluator/rule_evaluator.env',
+      'RULER_LISTEN_ADDRESS=:8430',
+      `RULER_LISTEN_ADDRESS=127.0.0.1:${ports.ruler}`,
+    );
     // Seconds instead of minutes, so the test sees evaluations, firing and resolving in time.
     tree.edit('rule_evaluator/conf/rules/alerts.yml', /interval: (30s|1m)/g, 'interval: 1s');
-    tree.edit('rule_evaluator/conf/rules/alerts.yml', 'expr: arcus_up == 0\n        for: 1m', 'expr: arcus_up == 0\n        for: 2s');
+    tree.edit(
+      'rule_evaluator/conf/rules/alerts.yml',
+      'expr: arcus_up == 0\n        for: 1m',
+      'expr: arcus_up == 0\n        for: 2s',
+    );
     tree.edit('rule_evaluator/conf/rules/downsampling.yml', /interval: (5m|1h)/g, 'interval: 2s');
     tree.edit('alert_router/alert_router.env', '0.0.0.0:9093', `127.0.0.1:${ports.router}`);
     const config = readFileSync(tree.path('alert_router/alert_router.yml'), 'utf8')
@@ -102,7 +152,10 @@ describe('rule evaluator and alert router on the real stores', () => {
       });
     });
     await new Promise<void>((resolve) => hook.listen(ports.hook, '127.0.0.1', resolve));
-    for (const [component, script] of [['short_term_store', 'start.sh'], ['alert_router', 'start.sh']] as const) {
+    for (const [component, script] of [
+      ['short_term_store', 'start.sh'],
+      ['alert_router', 'start.sh'],
+    ] as const) {
       const started = tree.run(component, script);
       assert.equal(started.status, 0, `${component}: ${started.stderr}`);
     }
@@ -125,7 +178,15 @@ describe('rule evaluator and alert router on the real stores', () => {
       async () => {
         const nodes = await queryStore(ports.long, 'service_code:arcus_nodes:count');
         assert.deepEqual(
-          nodes.map((s) => [s.metric['ensemble'], s.metric['service_code'], s.metric['scrape'], s.metric['resolution'], s.value[1]]).sort(),
+          nodes
+            .map((s) => [
+              s.metric['ensemble'],
+              s.metric['service_code'],
+              s.metric['scrape'],
+              s.metric['resolution'],
+              s.value[1],
+            ])
+            .sort(),
           [
             ['zk1', 'svc-a', 'long', '1h', '2'],
             ['zk1', 'svc-a', 'long', '5m', '2'],
@@ -143,22 +204,34 @@ describe('rule evaluator and alert router on the real stores', () => {
     await importNow(0);
     const firing = await eventually(
       () => {
-        const found = notifications.flatMap((n) => n.alerts).find((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'firing');
-        assert.ok(found, `notifications so far: ${JSON.stringify(notifications.map((n) => n.alerts.map((a) => `${a.labels['alertname']}:${a.status}`)))}`);
+        const found = notifications
+          .flatMap((n) => n.alerts)
+          .find((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'firing');
+        assert.ok(
+          found,
+          `notifications so far: ${JSON.stringify(notifications.map((n) => n.alerts.map((a) => `${a.labels['alertname']}:${a.status}`)))}`,
+        );
         return found;
       },
       { timeoutMs: 40_000, intervalMs: 250 },
     );
     assert.equal(firing.labels['node'], '10.0.0.1:11211');
     assert.equal(firing.labels['severity'], 'critical');
-    const rules = (await (await fetch(`http://127.0.0.1:${ports.ruler}/api/v1/alerts`)).json()) as { data: { alerts: Array<{ name: string; state: string }> } };
+    const rules = (await (await fetch(`http://127.0.0.1:${ports.ruler}/api/v1/alerts`)).json()) as {
+      data: { alerts: Array<{ name: string; state: string }> };
+    };
     assert.ok(rules.data.alerts.some((a) => a.name === 'CacheNodeDown' && a.state === 'firing'));
 
     // The node answers again: samples of 1 newer than the 0s.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     await importNow(1);
     await eventually(
-      () => assert.ok(notifications.flatMap((n) => n.alerts).some((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'resolved')),
+      () =>
+        assert.ok(
+          notifications
+            .flatMap((n) => n.alerts)
+            .some((a) => a.labels['alertname'] === 'CacheNodeDown' && a.status === 'resolved'),
+        ),
       { timeoutMs: 40_000, intervalMs: 250 },
     );
   });

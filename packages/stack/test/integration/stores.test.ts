@@ -27,7 +27,7 @@ interface Job {
 }
 
 describe('the stores as shipped', () => {
-  test('short.env and long.env hold the spec\'s variables and shipped values', () => {
+  test("short.env and long.env hold the spec's variables and shipped values", () => {
     assert.deepEqual(readEnv(`${STACK_DIR}/short_term_store/short.env`), {
       TS_LISTEN_ADDRESS: '0.0.0.0:8428',
       TS_RETENTION_PERIOD: '14d',
@@ -47,7 +47,9 @@ describe('the stores as shipped', () => {
   });
 
   test('scrape.yml has exactly the six shipped jobs, every exporter job adding scrape=short', () => {
-    const jobs = (parse(readFileSync(`${STACK_DIR}/short_term_store/conf/scrape.yml`, 'utf8')) as { scrape_configs: Job[] }).scrape_configs;
+    const jobs = (
+      parse(readFileSync(`${STACK_DIR}/short_term_store/conf/scrape.yml`, 'utf8')) as { scrape_configs: Job[] }
+    ).scrape_configs;
     const shape = jobs.map((j) => [
       j.job_name,
       j.scrape_interval,
@@ -64,7 +66,11 @@ describe('the stores as shipped', () => {
       ['zookeeper', '1m', '/metrics', 'exporter/coordination_exporter.yml', 'scrape=short'],
     ]);
     for (const file of ['cache_exporter', 'coordination_exporter', 'host_exporter']) {
-      assert.deepEqual(parse(readFileSync(`${STACK_DIR}/short_term_store/conf/exporter/${file}.yml`, 'utf8')), [], `${file}.yml ships as an empty list`);
+      assert.deepEqual(
+        parse(readFileSync(`${STACK_DIR}/short_term_store/conf/exporter/${file}.yml`, 'utf8')),
+        [],
+        `${file}.yml ships as an empty list`,
+      );
     }
   });
 });
@@ -86,7 +92,11 @@ describe('short_term_store start.sh / stop.sh', () => {
     tree.edit('short_term_store/conf/scrape.yml', '127.0.0.1:8428', `127.0.0.1:${shortPort}`);
     tree.edit('short_term_store/conf/scrape.yml', '127.0.0.1:8429', `127.0.0.1:${longPort}`);
     // The 1m jobs scrape every 5 s here so the test sees them within seconds (their shipped form is checked above).
-    tree.edit('short_term_store/conf/scrape.yml', /scrape_interval: 1m\n    scrape_timeout: 50s/g, 'scrape_interval: 5s\n    scrape_timeout: 4s');
+    tree.edit(
+      'short_term_store/conf/scrape.yml',
+      /scrape_interval: 1m\n {4}scrape_timeout: 50s/g,
+      'scrape_interval: 5s\n    scrape_timeout: 4s',
+    );
     // Extra flags in one env file are that store's only.
     appendFileSync(tree.path('short_term_store/short.env'), 'TS_EXTRA_FLAGS=-search.latencyOffset=1s\n');
     // One process answering as a cache, coordination and host exporter at once.
@@ -110,21 +120,39 @@ describe('short_term_store start.sh / stop.sh', () => {
     assert.match(started.stdout, /store short: started \(pid \d+\)/);
     assert.match(started.stdout, /store long: started \(pid \d+\)/);
     assert.match(started.stdout, /store short: notice: this store has no stream aggregation/);
-    for (const port of [shortPort, longPort]) await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200));
-    const args = (role: string) => readFileSync(`/proc/${readFileSync(tree.path(`short_term_store/run/${role}.pid`), 'utf8').trim()}/cmdline`, 'utf8').split('\0');
+    for (const port of [shortPort, longPort])
+      await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200));
+    const args = (role: string) =>
+      readFileSync(
+        `/proc/${readFileSync(tree.path(`short_term_store/run/${role}.pid`), 'utf8').trim()}/cmdline`,
+        'utf8',
+      ).split('\0');
     assert.ok(args('short').includes('-search.latencyOffset=1s'), args('short').join(' '));
     assert.ok(!args('long').some((arg) => arg.startsWith('-search.latencyOffset')), args('long').join(' '));
 
     const target = `127.0.0.1:${exporterPort}`;
     writeFileSync(tree.path('short_term_store/conf/exporter/cache_exporter.yml'), `- targets: ["${target}"]\n`);
-    writeFileSync(tree.path('short_term_store/conf/exporter/coordination_exporter.yml'), `- targets: ["${target}"]\n  labels:\n    ensemble: zk1\n`);
-    writeFileSync(tree.path('short_term_store/conf/exporter/host_exporter.yml'), `- targets: ["${target}"]\n  labels:\n    group: host\n`);
+    writeFileSync(
+      tree.path('short_term_store/conf/exporter/coordination_exporter.yml'),
+      `- targets: ["${target}"]\n  labels:\n    ensemble: zk1\n`,
+    );
+    writeFileSync(
+      tree.path('short_term_store/conf/exporter/host_exporter.yml'),
+      `- targets: ["${target}"]\n  labels:\n    group: host\n`,
+    );
     assert.equal((await fetch(`http://127.0.0.1:${shortPort}/-/reload`, { method: 'POST' })).ok, true);
     await eventually(
       async () => {
-        const jobs = (await queryStore(shortPort, 'arcus_up')).map((s) => `${s.metric['job']}/${s.metric['scrape']}/${s.metric['ensemble'] ?? ''}/${s.metric['group'] ?? ''}`).sort();
+        const jobs = (await queryStore(shortPort, 'arcus_up'))
+          .map(
+            (s) => `${s.metric['job']}/${s.metric['scrape']}/${s.metric['ensemble'] ?? ''}/${s.metric['group'] ?? ''}`,
+          )
+          .sort();
         assert.deepEqual(jobs, ['arcus/short//', 'system_resource/short//host', 'zookeeper/short/zk1/']);
-        assert.deepEqual((await queryStore(shortPort, 'arcus_prefix_items')).map((s) => `${s.metric['job']}/${s.metric['scrape']}`), ['arcus_prefixes/short']);
+        assert.deepEqual(
+          (await queryStore(shortPort, 'arcus_prefix_items')).map((s) => `${s.metric['job']}/${s.metric['scrape']}`),
+          ['arcus_prefixes/short'],
+        );
       },
       { timeoutMs: 40_000, intervalMs: 500 },
     );
@@ -142,7 +170,10 @@ describe('short_term_store start.sh / stop.sh', () => {
     assert.equal(restarted.status, 0, restarted.stderr);
     await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${shortPort}/health`)).status, 200));
     const after = await queryStore(shortPort, 'count_over_time(arcus_up{job="arcus"}[1h])');
-    assert.ok(Number(after[0]?.value[1]) >= Number(before[0]!.value[1]), `samples before ${before[0]!.value[1]}, after ${after[0]?.value[1]}`);
+    assert.ok(
+      Number(after[0]?.value[1]) >= Number(before[0]!.value[1]),
+      `samples before ${before[0]!.value[1]}, after ${after[0]?.value[1]}`,
+    );
   });
 
   test('a taken port, a bad retention or a second start is a clear error and starts nothing more', async () => {
@@ -155,7 +186,12 @@ describe('short_term_store start.sh / stop.sh', () => {
     tree.edit('short_term_store/long.env', `127.0.0.1:${longPort}`, `127.0.0.1:${exporterPort}`);
     const refused = tree.run('short_term_store', 'start.sh', ['long']);
     assert.equal(refused.status, 1);
-    assert.match(refused.stderr, new RegExp(`store long: 127\\.0\\.0\\.1:${exporterPort} is already in use by another process; change TS_LISTEN_ADDRESS in .*long\\.env`));
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `store long: 127\\.0\\.0\\.1:${exporterPort} is already in use by another process; change TS_LISTEN_ADDRESS in .*long\\.env`,
+      ),
+    );
     tree.edit('short_term_store/long.env', `127.0.0.1:${exporterPort}`, `127.0.0.1:${longPort}`);
 
     tree.edit('short_term_store/long.env', 'TS_RETENTION_PERIOD=2y', 'TS_RETENTION_PERIOD=30m');

@@ -59,7 +59,10 @@ export function bkeyRange(token: string | undefined): [Bkey, Bkey] {
 }
 
 /** `create <flags> <exptime> <maxcount> [<ovflaction>] [unreadable]` starting at `args[at]`; undefined without `create`. */
-export function createAttributes(args: readonly string[], at: number): { attrs: CreateAttributes | undefined; rest: readonly string[] } {
+export function createAttributes(
+  args: readonly string[],
+  at: number,
+): { attrs: CreateAttributes | undefined; rest: readonly string[] } {
   if (args[at] !== 'create') return { attrs: undefined, rest: args.slice(at) };
   const flags = uint(args[at + 1], UINT32_MAX);
   const exptime = int(args[at + 2]);
@@ -122,12 +125,18 @@ export function matches(element: BtreeElement, filter: EflagFilter | undefined):
   }
   const results = filter.values.map((v) => Buffer.compare(operand, v));
   switch (filter.compare) {
-    case 'EQ': return results.includes(0);
-    case 'NE': return !results.includes(0);
-    case 'LT': return (results[0] ?? 0) < 0;
-    case 'LE': return (results[0] ?? 0) <= 0;
-    case 'GT': return (results[0] ?? 0) > 0;
-    default: return (results[0] ?? 0) >= 0;
+    case 'EQ':
+      return results.includes(0);
+    case 'NE':
+      return !results.includes(0);
+    case 'LT':
+      return (results[0] ?? 0) < 0;
+    case 'LE':
+      return (results[0] ?? 0) <= 0;
+    case 'GT':
+      return (results[0] ?? 0) > 0;
+    default:
+      return (results[0] ?? 0) >= 0;
   }
 }
 

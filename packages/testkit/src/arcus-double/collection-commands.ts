@@ -1,7 +1,29 @@
 /** Collection commands: lop, sop and bop (list, set, b+tree). */
-import { bkey, bkeyRange, createAttributes, eflagFilter, hexBytes, indexRange, int, key, matches, options, uint, type EflagFilter } from './arguments.js';
+import {
+  bkey,
+  bkeyRange,
+  createAttributes,
+  eflagFilter,
+  hexBytes,
+  indexRange,
+  int,
+  key,
+  matches,
+  options,
+  uint,
+  type EflagFilter,
+} from './arguments.js';
 import { BadFormat, line, type CommandSpec } from './command-spec.js';
-import { compareBkeys, formatBkey, MAX_ELEMENT_BYTES, type Bkey, type BtreeElement, type BtreeItem, type CreateAttributes, type Item } from './engine.js';
+import {
+  compareBkeys,
+  formatBkey,
+  MAX_ELEMENT_BYTES,
+  type Bkey,
+  type BtreeElement,
+  type BtreeItem,
+  type CreateAttributes,
+  type Item,
+} from './engine.js';
 import type { CollectionType } from './memory.js';
 import type { Operation, Outcome, ServerState } from './state.js';
 
@@ -162,7 +184,11 @@ export const sopExist: CommandSpec = {
     if (typeof set === 'string') reply = set;
     else if (!set.meta.readable) reply = 'UNREADABLE';
     else reply = set.elements.has(data) ? 'EXIST' : 'NOT_EXIST';
-    state.record('sop_exist', k, reply === 'NOT_FOUND' ? 'miss' : reply === 'EXIST' || reply === 'NOT_EXIST' ? 'hit' : undefined);
+    state.record(
+      'sop_exist',
+      k,
+      reply === 'NOT_FOUND' ? 'miss' : reply === 'EXIST' || reply === 'NOT_EXIST' ? 'hit' : undefined,
+    );
     return line(reply);
   },
 };
@@ -185,7 +211,10 @@ export const sopGet: CommandSpec = {
       if (count > 0) elements = elements.slice(0, count);
       reply = `VALUE ${set.flags} ${elements.length}\r\n${elements.map((e) => `${e.value.length} ${e.value}\r\n`).join('')}`;
       if (opts.has('delete') || opts.has('drop')) {
-        state.engine.setRemove(set, elements.map((e) => e.value));
+        state.engine.setRemove(
+          set,
+          elements.map((e) => e.value),
+        );
         reply += line(dropIfEmpty(state, set, set.elements.size, opts.has('drop')));
       } else {
         reply += 'END\r\n';
@@ -200,7 +229,9 @@ export const sopGet: CommandSpec = {
 function btreeSelect(tree: BtreeItem, [from, to]: [Bkey, Bkey], filter: EflagFilter | undefined): BtreeElement[] {
   const descending = compareBkeys(from, to) > 0;
   const [low, high] = descending ? [to, from] : [from, to];
-  const selected = tree.elements.filter((e) => compareBkeys(e.bkey, low) >= 0 && compareBkeys(e.bkey, high) <= 0 && matches(e, filter));
+  const selected = tree.elements.filter(
+    (e) => compareBkeys(e.bkey, low) >= 0 && compareBkeys(e.bkey, high) <= 0 && matches(e, filter),
+  );
   return descending ? selected.reverse() : selected;
 }
 

@@ -3,7 +3,20 @@
  * second word) -> how long its data block is, and what it does. Replies are latin1 strings (one
  * char per byte), so values of any bytes pass through unchanged.
  */
-import { bopCount, bopDelete, bopGet, bopInsert, collectionCreate, lopDelete, lopGet, lopInsert, sopDelete, sopExist, sopGet, sopInsert } from './collection-commands.js';
+import {
+  bopCount,
+  bopDelete,
+  bopGet,
+  bopInsert,
+  collectionCreate,
+  lopDelete,
+  lopGet,
+  lopInsert,
+  sopDelete,
+  sopExist,
+  sopGet,
+  sopInsert,
+} from './collection-commands.js';
 import { BadFormat, CLOSE, ERROR, line, type CommandSpec } from './command-spec.js';
 import { arithmetic, casCommand, deleteCommand, flushAll, getattr, retrieve, store } from './kv-commands.js';
 import {

@@ -15,7 +15,9 @@ const HANGS_ON: Partial<Record<ArcusDoubleBehavior, RegExp>> = {
 
 const MAX_LINE = 8192;
 /** What a double in 'garbage' mode answers: not ARCUS protocol, and no line terminator. */
-export const GARBAGE = Buffer.from([0x00, 0xff, 0xfe, 0x1b, 0x5b, 0x3f, 0x47, 0x41, 0x52, 0x42, 0x41, 0x47, 0x45, 0x7f]);
+export const GARBAGE = Buffer.from([
+  0x00, 0xff, 0xfe, 0x1b, 0x5b, 0x3f, 0x47, 0x41, 0x52, 0x42, 0x41, 0x47, 0x45, 0x7f,
+]);
 
 interface PendingData {
   readonly spec: CommandSpec;
@@ -140,7 +142,13 @@ export class Connection {
       return;
     }
     const tooLarge = found.spec.maxData !== undefined && length > found.spec.maxData;
-    this.pending = { spec: found.spec, args, length, noreply, swallowReply: tooLarge ? `${found.spec.tooLarge ?? 'SERVER_ERROR object too large for cache'}\r\n` : undefined };
+    this.pending = {
+      spec: found.spec,
+      args,
+      length,
+      noreply,
+      swallowReply: tooLarge ? `${found.spec.tooLarge ?? 'SERVER_ERROR object too large for cache'}\r\n` : undefined,
+    };
   }
 
   private reply(reply: Reply, noreply: boolean): void {

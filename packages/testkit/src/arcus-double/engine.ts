@@ -4,8 +4,18 @@
  * slab memory). It knows nothing of sockets or protocol text; commands.ts drives it.
  */
 import { mcHash } from './hash.js';
-import { BTREE_INDEX_SIZE, BTREE_LEAF_SIZE, BTREE_NODE_FANOUT, itemSize, Memory, SET_CHAIN_MAX, SET_NODE_SIZE, type Allocation, type CollectionType } from './memory.js';
-import { PrefixTable, type ItemType, type PrefixEntry } from './prefixes.js';
+import {
+  BTREE_INDEX_SIZE,
+  BTREE_LEAF_SIZE,
+  BTREE_NODE_FANOUT,
+  itemSize,
+  Memory,
+  SET_CHAIN_MAX,
+  SET_NODE_SIZE,
+  type Allocation,
+  type CollectionType,
+} from './memory.js';
+import { PrefixTable, type PrefixEntry } from './prefixes.js';
 
 export type Clock = () => number;
 
@@ -15,14 +25,26 @@ export const MAX_COLLECTION_SIZE = 50000;
 const DEFAULT_COLLECTION_SIZE = 4000;
 const REL_TIME_MAX_DELTA = 60 * 60 * 24 * 30; // exptimes above this are absolute unix times
 
-export type OverflowAction = 'error' | 'head_trim' | 'tail_trim' | 'smallest_trim' | 'largest_trim' | 'smallest_silent_trim' | 'largest_silent_trim';
+export type OverflowAction =
+  | 'error'
+  | 'head_trim'
+  | 'tail_trim'
+  | 'smallest_trim'
+  | 'largest_trim'
+  | 'smallest_silent_trim'
+  | 'largest_silent_trim';
 const OVERFLOW_ACTIONS: Record<CollectionType, readonly OverflowAction[]> = {
   list: ['error', 'head_trim', 'tail_trim'],
   set: ['error'],
   map: ['error'],
   btree: ['error', 'smallest_trim', 'largest_trim', 'smallest_silent_trim', 'largest_silent_trim'],
 };
-const DEFAULT_OVERFLOW: Record<CollectionType, OverflowAction> = { list: 'tail_trim', set: 'error', map: 'error', btree: 'smallest_trim' };
+const DEFAULT_OVERFLOW: Record<CollectionType, OverflowAction> = {
+  list: 'tail_trim',
+  set: 'error',
+  map: 'error',
+  btree: 'smallest_trim',
+};
 
 export interface CreateAttributes {
   readonly flags: number;
@@ -162,12 +184,23 @@ export class ArcusEngine {
   /** STORED | NOT_STORED | TYPE_MISMATCH | SERVER_ERROR object too large for cache */
   storeKv(mode: StoreMode, key: string, flags: number, exptime: number, value: string): string {
     const size = itemSize.kv(key.length, value.length + 2);
-    if (value.length > ITEM_SIZE_MAX || this.memory.spaceSize(size) === 0) return 'SERVER_ERROR object too large for cache';
+    if (value.length > ITEM_SIZE_MAX || this.memory.spaceSize(size) === 0)
+      return 'SERVER_ERROR object too large for cache';
     const old = this.lookup(key);
     if (old !== undefined && old.type !== 'kv') return mode === 'add' ? 'NOT_STORED' : 'TYPE_MISMATCH';
     if ((mode === 'add' && old !== undefined) || (mode === 'replace' && old === undefined)) return 'NOT_STORED';
     const head = this.memory.alloc(size);
-    const item: KvItem = { type: 'kv', key, flags, deadline: this.deadline(exptime), cas: 0, prefix: undefined as unknown as PrefixEntry, head, stotal: head.space, value };
+    const item: KvItem = {
+      type: 'kv',
+      key,
+      flags,
+      deadline: this.deadline(exptime),
+      cas: 0,
+      prefix: undefined as unknown as PrefixEntry,
+      head,
+      stotal: head.space,
+      value,
+    };
     this.link(item);
     if (old !== undefined) this.unlink(old); // after link: the prefix never drops to zero items
     return 'STORED';
@@ -210,7 +243,10 @@ export class ArcusEngine {
   }
 
   /** The collection under `key` of `type`, or the reply that says why not. */
-  collection<T extends CollectionItem['type']>(key: string, type: T): Extract<CollectionItem, { type: T }> | 'NOT_FOUND' | 'TYPE_MISMATCH' {
+  collection<T extends CollectionItem['type']>(
+    key: string,
+    type: T,
+  ): Extract<CollectionItem, { type: T }> | 'NOT_FOUND' | 'TYPE_MISMATCH' {
     const item = this.lookup(key);
     if (item === undefined) return 'NOT_FOUND';
     if (item.type !== type) return 'TYPE_MISMATCH';
@@ -270,7 +306,9 @@ export class ArcusEngine {
       from = n - 1;
     }
     to = Math.min(Math.max(to, 0), n - 1);
-    return from <= to ? { index: from, count: to - from + 1, forward: true } : { index: to, count: from - to + 1, forward: false };
+    return from <= to
+      ? { index: from, count: to - from + 1, forward: true }
+      : { index: to, count: from - to + 1, forward: false };
   }
 
   /** Removes `count` elements from `index`; returns them in index order. */
@@ -333,7 +371,9 @@ export class ArcusEngine {
     const order = (elements: SetElement[], depth: number): SetElement[] => {
       const chains: SetElement[][] = Array.from({ length: 16 }, () => []);
       for (const e of elements) chains[(e.hash >>> (depth * 4)) & 0xf]?.push(e);
-      return chains.flatMap((chain) => (chain.length > SET_CHAIN_MAX && depth < 7 ? order(chain, depth + 1) : chain.sort((a, b) => b.seq - a.seq)));
+      return chains.flatMap((chain) =>
+        chain.length > SET_CHAIN_MAX && depth < 7 ? order(chain, depth + 1) : chain.sort((a, b) => b.seq - a.seq),
+      );
     };
     return order([...set.elements.values()], 0);
   }
@@ -343,7 +383,9 @@ export class ArcusEngine {
   /** STORED | CREATED_STORED | ELEMENT_EXISTS | NOT_FOUND | TYPE_MISMATCH | BKEY_MISMATCH | OVERFLOWED | OUT_OF_RANGE | CLIENT_ERROR ... */
   btreeInsert(key: string, bkey: Bkey, eflag: string | undefined, value: string, create?: CreateAttributes): string {
     const nbkey = bkey.kind === 'int' ? 0 : bkey.hex.length / 2;
-    const mem = this.memory.alloc(itemSize.btreeElement(nbkey, eflag === undefined ? 0 : eflag.length / 2, value.length + 2));
+    const mem = this.memory.alloc(
+      itemSize.btreeElement(nbkey, eflag === undefined ? 0 : eflag.length / 2, value.length + 2),
+    );
     let found = this.collection(key, 'btree');
     let created = false;
     if (found === 'NOT_FOUND' && create !== undefined) {
@@ -361,7 +403,8 @@ export class ArcusEngine {
     const first = tree.elements[0];
     if (first !== undefined && first.bkey.kind !== bkey.kind) return fail('BKEY_MISMATCH');
     let at = this.btreeSearch(tree, bkey);
-    if (tree.elements[at] !== undefined && compareBkeys((tree.elements[at] as BtreeElement).bkey, bkey) === 0) return fail('ELEMENT_EXISTS');
+    if (tree.elements[at] !== undefined && compareBkeys((tree.elements[at] as BtreeElement).bkey, bkey) === 0)
+      return fail('ELEMENT_EXISTS');
     if (tree.elements.length >= tree.meta.maxcount) {
       const overflow = tree.meta.overflow;
       if (overflow === 'error') return fail('OVERFLOWED');
@@ -415,16 +458,38 @@ export class ArcusEngine {
   private meta(type: CollectionType, attrs: CreateAttributes): Meta | string {
     const overflow = (attrs.overflowAction ?? DEFAULT_OVERFLOW[type]) as OverflowAction;
     if (!OVERFLOW_ACTIONS[type].includes(overflow)) return 'ATTR_ERROR bad value';
-    const maxcount = attrs.maxcount === 0 ? DEFAULT_COLLECTION_SIZE : attrs.maxcount < 0 || attrs.maxcount > MAX_COLLECTION_SIZE ? MAX_COLLECTION_SIZE : attrs.maxcount;
+    const maxcount =
+      attrs.maxcount === 0
+        ? DEFAULT_COLLECTION_SIZE
+        : attrs.maxcount < 0 || attrs.maxcount > MAX_COLLECTION_SIZE
+          ? MAX_COLLECTION_SIZE
+          : attrs.maxcount;
     return { maxcount, overflow, readable: attrs.readable ?? true };
   }
 
   private newCollection(type: CollectionType, key: string, attrs: CreateAttributes, meta: Meta): CollectionItem {
     const head = this.memory.alloc(itemSize.collection(type, key.length));
-    const base = { key, flags: attrs.flags, deadline: this.deadline(attrs.exptime), cas: 0, prefix: undefined as unknown as PrefixEntry, head, stotal: head.space, meta };
+    const base = {
+      key,
+      flags: attrs.flags,
+      deadline: this.deadline(attrs.exptime),
+      cas: 0,
+      prefix: undefined as unknown as PrefixEntry,
+      head,
+      stotal: head.space,
+      meta,
+    };
     let item: CollectionItem;
     if (type === 'list') item = { ...base, type: 'list', elements: [] };
-    else if (type === 'set') item = { ...base, type: 'set', elements: new Map(), chainSizes: new Array<number>(16).fill(0), nodes: [], seq: 0 };
+    else if (type === 'set')
+      item = {
+        ...base,
+        type: 'set',
+        elements: new Map(),
+        chainSizes: new Array<number>(16).fill(0),
+        nodes: [],
+        seq: 0,
+      };
     else item = { ...base, type: 'btree', elements: [], leaves: [], indexNodes: [], trimmed: false };
     this.link(item);
     return item;
@@ -432,7 +497,7 @@ export class ArcusEngine {
 
   private link(item: Item): void {
     item.cas = ++this.casId;
-    item.prefix = this.prefixes.link(item.key, item.type as ItemType, item.stotal, this.clock());
+    item.prefix = this.prefixes.link(item.key, item.type, item.stotal, this.clock());
     this.items.set(item.key, item);
     this.currItems += 1;
     this.totalItems += 1;
@@ -442,7 +507,7 @@ export class ArcusEngine {
   /** Takes the item out of the accounting; the key goes only if it still maps to this item (not after a replace). */
   private unlink(item: Item): void {
     if (this.items.get(item.key) === item) this.items.delete(item.key);
-    this.prefixes.unlink(item.prefix, item.type as ItemType, item.stotal);
+    this.prefixes.unlink(item.prefix, item.type, item.stotal);
     this.currItems -= 1;
     this.currBytes -= item.stotal;
     if (item.type === 'list') for (const e of item.elements) this.memory.free(e.mem);
@@ -485,7 +550,7 @@ export class ArcusEngine {
   private resizeBtreeNodes(tree: BtreeItem): void {
     const leaves = Math.ceil(tree.elements.length / BTREE_NODE_FANOUT);
     let index = 0;
-    for (let level = leaves; level > 1; ) {
+    for (let level = leaves; level > 1;) {
       level = Math.ceil(level / BTREE_NODE_FANOUT);
       index += level;
     }

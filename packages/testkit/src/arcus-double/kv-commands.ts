@@ -14,7 +14,8 @@ export function retrieve(withCas: boolean): CommandSpec {
         const item = state.engine.lookup(k);
         const hit = item !== undefined && item.type === 'kv';
         state.record('get', k, hit ? 'hit' : 'miss');
-        if (hit) reply += `VALUE ${k} ${item.flags} ${item.value.length}${withCas ? ` ${item.cas}` : ''}\r\n${item.value}\r\n`;
+        if (hit)
+          reply += `VALUE ${k} ${item.flags} ${item.value.length}${withCas ? ` ${item.cas}` : ''}\r\n${item.value}\r\n`;
       }
       return `${reply}END\r\n`;
     },

@@ -32,7 +32,8 @@ export const itemSize = {
   listElement: (nbytes: number): number => LIST_ELEM_HEAD + nbytes,
   setElement: (nbytes: number): number => SET_ELEM_HEAD + nbytes,
   /** `nbkey` 0 means an 8-byte integer bkey. */
-  btreeElement: (nbkey: number, neflag: number, nbytes: number): number => BTREE_ELEM_HEAD + (nbkey === 0 ? 8 : nbkey) + neflag + nbytes,
+  btreeElement: (nbkey: number, neflag: number, nbytes: number): number =>
+    BTREE_ELEM_HEAD + (nbkey === 0 ? 8 : nbkey) + neflag + nbytes,
 };
 
 // ---- slab classes --------------------------------------------------------------------------
@@ -295,7 +296,13 @@ class SmState {
     if (slot === undefined) {
       newBlock();
       slot = { offset: SM_BHEAD_SIZE, length: slen, used: true, prev: null, next: null };
-      const rest: Slot = { offset: SM_BHEAD_SIZE + slen, length: SM_BBODY_SIZE - slen, used: false, prev: slot, next: null };
+      const rest: Slot = {
+        offset: SM_BHEAD_SIZE + slen,
+        length: SM_BBODY_SIZE - slen,
+        used: false,
+        prev: slot,
+        next: null,
+      };
       slot.next = rest;
       this.linkFree(rest);
     } else {
@@ -304,7 +311,13 @@ class SmState {
       slot.used = true;
       slot.length = slen;
       if (length > slen) {
-        const rest: Slot = { offset: slot.offset + slen, length: length - slen, used: false, prev: slot, next: slot.next };
+        const rest: Slot = {
+          offset: slot.offset + slen,
+          length: length - slen,
+          used: false,
+          prev: slot,
+          next: slot.next,
+        };
         if (slot.next !== null) slot.next.prev = rest;
         slot.next = rest;
         this.linkFree(rest);

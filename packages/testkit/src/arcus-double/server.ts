@@ -78,7 +78,12 @@ export class ArcusDouble {
 
   static async start(options: ArcusDoubleOptions = {}): Promise<ArcusDouble> {
     const host = options.host ?? '127.0.0.1';
-    const settings = { host, port: options.port ?? 0, maxStatsPrefixes: options.maxStatsPrefixes ?? 50, version: options.version ?? '1.15.0' };
+    const settings = {
+      host,
+      port: options.port ?? 0,
+      maxStatsPrefixes: options.maxStatsPrefixes ?? 50,
+      version: options.version ?? '1.15.0',
+    };
     const state = new ServerState(settings, options.clock ?? Date.now, options.detailEnabled ?? false);
     const server = createServer();
     await new Promise<void>((resolveListen, reject) => {
@@ -142,7 +147,11 @@ export class ArcusDouble {
    * created 13:31:41, prefix `arcus` 13:31:44). Call heartbeat() to have one at once.
    */
   async register(target: ArcusZk | string, options: ArcusRegisterOptions = {}): Promise<NodeRegistration> {
-    if (this.registration !== undefined) throw new TestkitError(TestkitErrors.ARCUS_ALREADY_REGISTERED, `${this.address} is registered already as ${this.registration.path}`);
+    if (this.registration !== undefined)
+      throw new TestkitError(
+        TestkitErrors.ARCUS_ALREADY_REGISTERED,
+        `${this.address} is registered already as ${this.registration.path}`,
+      );
     const arcusZk = typeof target === 'string' ? await ArcusZk.connect(target) : target;
     let registration: NodeRegistration;
     const sessionTimeoutMs = options.sessionTimeoutMs ?? arcusZk.sessionTimeoutMs;
@@ -150,12 +159,17 @@ export class ArcusDouble {
       const mapping = await this.findMapping(arcusZk);
       const listPath = `${mapping.root}/cache_list/${mapping.serviceCode}`;
       if (!(await zk.exists(arcusZk.client, listPath))) {
-        throw new TestkitError(TestkitErrors.ARCUS_SERVICE_CODE_MISSING, `${listPath} does not exist: create the service code before registering ${this.address}`);
+        throw new TestkitError(
+          TestkitErrors.ARCUS_SERVICE_CODE_MISSING,
+          `${listPath} does not exist: create the service code before registering ${this.address}`,
+        );
       }
       let repl: { group: string; role: 'M' | 'S' } | undefined;
       if (mapping.group !== undefined) {
         const group = mapping.group;
-        const hasMaster = (await zk.children(arcusZk.client, listPath)).some((child) => child.startsWith(`${group}^M^`));
+        const hasMaster = (await zk.children(arcusZk.client, listPath)).some((child) =>
+          child.startsWith(`${group}^M^`),
+        );
         repl = { group, role: options.role ?? (hasMaster ? 'S' : 'M') };
       }
       registration = await arcusZk.registerNode(this.address, mapping.serviceCode, {
@@ -266,21 +280,33 @@ export class ArcusDouble {
         const children = await zk.children(arcusZk.client, path);
         const [child] = children;
         if (children.length !== 1 || child === undefined) {
-          throw new TestkitError(TestkitErrors.ARCUS_MAPPING_INVALID, `${path} must have exactly one child (the service code), has ${children.length}: ${children.join(', ')}`);
+          throw new TestkitError(
+            TestkitErrors.ARCUS_MAPPING_INVALID,
+            `${path} must have exactly one child (the service code), has ${children.length}: ${children.join(', ')}`,
+          );
         }
         const [serviceCode = '', group] = child.split('^');
         if (root === ARCUS_REPL_ROOT && group === undefined) {
-          throw new TestkitError(TestkitErrors.ARCUS_MAPPING_INVALID, `${path}/${child} lacks the replication group (<svc>^<group>^<peer>)`);
+          throw new TestkitError(
+            TestkitErrors.ARCUS_MAPPING_INVALID,
+            `${path}/${child} lacks the replication group (<svc>^<group>^<peer>)`,
+          );
         }
         return { root, serviceCode, group: root === ARCUS_REPL_ROOT ? group : undefined };
       }
     }
-    throw new TestkitError(TestkitErrors.ARCUS_MAPPING_MISSING, `${this.address} is not mapped to a service code: none of ${tried.join(', ')} exists`);
+    throw new TestkitError(
+      TestkitErrors.ARCUS_MAPPING_MISSING,
+      `${this.address} is not mapped to a service code: none of ${tried.join(', ')} exists`,
+    );
   }
 }
 
 /** `count` doubles started together, each on its own OS-assigned port. */
-export async function startArcusDoubles(count: number, options: Omit<ArcusDoubleOptions, 'port'> = {}): Promise<ArcusDouble[]> {
+export async function startArcusDoubles(
+  count: number,
+  options: Omit<ArcusDoubleOptions, 'port'> = {},
+): Promise<ArcusDouble[]> {
   const started = await Promise.allSettled(Array.from({ length: count }, () => ArcusDouble.start(options)));
   const doubles = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failure = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -12,12 +12,7 @@ import { DetailStats, type DetailField } from './prefixes.js';
  * hang-stats-settings (the same for `stats settings`: what was asked before it is answered).
  */
 export type ArcusDoubleBehavior =
-  | 'normal'
-  | 'hang'
-  | 'garbage'
-  | 'refuse-stats-prefixes'
-  | 'hang-stats-prefixes'
-  | 'hang-stats-settings';
+  'normal' | 'hang' | 'garbage' | 'refuse-stats-prefixes' | 'hang-stats-prefixes' | 'hang-stats-settings';
 
 export interface ServerSettings {
   readonly host: string;
@@ -28,7 +23,14 @@ export interface ServerSettings {
 
 /** How an operation's result is counted: `<op>_hits`, `<op>_misses`, `<op>_elem_hits`, ... */
 export type Outcome = 'hit' | 'miss' | 'elem_hit' | 'none_hit' | 'ok' | 'badval';
-const OUTCOME_SUFFIX: Record<Outcome, string> = { hit: 'hits', miss: 'misses', elem_hit: 'elem_hits', none_hit: 'none_hits', ok: 'oks', badval: 'badval' };
+const OUTCOME_SUFFIX: Record<Outcome, string> = {
+  hit: 'hits',
+  miss: 'misses',
+  elem_hit: 'elem_hits',
+  none_hit: 'none_hits',
+  ok: 'oks',
+  badval: 'badval',
+};
 
 /** Every counted operation: its `cmd_<op>` counter and the detail fields (requests, hits) it feeds. */
 const OPERATIONS = {

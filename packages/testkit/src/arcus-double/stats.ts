@@ -146,13 +146,18 @@ export const TOO_MANY_PREFIXES = 'CLIENT_ERROR invalid: too many prefixes\r\n';
 /** `stats prefixes` */
 export function renderPrefixes(state: ServerState): string {
   const prefixes = state.engine.prefixes;
-  if (state.behavior === 'refuse-stats-prefixes' || prefixes.count > state.settings.maxStatsPrefixes) return TOO_MANY_PREFIXES;
-  return `${prefixes.list().map((p) => p.line()).join('')}END\r\n`;
+  if (state.behavior === 'refuse-stats-prefixes' || prefixes.count > state.settings.maxStatsPrefixes)
+    return TOO_MANY_PREFIXES;
+  return `${prefixes
+    .list()
+    .map((p) => p.line())
+    .join('')}END\r\n`;
 }
 
 /** `stats detail dump` */
 export function renderDetailDump(state: ServerState): string {
-  if (state.behavior === 'refuse-stats-prefixes' || state.detail.count > state.settings.maxStatsPrefixes) return TOO_MANY_PREFIXES;
+  if (state.behavior === 'refuse-stats-prefixes' || state.detail.count > state.settings.maxStatsPrefixes)
+    return TOO_MANY_PREFIXES;
   return `${state.detail.lines().join('')}END\r\n`;
 }
 

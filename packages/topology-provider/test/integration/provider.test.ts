@@ -35,8 +35,18 @@ describe('topology provider against real ZooKeeper', () => {
     // 'nowhere' (a node's hostname) does not resolve
   });
 
-  const register = async (zk: ArcusZk, address: string, svc: string, hostname: string, repl?: { group: string; role: 'M' | 'S' }) => {
-    const registration = await zk.registerNode(address, svc, { hostname, ...(repl ? { repl } : {}), sessionTimeoutMs: 4000 });
+  const register = async (
+    zk: ArcusZk,
+    address: string,
+    svc: string,
+    hostname: string,
+    repl?: { group: string; role: 'M' | 'S' },
+  ) => {
+    const registration = await zk.registerNode(address, svc, {
+      hostname,
+      ...(repl ? { repl } : {}),
+      sessionTimeoutMs: 4000,
+    });
     registrations.push(registration);
     return registration;
   };
@@ -69,7 +79,12 @@ describe('topology provider against real ZooKeeper', () => {
       { resolver, now: () => now },
     );
     await eventually(async () => {
-      assert.deepEqual(await provider.variable({ target: 'service_codes ensemble=(one|two)' }), ['svc-a', 'svc-b', 'svc-r', 'svc-x']);
+      assert.deepEqual(await provider.variable({ target: 'service_codes ensemble=(one|two)' }), [
+        'svc-a',
+        'svc-b',
+        'svc-r',
+        'svc-x',
+      ]);
     });
   });
 
@@ -82,7 +97,7 @@ describe('topology provider against real ZooKeeper', () => {
     await zkTwo?.stop();
   });
 
-  test('GET / answers 200 for the datasource test, with each ensemble\'s state', async () => {
+  test("GET / answers 200 for the datasource test, with each ensemble's state", async () => {
     const response = await fetch(provider.url + '/', { headers: { 'Content-Type': 'application/json' } });
     assert.equal(response.status, 200);
     const body = (await response.json()) as { ensembles: Array<{ name: string; topology: string }> };
@@ -97,42 +112,85 @@ describe('topology provider against real ZooKeeper', () => {
   });
 
   test('every variable query, as a plain string target', async () => {
-    const { status, body } = await provider.post('/variable', { payload: { target: 'ensembles' }, range: pluginRange(now - 6 * 3600e3, now) });
+    const { status, body } = await provider.post('/variable', {
+      payload: { target: 'ensembles' },
+      range: pluginRange(now - 6 * 3600e3, now),
+    });
     assert.equal(status, 200);
     assert.deepEqual(body, [
       { __text: 'one', __value: 'one' },
       { __text: 'two', __value: 'two' },
       { __text: 'gone (unavailable)', __value: 'gone' },
     ]);
-    assert.deepEqual(await provider.variable({ target: 'service_codes ensemble=one' }), ['svc-a', 'svc-b', 'svc-r'], 'serviceCodesByEnsembleName hides "hidden"');
-    assert.deepEqual(await provider.variable({ target: 'service_codes ensemble=two' }), ['svc-x'], 'no entry: every service code');
-    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a' }), ['127.0.1.1:11211', '127.0.1.2:11211', '127.0.1.4:11211']);
-    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=live' }), ['127.0.1.1:11211', '127.0.1.2:11211']);
-    assert.deepEqual(await provider.variable({ target: 'hostnames ensemble=one service_code=(svc-a|svc-b)' }), ['cache-a1', 'cache-a2', 'cache-b1', 'nowhere']);
-    assert.deepEqual(await provider.variable({ target: 'host_instances ensemble=one service_code=svc-a' }), ['cache-a1:9100', 'cache-a2:9100']);
+    assert.deepEqual(
+      await provider.variable({ target: 'service_codes ensemble=one' }),
+      ['svc-a', 'svc-b', 'svc-r'],
+      'serviceCodesByEnsembleName hides "hidden"',
+    );
+    assert.deepEqual(
+      await provider.variable({ target: 'service_codes ensemble=two' }),
+      ['svc-x'],
+      'no entry: every service code',
+    );
+    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a' }), [
+      '127.0.1.1:11211',
+      '127.0.1.2:11211',
+      '127.0.1.4:11211',
+    ]);
+    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=live' }), [
+      '127.0.1.1:11211',
+      '127.0.1.2:11211',
+    ]);
+    assert.deepEqual(await provider.variable({ target: 'hostnames ensemble=one service_code=(svc-a|svc-b)' }), [
+      'cache-a1',
+      'cache-a2',
+      'cache-b1',
+      'nowhere',
+    ]);
+    assert.deepEqual(await provider.variable({ target: 'host_instances ensemble=one service_code=svc-a' }), [
+      'cache-a1:9100',
+      'cache-a2:9100',
+    ]);
     assert.deepEqual(await provider.variable({ target: `zk_servers ensemble=one` }), [zkOne.address]);
-    assert.deepEqual(await provider.variable({ target: `zk_servers ensemble=two` }), [`127.0.0.1:${zkTwo.port}`], 'a domain is resolved to its addresses');
+    assert.deepEqual(
+      await provider.variable({ target: `zk_servers ensemble=two` }),
+      [`127.0.0.1:${zkTwo.port}`],
+      'a domain is resolved to its addresses',
+    );
     assert.deepEqual(await provider.variable({ target: 'groups ensemble=one service_code=svc-r' }), ['g1']);
     assert.deepEqual(await provider.variable({ target: 'roles ensemble=one service_code=svc-r' }), ['master', 'slave']);
-    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-r role=master' }), ['127.0.2.1:11211']);
+    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-r role=master' }), [
+      '127.0.2.1:11211',
+    ]);
     assert.deepEqual(await provider.variable({ target: 'scrape' }, { from: now - 3600e3, to: now }), ['short']);
   });
 
   test('raw JSON payloads with multi-value variables as arrays, and regex-formatted string targets', async () => {
-    assert.deepEqual(await provider.variable({ target: 'nodes', ensemble: 'one', service_code: ['svc-b', 'svc-r'], state: 'live' }), [
-      '127.0.1.3:11211',
-      '127.0.1.5:11211',
-      '127.0.2.1:11211',
-      '127.0.2.2:11211',
-    ]);
-    assert.deepEqual(await provider.variable({ target: 'host_instances', ensemble: ['one', 'two'], node: ['127.0.1.1:11211', '127.0.3.1:11211'], port: '9200' }), [
-      'cache-a1:9200',
-      'cache-x1:9200',
-    ]);
+    assert.deepEqual(
+      await provider.variable({ target: 'nodes', ensemble: 'one', service_code: ['svc-b', 'svc-r'], state: 'live' }),
+      ['127.0.1.3:11211', '127.0.1.5:11211', '127.0.2.1:11211', '127.0.2.2:11211'],
+    );
+    assert.deepEqual(
+      await provider.variable({
+        target: 'host_instances',
+        ensemble: ['one', 'two'],
+        node: ['127.0.1.1:11211', '127.0.3.1:11211'],
+        port: '9200',
+      }),
+      ['cache-a1:9200', 'cache-x1:9200'],
+    );
     // What the plugin makes of `nodes ensemble=$ensemble node=$node` with two nodes selected.
-    assert.deepEqual(await provider.variable({ target: 'hostnames ensemble=one node=(127\\.0\\.1\\.1:11211|127\\.0\\.1\\.3:11211)' }), ['cache-a1', 'cache-b1']);
+    assert.deepEqual(
+      await provider.variable({ target: 'hostnames ensemble=one node=(127\\.0\\.1\\.1:11211|127\\.0\\.1\\.3:11211)' }),
+      ['cache-a1', 'cache-b1'],
+    );
     // "All" with a custom all value.
-    assert.deepEqual(await provider.variable({ target: 'service_codes', ensemble: '.*' }), ['svc-a', 'svc-b', 'svc-r', 'svc-x']);
+    assert.deepEqual(await provider.variable({ target: 'service_codes', ensemble: '.*' }), [
+      'svc-a',
+      'svc-b',
+      'svc-r',
+      'svc-x',
+    ]);
   });
 
   test('scrape switches from short to long at exactly rawRetention (default 14d)', async () => {
@@ -147,12 +205,20 @@ describe('topology provider against real ZooKeeper', () => {
   });
 
   test('requests are answered from memory: no ZooKeeper read per request', async () => {
-    const reads = async () => valueOf(parseExposition(await (await fetch(provider.url + '/metrics')).text()), 'cachemon_zookeeper_requests_total', { ensemble: 'one' });
+    const reads = async () =>
+      valueOf(
+        parseExposition(await (await fetch(provider.url + '/metrics')).text()),
+        'cachemon_zookeeper_requests_total',
+        { ensemble: 'one' },
+      );
     const before = await reads();
     assert.ok(before !== undefined && before > 0, 'the watcher has read the ensemble');
     for (let i = 0; i < 50; i++) {
       await provider.variable({ target: 'nodes ensemble=one' });
-      await provider.post('/query', { range: pluginRange(now - 3600e3, now), targets: [{ refId: 'A', target: 'overview ensemble=one' }] });
+      await provider.post('/query', {
+        range: pluginRange(now - 3600e3, now),
+        targets: [{ refId: 'A', target: 'overview ensemble=one' }],
+      });
     }
     assert.equal(await reads(), before);
   });
@@ -161,16 +227,32 @@ describe('topology provider against real ZooKeeper', () => {
     await one.mapServer('127.0.1.9:11211', 'svc-a');
     const joined = await register(one, '127.0.1.9:11211', 'svc-a', 'cache-new');
     await eventually(async () => {
-      assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=live' }), ['127.0.1.1:11211', '127.0.1.2:11211', '127.0.1.9:11211']);
+      assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=live' }), [
+        '127.0.1.1:11211',
+        '127.0.1.2:11211',
+        '127.0.1.9:11211',
+      ]);
     });
-    assert.deepEqual(await provider.variable({ target: 'host_instances ensemble=one service_code=svc-a' }), ['cache-a1:9100', 'cache-a2:9100', 'cache-new:9100']);
+    assert.deepEqual(await provider.variable({ target: 'host_instances ensemble=one service_code=svc-a' }), [
+      'cache-a1:9100',
+      'cache-a2:9100',
+      'cache-new:9100',
+    ]);
     await joined.unregister();
     await eventually(async () => {
-      assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=down' }), ['127.0.1.4:11211', '127.0.1.9:11211']);
+      assert.deepEqual(await provider.variable({ target: 'nodes ensemble=one service_code=svc-a state=down' }), [
+        '127.0.1.4:11211',
+        '127.0.1.9:11211',
+      ]);
     });
     // Still configured, so still listed (down) with the hostname it had.
-    const { body } = await provider.post('/query', { range: pluginRange(now - 3600e3, now), targets: [{ refId: 'T', target: 'overview ensemble=one node=127\\.0\\.1\\.9:11211' }] });
-    assert.deepEqual((body as Array<{ rows: unknown[] }>)[0]!.rows, [['one', 'svc-a', '127.0.1.9:11211', 'cache-new', 'down', '', '', 'current']]);
+    const { body } = await provider.post('/query', {
+      range: pluginRange(now - 3600e3, now),
+      targets: [{ refId: 'T', target: 'overview ensemble=one node=127\\.0\\.1\\.9:11211' }],
+    });
+    assert.deepEqual((body as Array<{ rows: unknown[] }>)[0]!.rows, [
+      ['one', 'svc-a', '127.0.1.9:11211', 'cache-new', 'down', '', '', 'current'],
+    ]);
   });
 
   test('/query: tables with refIds, hidden targets skipped, node counts as time series, ad-hoc filters', async () => {
@@ -182,7 +264,13 @@ describe('topology provider against real ZooKeeper', () => {
       intervalMs: 30000,
       maxDataPoints: 1000,
       targets: [
-        { refId: 'A', target: 'service_code_summary ensemble=one', datasource: { type: 'simpod-json-datasource', uid: 'x' }, editorMode: 'code', payload: {} },
+        {
+          refId: 'A',
+          target: 'service_code_summary ensemble=one',
+          datasource: { type: 'simpod-json-datasource', uid: 'x' },
+          editorMode: 'code',
+          payload: {},
+        },
         { refId: 'B', target: 'overview', payload: { ensemble: ['one'], service_code: 'svc-r' }, editorMode: 'code' },
         { refId: 'C', target: 'nodes', hide: true },
         { refId: 'D', target: 'node_counts ensemble=two' },
@@ -192,7 +280,14 @@ describe('topology provider against real ZooKeeper', () => {
       filters: [{ key: 'state', operator: '=', value: 'live', condition: '' }],
     });
     assert.equal(status, 200, JSON.stringify(body));
-    const frames = body as Array<{ refId: string; type?: string; columns?: Array<{ text: string }>; rows?: unknown[][]; target?: string; datapoints?: number[][] }>;
+    const frames = body as Array<{
+      refId: string;
+      type?: string;
+      columns?: Array<{ text: string }>;
+      rows?: unknown[][];
+      target?: string;
+      datapoints?: number[][];
+    }>;
     assert.deepEqual(
       frames.map((f) => [f.refId, f.type ?? 'series', f.target ?? '']),
       [
@@ -202,26 +297,41 @@ describe('topology provider against real ZooKeeper', () => {
         ['E', 'table', ''],
       ],
     );
-    assert.deepEqual(frames[0]!.rows!.map((r) => r.slice(0, 5)), [
-      ['one', 'svc-a', 4, 2, 2],
-      ['one', 'svc-b', 2, 2, 0],
-      ['one', 'svc-r', 2, 2, 0],
-    ]);
+    assert.deepEqual(
+      frames[0]!.rows!.map((r) => r.slice(0, 5)),
+      [
+        ['one', 'svc-a', 4, 2, 2],
+        ['one', 'svc-b', 2, 2, 0],
+        ['one', 'svc-r', 2, 2, 0],
+      ],
+    );
     assert.deepEqual(frames[1]!.rows, [
       ['one', 'svc-r', '127.0.2.1:11211', 'repl-m', 'live', 'g1', 'master', 'current'],
       ['one', 'svc-r', '127.0.2.2:11211', 'repl-s', 'live', 'g1', 'slave', 'current'],
     ]);
     assert.deepEqual(frames[2]!.datapoints!.at(-1), [1, now]);
-    assert.ok(frames[3]!.rows!.every((r) => r[4] === 'live'), 'the ad-hoc filter state=live applies');
+    assert.ok(
+      frames[3]!.rows!.every((r) => r[4] === 'live'),
+      'the ad-hoc filter state=live applies',
+    );
     assert.deepEqual([...new Set(frames[3]!.rows!.map((r) => r[0]))], ['one', 'two']);
   });
 
   test('builder endpoints: /metrics lists the queries, /metric-payload-options and tag values narrow by what is chosen', async () => {
     const metrics = await provider.post('/metrics', {});
     assert.equal(metrics.status, 200);
-    const nodes = (metrics.body as Array<{ value: string; payloads: Array<{ name: string; type: string }> }>).find((m) => m.value === 'nodes');
-    assert.deepEqual(nodes?.payloads.map((p) => p.name), ['ensemble', 'service_code', 'node', 'hostname', 'group', 'role', 'state']);
-    const options = await provider.post('/metric-payload-options', { metric: 'nodes', payload: { ensemble: ['one'], service_code: 'svc-r' }, name: 'hostname' });
+    const nodes = (metrics.body as Array<{ value: string; payloads: Array<{ name: string; type: string }> }>).find(
+      (m) => m.value === 'nodes',
+    );
+    assert.deepEqual(
+      nodes?.payloads.map((p) => p.name),
+      ['ensemble', 'service_code', 'node', 'hostname', 'group', 'role', 'state'],
+    );
+    const options = await provider.post('/metric-payload-options', {
+      metric: 'nodes',
+      payload: { ensemble: ['one'], service_code: 'svc-r' },
+      name: 'hostname',
+    });
     assert.deepEqual(options.body, [
       { label: 'repl-m', value: 'repl-m' },
       { label: 'repl-s', value: 'repl-s' },
@@ -250,9 +360,20 @@ describe('topology provider against real ZooKeeper', () => {
     const samples = parseExposition(await (await fetch(provider.url + '/metrics')).text());
     assert.equal(valueOf(samples, 'cachemon_hostname_problems', { ensemble: 'one', problem: 'mismatch' }), 1);
     assert.equal(valueOf(samples, 'cachemon_hostname_problems', { ensemble: 'one', problem: 'unresolved' }), 1);
-    assert.equal(valueOf(samples, 'cachemon_hostname_problem', { hostname: 'cache-a2', address: '127.0.1.2:11211', problem: 'mismatch', resolved: '127.0.9.9' }), 1);
-    const logged = provider.logs().filter((l) => typeof l['msg'] === 'string' && (l['msg'] as string).startsWith('hostname'));
-    assert.ok(logged.some((l) => l['hostname'] === 'cache-a2' && /resolves to 127\.0\.9\.9/.test(l['msg'] as string)), JSON.stringify(logged));
+    assert.equal(
+      valueOf(samples, 'cachemon_hostname_problem', {
+        hostname: 'cache-a2',
+        address: '127.0.1.2:11211',
+        problem: 'mismatch',
+        resolved: '127.0.9.9',
+      }),
+      1,
+    );
+    const logged = provider.logs().filter((l) => typeof l['msg'] === 'string' && l['msg'].startsWith('hostname'));
+    assert.ok(
+      logged.some((l) => l['hostname'] === 'cache-a2' && /resolves to 127\.0\.9\.9/.test(l['msg'] as string)),
+      JSON.stringify(logged),
+    );
     assert.ok(logged.some((l) => l['hostname'] === 'nowhere' && /does not resolve/.test(l['msg'] as string)));
     // A hidden service code's node is not checked: hidden means not served.
     assert.ok(!logged.some((l) => l['address'] === '127.0.1.6:11211'));
@@ -262,12 +383,24 @@ describe('topology provider against real ZooKeeper', () => {
     const cases: Array<[string, unknown, RegExp]> = [
       ['/variable', '{"payload": {"target": "nodes"', /JSON/i],
       ['/variable', { payload: { target: 'nodez' } }, /unknown query "nodez"/],
-      ['/variable', { payload: { target: 'nodes ensemble=staging' } }, /unknown ensemble "staging" \(known: one, two, gone\)/],
+      [
+        '/variable',
+        { payload: { target: 'nodes ensemble=staging' } },
+        /unknown ensemble "staging" \(known: one, two, gone\)/,
+      ],
       ['/variable', { range: {} }, /without "payload"/],
       ['/variable', [1, 2], /must be a JSON object/],
-      ['/variable', { payload: { target: 'scrape' }, range: { from: 'yesterday', to: 'now' } }, /range\.from: "yesterday" is not a time/],
+      [
+        '/variable',
+        { payload: { target: 'scrape' }, range: { from: 'yesterday', to: 'now' } },
+        /range\.from: "yesterday" is not a time/,
+      ],
       ['/query', { targets: 'nodes' }, /"targets" array/],
-      ['/query', { targets: [{ refId: 'Q', target: 'nodes bogus=1' }] }, /target Q: query nodes: unknown argument "bogus"/],
+      [
+        '/query',
+        { targets: [{ refId: 'Q', target: 'nodes bogus=1' }] },
+        /target Q: query nodes: unknown argument "bogus"/,
+      ],
       ['/tag-values', { key: 'color' }, /unknown tag key "color"/],
     ];
     for (const [path, body, message] of cases) {
@@ -287,10 +420,17 @@ describe('topology provider against real ZooKeeper', () => {
     await zkTwo.stop();
     await eventually(async () => {
       const { body, headers } = await provider.post('/variable', { payload: { target: 'ensembles' } });
-      assert.deepEqual((body as Array<{ __text: string }>).map((v) => v.__text), ['one', 'two (stale)', 'gone (unavailable)']);
+      assert.deepEqual(
+        (body as Array<{ __text: string }>).map((v) => v.__text),
+        ['one', 'two (stale)', 'gone (unavailable)'],
+      );
       assert.equal(headers.get('x-cachemon-stale-ensembles'), 'two,gone');
     });
-    assert.deepEqual(await provider.variable({ target: 'nodes ensemble=two' }), ['127.0.3.1:11211'], 'the last topology is still served');
+    assert.deepEqual(
+      await provider.variable({ target: 'nodes ensemble=two' }),
+      ['127.0.3.1:11211'],
+      'the last topology is still served',
+    );
     const { body } = await provider.post('/query', { targets: [{ refId: 'A', target: 'overview ensemble=two' }] });
     const frame = (body as Array<{ rows: unknown[][]; meta?: { notices: Array<{ text: string }> } }>)[0]!;
     assert.equal(frame.rows[0]![7], 'stale');
@@ -300,35 +440,52 @@ describe('topology provider against real ZooKeeper', () => {
     assert.equal(valueOf(samples, 'cachemon_topology_stale', { ensemble: 'one' }), 0);
     assert.equal(valueOf(samples, 'cachemon_zookeeper_connected', { ensemble: 'two' }), 0);
     await zkTwo.start();
-    await eventually(async () => {
-      const samples = parseExposition(await (await fetch(provider.url + '/metrics')).text());
-      assert.equal(
-        valueOf(samples, 'cachemon_topology_stale', { ensemble: 'two' }),
-        0,
-        // When it does not come back, say what the provider saw of ensemble two.
-        `ensemble two still stale; the provider's last log lines about it:\n${provider
-          .logs()
-          .filter((line) => line['ensemble'] === 'two' || JSON.stringify(line).includes(String(zkTwo.port)))
-          .slice(-12)
-          .map((line) => JSON.stringify(line))
-          .join('\n')}`,
-      );
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const samples = parseExposition(await (await fetch(provider.url + '/metrics')).text());
+        assert.equal(
+          valueOf(samples, 'cachemon_topology_stale', { ensemble: 'two' }),
+          0,
+          // When it does not come back, say what the provider saw of ensemble two.
+          `ensemble two still stale; the provider's last log lines about it:\n${provider
+            .logs()
+            .filter((line) => line['ensemble'] === 'two' || JSON.stringify(line).includes(String(zkTwo.port)))
+            .slice(-12)
+            .map((line) => JSON.stringify(line))
+            .join('\n')}`,
+        );
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 
   test('POST /reload/config applies a valid file and refuses an invalid one, keeping the running config', async () => {
-    provider.writeConfig({ ensembleByName: { one: [zkOne.address], gone: [`127.0.0.1:${deadPort}`] }, rawRetention: '7d' });
+    provider.writeConfig({
+      ensembleByName: { one: [zkOne.address], gone: [`127.0.0.1:${deadPort}`] },
+      rawRetention: '7d',
+    });
     const ok = await provider.post('/reload/config', undefined);
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.deepEqual(ok.body, { status: 'success', added: [], removed: ['two'], changed: ['one'], restartNeeded: [] });
     await eventually(async () => {
-      assert.deepEqual(await provider.variable({ target: 'service_codes ensemble=one' }), ['hidden', 'svc-a', 'svc-b', 'svc-r'], 'no entry any more: all service codes');
+      assert.deepEqual(
+        await provider.variable({ target: 'service_codes ensemble=one' }),
+        ['hidden', 'svc-a', 'svc-b', 'svc-r'],
+        'no entry any more: all service codes',
+      );
     });
-    assert.deepEqual(await provider.variable({ target: 'scrape' }, { from: now - 8 * DAY, to: now }), ['long'], 'rawRetention 7d applies');
+    assert.deepEqual(
+      await provider.variable({ target: 'scrape' }, { from: now - 8 * DAY, to: now }),
+      ['long'],
+      'rawRetention 7d applies',
+    );
 
     const escaped = provider.configFile.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
     const refusals: Array<[Record<string, unknown> | string, RegExp]> = [
-      [{ ensembleByName: { one: [zkOne.address] }, serviceCodesByEnsembleName: { onee: ['svc-a'] } }, /serviceCodesByEnsembleName\.onee: no ensemble "onee" in ensembleByName \(known: one\)/],
+      [
+        { ensembleByName: { one: [zkOne.address] }, serviceCodesByEnsembleName: { onee: ['svc-a'] } },
+        /serviceCodesByEnsembleName\.onee: no ensemble "onee" in ensembleByName \(known: one\)/,
+      ],
       [{ ensembleByName: { one: [zkOne.address] }, rawRetention: '7x' }, /rawRetention: invalid duration "7x"/],
       [{ ensembleByName: { one: ['zk1:99999'] } }, /ensembleByName\.one/],
       ['{ "ensembleByName": ', /config\.json:1:21: expected a value/],
@@ -355,9 +512,14 @@ describe('topology provider against real ZooKeeper', () => {
     const second = '$2b$04$2aCWs6wT2UDiQS/mpWzw7.Tt7UjYXRc/ObcVgPyBFn5M4S8LNhsPu';
     const webConfigFile = join(await tempDir('topology-provider-web-'), 'web.yml');
     writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${first}\n`);
-    const secured = await startHarness({ ensembleByName: { one: [zkOne.address] } }, { webConfig: await loadWebConfig(webConfigFile), webConfigFile });
+    const secured = await startHarness(
+      { ensembleByName: { one: [zkOne.address] } },
+      { webConfig: await loadWebConfig(webConfigFile), webConfigFile },
+    );
     try {
-      const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}` });
+      const as = (password: string) => ({
+        Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}`,
+      });
       assert.equal((await fetch(`${secured.url}/`)).status, 401);
       assert.equal((await fetch(`${secured.url}/`, { headers: as('first') })).status, 200);
 
@@ -371,7 +533,11 @@ describe('topology provider against real ZooKeeper', () => {
       assert.equal(refused.status, 400);
       assert.equal((refused.body as { code: string }).code, 'CACHEMON_WEB_CONFIG_INVALID');
       assert.match((refused.body as { error: string }).error, /web\.yml: basic_auth_users\.grafana: not a bcrypt hash/);
-      assert.equal((await fetch(`${secured.url}/`, { headers: as('second') })).status, 200, 'the running web config stays');
+      assert.equal(
+        (await fetch(`${secured.url}/`, { headers: as('second') })).status,
+        200,
+        'the running web config stays',
+      );
       const samples = parseExposition(await (await fetch(`${secured.url}/metrics`, { headers: as('second') })).text());
       assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
     } finally {

@@ -16,9 +16,16 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
   let componentDir: string;
   let port: number;
   const sh = (script: string, ...args: string[]) =>
-    spawnSync('bash', [join(componentDir, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: root }, timeout: 30_000 });
+    spawnSync('bash', [join(componentDir, script), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, CACHEMON_HOME: root },
+      timeout: 30_000,
+    });
   const writeConfig = (config: Record<string, unknown>) =>
-    writeFileSync(join(componentDir, 'conf', 'config.json'), `// written by the test\n${JSON.stringify({ listen: `127.0.0.1:${port}`, log: { level: 'info', filename: 'log/topology_provider.log' }, ...config })}`);
+    writeFileSync(
+      join(componentDir, 'conf', 'config.json'),
+      `// written by the test\n${JSON.stringify({ listen: `127.0.0.1:${port}`, log: { level: 'info', filename: 'log/topology_provider.log' }, ...config })}`,
+    );
   const variable = async (target: string) => {
     const response = await fetch(`http://127.0.0.1:${port}/variable`, {
       method: 'POST',
@@ -51,7 +58,15 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
   });
 
   test('the shipped config.json is valid and listens on 0.0.0.0:8084', () => {
-    const checked = spawnSync(process.execPath, [join(root, 'bin', 'topology-provider'), `-config-file=${join(root, 'stack', 'topology_provider', 'conf', 'config.json')}`, '-check-config'], { encoding: 'utf8' });
+    const checked = spawnSync(
+      process.execPath,
+      [
+        join(root, 'bin', 'topology-provider'),
+        `-config-file=${join(root, 'stack', 'topology_provider', 'conf', 'config.json')}`,
+        '-check-config',
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(checked.status, 0, checked.stderr);
     assert.match(checked.stdout, /valid \(ensembles example, listen 0\.0\.0\.0:8084\)/);
   });
@@ -80,7 +95,12 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
       assert.ok((valueOf(samples, 'process_resident_memory_bytes') ?? 0) > 0, 'process metrics are served too');
     });
     assert.deepEqual(await variable('service_codes ensemble=ens1'), ['svc-a', 'svc-b']);
-    await eventually(() => assert.match(readFileSync(join(componentDir, 'log', 'topology_provider.log'), 'utf8'), /configuration reload refused/));
+    await eventually(() =>
+      assert.match(
+        readFileSync(join(componentDir, 'log', 'topology_provider.log'), 'utf8'),
+        /configuration reload refused/,
+      ),
+    );
 
     const stopped = sh('stop.sh');
     assert.equal(stopped.status, 0, stopped.stderr);
@@ -93,7 +113,10 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
     writeConfig({ ensembleByName: { ens1: ['zk1'] } });
     const broken = sh('start.sh');
     assert.notEqual(broken.status, 0);
-    assert.match(broken.stderr, /config\.json: ensembleByName\.ens1\[0\]: expected <host>:<port> \[CACHEMON_CONFIG_INVALID\]/);
+    assert.match(
+      broken.stderr,
+      /config\.json: ensembleByName\.ens1\[0\]: expected <host>:<port> \[CACHEMON_CONFIG_INVALID\]/,
+    );
     assert.ok(!existsSync(join(componentDir, 'run', 'topology_provider.pid')));
     assert.equal(sh('start.sh', 'extra').status, 2);
 

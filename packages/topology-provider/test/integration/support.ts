@@ -15,7 +15,11 @@ export interface Harness {
   /** Log lines written so far, parsed. */
   logs(): Array<Record<string, unknown>>;
   writeConfig(config: Record<string, unknown> | string): void;
-  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown; headers: Headers }>;
+  post(
+    path: string,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: unknown; headers: Headers }>;
   /** POST /variable the way the JSON datasource sends it; the answer's values. */
   variable(payload: unknown, range?: { from: number; to: number }): Promise<string[]>;
   close(): Promise<void>;
@@ -29,18 +33,32 @@ export function pluginRange(from: number, to: number): Record<string, unknown> {
 /** A provider in this process, on a config file in a temp dir, with an injected resolver and clock. */
 export async function startHarness(
   config: Record<string, unknown>,
-  options: { resolver?: Resolver; now?: () => number; resolveIntervalMs?: number; webConfig?: WebConfig; webConfigFile?: string } = {},
+  options: {
+    resolver?: Resolver;
+    now?: () => number;
+    resolveIntervalMs?: number;
+    webConfig?: WebConfig;
+    webConfigFile?: string;
+  } = {},
 ): Promise<Harness> {
   const dir = await tempDir('topology-provider-');
   const configFile = join(dir, 'config.json');
   const port = await freePort();
   const write = (value: Record<string, unknown> | string) =>
-    writeFileSync(configFile, typeof value === 'string' ? value : JSON.stringify({ listen: `127.0.0.1:${port}`, ...value }, null, 2));
+    writeFileSync(
+      configFile,
+      typeof value === 'string' ? value : JSON.stringify({ listen: `127.0.0.1:${port}`, ...value }, null, 2),
+    );
   write(config);
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       done();
     },
   });
@@ -77,7 +95,10 @@ export async function startHarness(
     writeConfig: write,
     post,
     async variable(payload, range) {
-      const { status, body } = await post('/variable', { payload, ...(range ? { range: pluginRange(range.from, range.to) } : {}) });
+      const { status, body } = await post('/variable', {
+        payload,
+        ...(range ? { range: pluginRange(range.from, range.to) } : {}),
+      });
       if (status !== 200) throw new Error(`/variable ${JSON.stringify(payload)}: ${status} ${JSON.stringify(body)}`);
       return (body as Array<{ __value: string }>).map((v) => v.__value);
     },

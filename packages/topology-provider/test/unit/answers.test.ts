@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CacheNode, Topology } from '@cachemon/arcus';
 import { CachemonError } from '@cachemon/core';
-import { NodeCountHistory, parseQuery, resolutionFor, scrapeFor, seriesAnswer, tableAnswer, variableValues } from '../../src/index.js';
+import {
+  NodeCountHistory,
+  parseQuery,
+  resolutionFor,
+  scrapeFor,
+  seriesAnswer,
+  tableAnswer,
+  variableValues,
+} from '../../src/index.js';
 import type { QueryContext } from '../../src/index.js';
 import { ensembleView, fleetView } from '../../src/view.js';
 import type { HostnameProblem } from '../../src/view.js';
@@ -32,12 +40,25 @@ const prod = ensembleView(
     node('repl', '10.0.1.3:11211', 'r3', { group: 'g2', role: 'master' }),
   ]),
   connected,
-  [{ address: '10.1.0.1:2181', name: 'zk.prod' }, { address: '10.1.0.2:2181', name: 'zk.prod' }],
+  [
+    { address: '10.1.0.1:2181', name: 'zk.prod' },
+    { address: '10.1.0.2:2181', name: 'zk.prod' },
+  ],
 );
-const dev = ensembleView('dev', topology([node('svc-a', '127.0.0.1:11211', 'localhost')]), { ...connected, connected: false }, [
-  { address: '127.0.0.1:2181' },
-]);
-const problem: HostnameProblem = { ensemble: 'prod', kind: 'cache', hostname: 'cache02', address: '10.0.0.2:11211', problem: 'mismatch', resolved: ['10.9.9.9'] };
+const dev = ensembleView(
+  'dev',
+  topology([node('svc-a', '127.0.0.1:11211', 'localhost')]),
+  { ...connected, connected: false },
+  [{ address: '127.0.0.1:2181' }],
+);
+const problem: HostnameProblem = {
+  ensemble: 'prod',
+  kind: 'cache',
+  hostname: 'cache02',
+  address: '10.0.0.2:11211',
+  problem: 'mismatch',
+  resolved: ['10.9.9.9'],
+};
 const fleet = fleetView([prod, dev], [problem]);
 
 const values = (q: unknown, ctx: QueryContext = context) => variableValues(fleet, parseQuery(q), ctx);
@@ -55,7 +76,9 @@ describe('variable queries', () => {
     assert.deepEqual(valuesOf('service_codes ensemble=prod'), ['repl', 'svc-a', 'svc-b']);
     assert.deepEqual(valuesOf('service_codes ensemble=(prod|dev)'), ['repl', 'svc-a', 'svc-b']);
     assert.deepEqual(valuesOf('service_codes ensemble=dev'), ['svc-a']);
-    assert.deepEqual(valuesOf({ target: 'service_codes', ensemble: ['dev'], service_code: ['svc-a', 'nope'] }), ['svc-a']);
+    assert.deepEqual(valuesOf({ target: 'service_codes', ensemble: ['dev'], service_code: ['svc-a', 'nope'] }), [
+      'svc-a',
+    ]);
   });
 
   it('nodes in address order, down nodes marked, filtered by state', () => {
@@ -64,13 +87,19 @@ describe('variable queries', () => {
       { text: '10.0.0.3:11211 (down)', value: '10.0.0.3:11211' },
       { text: '10.0.0.10:11211', value: '10.0.0.10:11211' },
     ]);
-    assert.deepEqual(valuesOf('nodes ensemble=prod service_code=svc-a state=live'), ['10.0.0.2:11211', '10.0.0.10:11211']);
+    assert.deepEqual(valuesOf('nodes ensemble=prod service_code=svc-a state=live'), [
+      '10.0.0.2:11211',
+      '10.0.0.10:11211',
+    ]);
     assert.deepEqual(valuesOf('nodes ensemble=prod state=down'), ['10.0.0.3:11211']);
   });
 
   it('hostnames and host exporter instances, deduplicated, without empty names', () => {
     assert.deepEqual(valuesOf('hostnames ensemble=prod service_code=(svc-a|svc-b)'), ['cache02', 'cache10']);
-    assert.deepEqual(valuesOf('host_instances ensemble=prod service_code=(svc-a|svc-b)'), ['cache02:9100', 'cache10:9100']);
+    assert.deepEqual(valuesOf('host_instances ensemble=prod service_code=(svc-a|svc-b)'), [
+      'cache02:9100',
+      'cache10:9100',
+    ]);
     assert.deepEqual(valuesOf('host_instances ensemble=prod service_code=svc-b port=9200'), ['cache02:9200']);
     assert.deepEqual(valuesOf('host_instances node=10\\.0\\.0\\.10:11211'), ['cache10:9100']);
   });
@@ -92,12 +121,15 @@ describe('variable queries', () => {
   });
 
   it('an unknown ensemble is a bad request naming it and the known ones', () => {
-    assert.throws(() => values('service_codes ensemble=staging'), (err: unknown) => {
-      assert.ok(err instanceof CachemonError);
-      assert.equal(err.status, 400);
-      assert.equal(err.message, 'unknown ensemble "staging" (known: prod, dev)');
-      return true;
-    });
+    assert.throws(
+      () => values('service_codes ensemble=staging'),
+      (err: unknown) => {
+        assert.ok(err instanceof CachemonError);
+        assert.equal(err.status, 400);
+        assert.equal(err.message, 'unknown ensemble "staging" (known: prod, dev)');
+        return true;
+      },
+    );
     assert.throws(() => values({ target: 'nodes', ensemble: ['prod', 'qa'] }), /unknown ensemble "qa"/);
     assert.throws(() => values('nodes ensemble=stag.*'), /unknown ensemble "stag\.\*"/);
   });
@@ -118,7 +150,9 @@ describe('scrape', () => {
   it('as a variable query, following rawRetention', () => {
     const range = { from: NOW - 3 * DAY, to: NOW };
     assert.deepEqual(values('scrape', { ...context, range }), [{ text: 'short', value: 'short' }]);
-    assert.deepEqual(values('scrape', { ...context, range, rawRetentionMs: 2 * DAY }), [{ text: 'long', value: 'long' }]);
+    assert.deepEqual(values('scrape', { ...context, range, rawRetentionMs: 2 * DAY }), [
+      { text: 'long', value: 'long' },
+    ]);
   });
 });
 
@@ -135,7 +169,9 @@ describe('resolution', () => {
   });
 
   it('as a variable query', () => {
-    assert.deepEqual(values('resolution', { ...context, range: { from: NOW - 90 * DAY, to: NOW } }), [{ text: '1h', value: '1h' }]);
+    assert.deepEqual(values('resolution', { ...context, range: { from: NOW - 90 * DAY, to: NOW } }), [
+      { text: '1h', value: '1h' },
+    ]);
   });
 });
 
@@ -188,17 +224,73 @@ describe('node_counts series', () => {
   it('draws the counts recorded at each change over the range', () => {
     const history = new NodeCountHistory();
     const at = (minutes: number) => NOW - 60_000 * (60 - minutes);
-    history.record(ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b')]), connected, []), at(0));
-    history.record(ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]), connected, []), at(30));
-    history.record(ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]), connected, []), at(40));
-    const view = ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]), connected, []);
-    const series = seriesAnswer(fleetView([view], []), parseQuery('node_counts ensemble=prod'), { ...context, range: { from: at(10), to: NOW } }, history);
+    history.record(
+      ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b')]), connected, []),
+      at(0),
+    );
+    history.record(
+      ensembleView(
+        'prod',
+        topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
+        connected,
+        [],
+      ),
+      at(30),
+    );
+    history.record(
+      ensembleView(
+        'prod',
+        topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
+        connected,
+        [],
+      ),
+      at(40),
+    );
+    const view = ensembleView(
+      'prod',
+      topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
+      connected,
+      [],
+    );
+    const series = seriesAnswer(
+      fleetView([view], []),
+      parseQuery('node_counts ensemble=prod'),
+      { ...context, range: { from: at(10), to: NOW } },
+      history,
+    );
     assert.deepEqual(series, [
-      { target: 'prod/s live', datapoints: [[2, at(10)], [1, at(30)], [1, NOW]] },
-      { target: 'prod/s down', datapoints: [[0, at(10)], [1, at(30)], [1, NOW]] },
+      {
+        target: 'prod/s live',
+        datapoints: [
+          [2, at(10)],
+          [1, at(30)],
+          [1, NOW],
+        ],
+      },
+      {
+        target: 'prod/s down',
+        datapoints: [
+          [0, at(10)],
+          [1, at(30)],
+          [1, NOW],
+        ],
+      },
     ]);
-    const live = seriesAnswer(fleetView([view], []), parseQuery('node_counts state=live'), { ...context, range: { from: at(35), to: at(50) } }, history);
-    assert.deepEqual(live, [{ target: 'prod/s live', datapoints: [[1, at(35)], [1, at(50)]] }]);
+    const live = seriesAnswer(
+      fleetView([view], []),
+      parseQuery('node_counts state=live'),
+      { ...context, range: { from: at(35), to: at(50) } },
+      history,
+    );
+    assert.deepEqual(live, [
+      {
+        target: 'prod/s live',
+        datapoints: [
+          [1, at(35)],
+          [1, at(50)],
+        ],
+      },
+    ]);
   });
 
   it('refuses a series answer for table-only queries', () => {

@@ -18,7 +18,9 @@ function refused(raw: unknown): string {
 
 describe('topology provider config', () => {
   it('defaults: listen 0.0.0.0:8084, rawRetention 14d, warn to stdout, all service codes', () => {
-    const config = parseTopologyProviderConfig('config.json', { ensembleByName: { a: ['zk1:2181'], b: 'zk.example.com:2181' } });
+    const config = parseTopologyProviderConfig('config.json', {
+      ensembleByName: { a: ['zk1:2181'], b: 'zk.example.com:2181' },
+    });
     assert.equal(config.listen, '0.0.0.0:8084');
     assert.equal(config.rawRetentionMs, 14 * DAY);
     assert.equal(config.log.level, 'warn');
@@ -36,21 +38,36 @@ describe('topology provider config', () => {
       serviceCodesByEnsembleName: { prod: ['svc-a'] },
       rawRetention: '2w',
     });
-    assert.deepEqual(config.ensembles.map((e) => [e.name, e.serviceCodes]), [
-      ['prod', ['svc-a']],
-      ['dev', undefined],
-    ]);
+    assert.deepEqual(
+      config.ensembles.map((e) => [e.name, e.serviceCodes]),
+      [
+        ['prod', ['svc-a']],
+        ['dev', undefined],
+      ],
+    );
     assert.equal(config.rawRetentionMs, 14 * DAY);
-    assert.equal(parseTopologyProviderConfig('c', { ensembleByName: {}, rawRetention: '1y' }).rawRetentionMs, 365 * DAY);
+    assert.equal(
+      parseTopologyProviderConfig('c', { ensembleByName: {}, rawRetention: '1y' }).rawRetentionMs,
+      365 * DAY,
+    );
   });
 
   it('refuses, naming the key path and the reason', () => {
     assert.match(refused({}), /^config\.json: ensembleByName: /);
     assert.match(refused({ ensembleByName: { a: [] } }), /ensembleByName\.a: empty server list/);
     assert.match(refused({ ensembleByName: { a: ['zk1'] } }), /ensembleByName\.a\[0\]: expected <host>:<port>/);
-    assert.match(refused({ ensembleByName: { 'bad name': ['zk1:2181'] } }), /ensembleByName\["bad name"\]: invalid key: an ensemble name is letters/);
-    assert.match(refused({ ensembleByName: { a: ['zk1:2181'] }, serviceCodesByEnsembleName: { b: ['x'] } }), /serviceCodesByEnsembleName\.b: no ensemble "b" in ensembleByName \(known: a\)/);
-    assert.match(refused({ ensembleByName: { a: ['zk1:2181'] }, serviceCodesByEnsembleName: { a: [''] } }), /serviceCodesByEnsembleName\.a\[0\]: empty service code/);
+    assert.match(
+      refused({ ensembleByName: { 'bad name': ['zk1:2181'] } }),
+      /ensembleByName\["bad name"\]: invalid key: an ensemble name is letters/,
+    );
+    assert.match(
+      refused({ ensembleByName: { a: ['zk1:2181'] }, serviceCodesByEnsembleName: { b: ['x'] } }),
+      /serviceCodesByEnsembleName\.b: no ensemble "b" in ensembleByName \(known: a\)/,
+    );
+    assert.match(
+      refused({ ensembleByName: { a: ['zk1:2181'] }, serviceCodesByEnsembleName: { a: [''] } }),
+      /serviceCodesByEnsembleName\.a\[0\]: empty service code/,
+    );
     assert.match(refused({ ensembleByName: {}, rawRetention: '14x' }), /rawRetention: invalid duration "14x"/);
     assert.match(refused({ ensembleByName: {}, rawRetention: '0h' }), /rawRetention: must be longer than zero/);
     assert.match(refused({ ensembleByName: {}, listen: 'everywhere' }), /listen: invalid listen address/);

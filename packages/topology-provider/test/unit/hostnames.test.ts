@@ -14,11 +14,22 @@ function resolverOf(table: Record<string, string[]>) {
   return { resolver, calls, table };
 }
 
-const cache = (hostname: string, address: string): HostnameTarget => ({ ensemble: 'prod', kind: 'cache', hostname, address, expected: address.split(':')[0]! });
+const cache = (hostname: string, address: string): HostnameTarget => ({
+  ensemble: 'prod',
+  kind: 'cache',
+  hostname,
+  address,
+  expected: address.split(':')[0]!,
+});
 
 describe('HostnameChecker', () => {
   it('reports names that do not resolve, resolve elsewhere, or are missing; logs each change once', async () => {
-    const { resolver, calls, table } = resolverOf({ good: ['10.0.0.1'], multi: ['10.0.0.9', '10.0.0.2'], moved: ['10.9.9.9'], 'zk.prod': ['10.1.0.1'] });
+    const { resolver, calls, table } = resolverOf({
+      good: ['10.0.0.1'],
+      multi: ['10.0.0.9', '10.0.0.2'],
+      moved: ['10.9.9.9'],
+      'zk.prod': ['10.1.0.1'],
+    });
     const lines: Array<[string, Record<string, unknown>, string]> = [];
     const logger = {
       info: (obj: object, msg: string) => lines.push(['info', obj as Record<string, unknown>, msg]),
@@ -37,7 +48,11 @@ describe('HostnameChecker', () => {
       { ensemble: 'prod', kind: 'coordination', hostname: 'zk.prod', address: 'zk.prod:2181' },
       { ensemble: 'prod', kind: 'coordination', hostname: 'zk.nowhere', address: 'zk.nowhere:2181' },
     ]);
-    assert.deepEqual(calls.sort(), ['gone', 'good', 'moved', 'multi', 'zk.nowhere', 'zk.prod'], 'each name once; IP literals not looked up');
+    assert.deepEqual(
+      calls.sort(),
+      ['gone', 'good', 'moved', 'multi', 'zk.nowhere', 'zk.prod'],
+      'each name once; IP literals not looked up',
+    );
     assert.deepEqual(
       checker.problems.map((p) => [p.kind, p.hostname, p.address, p.problem, p.resolved.join(',')]),
       [
@@ -103,7 +118,14 @@ describe('HostnameChecker', () => {
       return [`10.0.${name.length}.1`];
     };
     const checker = new HostnameChecker({ resolver, intervalMs: 60_000, concurrency: 4 });
-    await checker.setTargets(Array.from({ length: 50 }, (_, i) => ({ ensemble: 'e', kind: 'coordination' as const, hostname: `host-${i}`, address: `host-${i}:2181` })));
+    await checker.setTargets(
+      Array.from({ length: 50 }, (_, i) => ({
+        ensemble: 'e',
+        kind: 'coordination' as const,
+        hostname: `host-${i}`,
+        address: `host-${i}:2181`,
+      })),
+    );
     assert.equal(most, 4);
     checker.stop();
   });

@@ -59,10 +59,16 @@ describe('string targets', () => {
   it('refuses unknown queries, unknown and repeated arguments, bad patterns, stray words', () => {
     badRequest(() => parseStringQuery('nodez'), /unknown query "nodez"; known: ensembles, service_codes, nodes/);
     badRequest(() => parseStringQuery(''), /empty query/);
-    badRequest(() => parseStringQuery('zk_servers service_code=a'), /query zk_servers: unknown argument "service_code"; it takes ensemble/);
+    badRequest(
+      () => parseStringQuery('zk_servers service_code=a'),
+      /query zk_servers: unknown argument "service_code"; it takes ensemble/,
+    );
     badRequest(() => parseStringQuery('scrape ensemble=a'), /it takes no arguments/);
     badRequest(() => parseStringQuery('nodes ensemble=a ensemble=b'), /ensemble given twice/);
-    badRequest(() => parseStringQuery('nodes service_code=(a'), /service_code: "\(a" is not a valid regular expression/);
+    badRequest(
+      () => parseStringQuery('nodes service_code=(a'),
+      /service_code: "\(a" is not a valid regular expression/,
+    );
     badRequest(() => parseStringQuery('nodes prod'), /"prod" is not a key=value argument/);
   });
 
@@ -91,8 +97,14 @@ describe('raw JSON payloads', () => {
 
   it('refuses a payload without target, non-string values and duplicate arguments', () => {
     badRequest(() => parseQuery({ ensemble: 'prod' }), /without a "target" string/);
-    badRequest(() => parseQuery({ target: 'nodes', ensemble: { a: 1 } }), /argument ensemble: expected a string or an array of strings/);
-    badRequest(() => parseQuery({ target: 'nodes ensemble=a', ensemble: 'b' }), /given both in the target and as a key/);
+    badRequest(
+      () => parseQuery({ target: 'nodes', ensemble: { a: 1 } }),
+      /argument ensemble: expected a string or an array of strings/,
+    );
+    badRequest(
+      () => parseQuery({ target: 'nodes ensemble=a', ensemble: 'b' }),
+      /given both in the target and as a key/,
+    );
     badRequest(() => parseQuery({ target: 'nodes', bogus: 'b' }), /unknown argument "bogus"/);
     badRequest(() => parseQuery(42), /a query is a string or a JSON object/);
     badRequest(() => parseQuery(['nodes']), /a query is a string or a JSON object/);
@@ -111,7 +123,10 @@ describe('random input', () => {
         const q = parseQuery(random() < 0.5 ? text : `nodes ${text}`);
         for (const matcher of Object.values(q.filters)) matcher.test('x');
       } catch (err) {
-        assert.ok(err instanceof CachemonError && err.code === Errors.BAD_REQUEST.code, `${JSON.stringify(text)}: ${String(err)}`);
+        assert.ok(
+          err instanceof CachemonError && err.code === Errors.BAD_REQUEST.code,
+          `${JSON.stringify(text)}: ${String(err)}`,
+        );
       }
     }
   });
