@@ -33,7 +33,6 @@ async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Pr
   collectors.push(collector);
   const renderer = new NodeMetricsRenderer('zk1');
   const collect = async (deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot> => {
-    renderer.beginCollection(false);
     const [snapshot] = await collector.collectStats([node], deadline, (n, reply) => {
       const stats = renderer.acceptStats(n, reply);
       onStats?.();
@@ -179,7 +178,6 @@ describe('CacheCollector: awake while the replies come', () => {
     try {
       const node: CacheNode = { serviceCode: 'test', node: `127.0.0.1:${(silentServer.address() as AddressInfo).port}`, hostname: 'silent', live: true, mapped: true };
       const renderer = new NodeMetricsRenderer('zk1');
-      renderer.beginCollection(false);
       const started = performance.now();
       const collecting = collector.collectStats([node], new CollectionDeadline(Date.now() + 1000), (n, reply) => renderer.acceptStats(n, reply));
       // The event loop's utilization: 1 while it polls (it never blocks waiting for events), near 0 while it sleeps.

@@ -21,7 +21,7 @@ import { formatHostPort, parseListenAddress } from './listen-address.js';
 import type { Logger } from './log.js';
 import { loadWebConfig, tlsContextOptions, type TlsSettings, type WebConfig } from './web-config.js';
 import { answer as laneAnswer, FastLane, type LaneRouter } from './fast-lane.js';
-import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayloadParts, sendExposition, type ExpositionBody } from './exposition.js';
+import { acceptsGzip, EXPOSITION_CONTENT_TYPE, expositionPayload, sendExposition, type ExpositionBody } from './exposition.js';
 
 export interface HttpServerOptions {
   /** Daemon name as operators know it; used in the health answers. */
@@ -363,13 +363,15 @@ export function expositionLane(logger: Logger, paths: ReadonlyMap<string, Exposi
     if (source === undefined || request.head.method !== 'GET' || request.body.length > 0) return undefined;
     return (reply) => {
       const gzip = acceptsGzip(request.head.headers.get('accept-encoding'));
-      source(request.head.headers.get(TIMEOUT_HEADER), gzip).then(
-        (body) => laneAnswer(reply, 200, gzip ? `${headers}Content-Encoding: gzip\r\n` : headers, expositionPayloadParts(body, gzip)),
-        (err: unknown) => {
-          const { status, body } = failedRequest(err, request.head.target, logger);
-          laneAnswer(reply, status, `Content-Type: ${JSON_TYPE}\r\n`, JSON.stringify(body));
-        },
-      );
+      source(request.head.headers.get(TIMEOUT_HEADER), gzip)
+        .then((body) => expositionPayload(body, gzip))
+        .then(
+          (payload) => laneAnswer(reply, 200, gzip ? `${headers}Content-Encoding: gzip\r\n` : headers, payload),
+          (err: unknown) => {
+            const { status, body } = failedRequest(err, request.head.target, logger);
+            laneAnswer(reply, status, `Content-Type: ${JSON_TYPE}\r\n`, JSON.stringify(body));
+          },
+        );
     };
   };
 }
