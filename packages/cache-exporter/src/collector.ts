@@ -61,16 +61,6 @@ export function reasonOf(err: unknown): string {
 }
 
 /**
- * How long a /metrics collection keeps its thread awake after asking the nodes, polling their
- * sockets on every turn of the event loop instead of sleeping until a reply wakes it (or until all
- * replies are in). A thread that sleeps is woken by each reply on the CPU of the replier when the
- * two share a machine, and stays there: with the nodes on the exporter's machine, the slowest
- * scrapes were those in which the exporter and the nodes took turns on one CPU while another was
- * idle (bench/cache-exporter README, "One CPU while the other idles").
- */
-const POLL_REPLIES_MS = 50;
-
-/**
  * Talks to the cache nodes: one reused connection per node for stats, one for prefix statistics
  * (QoS probes have their own too, so nothing queues behind a reply of another kind). Every call takes an
  * absolute deadline; a node that misses it costs only its own `arcus_up 0`.
@@ -126,140 +116,74 @@ export class CacheCollector {
 
   /**
    * `stats` of every live node, concurrently, bounded by the deadline. Each reply is handed to
-   * `accept` (as bytes) the moment it arrives, so rendering overlaps the wait for slower nodes; a
-   * reply `accept` rejects (it throws: garbage, an error line) makes that node down.
+   * `accept` (as bytes, valid only during the call) when it arrives; a reply `accept` rejects (it
+   * throws: garbage, an error line) makes that node down.
    */
-  collectStats(
+  async collectStats(
     nodes: readonly CacheNode[],
     deadline: CollectionDeadline,
     accept: (node: CacheNode, reply: Buffer) => RenderedStats,
   ): Promise<NodeSnapshot[]> {
-    return new Promise((resolve) => {
-      const snapshots = new Array<NodeSnapshot | undefined>(nodes.length);
-      /**
-       * A node that has answered `stats` while its `stats settings` / `stats zookeeper` replies are
-       * still on their way: its snapshot with the settings it had, used if the collection ends first.
-       */
-      const provisional = new Array<NodeSnapshot | undefined>(nodes.length);
-      /** When each node was asked (performance.now()); NaN: not asked. */
-      const asked = new Float64Array(nodes.length).fill(Number.NaN);
-      let left = nodes.length;
-      let over = false;
-      const end = (): void => {
-        over = true;
-        deadline.cancel();
-        resolve(snapshots as NodeSnapshot[]);
-      };
-      const finish = (i: number, snapshot: NodeSnapshot): void => {
-        if (over || snapshots[i] !== undefined) return;
-        snapshots[i] = snapshot;
-        if (--left === 0) end();
-      };
-      if (nodes.length === 0) {
-        end();
-        return;
-      }
-      // The deadline was brought forward (a scrape with a shorter one joined), or, as a safety net,
-      // a connection's own timer did not fire at it: the nodes not in by now are down.
-      void deadline.expired.then(() => {
-        nodes.forEach((node, i) => {
-          if (over || snapshots[i] !== undefined) return;
-          const early = provisional[i];
-          if (early !== undefined) {
-            finish(i, early);
-            return;
-          }
-          const err = new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
-          this.failed(node, err, asked[i]!, (snapshot) => finish(i, snapshot));
-        });
-      });
-      const isOver = (): boolean => over;
-      // Awake while the replies come (polling the sockets each turn of the event loop), for at most
-      // POLL_REPLIES_MS: see there.
-      const pollUntil = performance.now() + POLL_REPLIES_MS;
-      const poll = (): void => {
-        if (!over && performance.now() < pollUntil) setImmediate(poll);
-      };
-      setImmediate(poll);
-      nodes.forEach((node, i) => {
-        asked[i] = this.collectNode(
-          node,
-          deadline.at,
-          accept,
-          (snapshot) => finish(i, snapshot),
-          (snapshot) => (provisional[i] = snapshot),
-          isOver,
-        );
-      });
-    });
+    try {
+      return await Promise.all(nodes.map((node) => this.collectNode(node, deadline, accept)));
+    } finally {
+      deadline.cancel();
+    }
   }
 
   /**
-   * One node's `stats` (and, when due, `stats settings` and `stats zookeeper`), its snapshot to
-   * `done`. On callbacks rather than promises: at hundreds of nodes per scrape, an async function,
-   * a race with the deadline and the request's promise per node were most of what a scrape
-   * allocated (bench/cache-exporter README).
+   * One node's `stats` and, when due, `stats settings` and `stats zookeeper`. A node that answered
+   * `stats` is up whatever becomes of the others: when the collection ends before they come (a
+   * scrape with an earlier deadline joined it), it is reported with the settings it had.
    */
-  private collectNode(
-    node: CacheNode,
-    deadline: number,
-    accept: (node: CacheNode, reply: Buffer) => RenderedStats,
-    done: (snapshot: NodeSnapshot) => void,
-    answeredBeforeAux: (snapshot: NodeSnapshot) => void,
-    over: () => boolean,
-  ): number {
-    if (!node.live) {
-      done({ node, up: false, reason: 'not_registered' });
-      return Number.NaN;
-    }
+  private async collectNode(node: CacheNode, deadline: CollectionDeadline, accept: (node: CacheNode, reply: Buffer) => RenderedStats): Promise<NodeSnapshot> {
+    if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
     if (Date.now() < state.client.retryAt && state.client.lastError) {
       // Failed moments ago: report that failure again without contacting the node.
-      done({ node, up: false, reason: reasonOf(state.client.lastError) });
-      return Number.NaN;
+      return { node, up: false, reason: reasonOf(state.client.lastError) };
     }
     const started = performance.now();
-    // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
-    // (Promise.allSettled never rejects.)
-    let aux: Promise<[PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>]> | undefined;
-    state.client.statsBytes(deadline, (err, reply) => {
-      // The collection has ended (its deadline): what comes now is no scrape's.
-      if (over()) return;
-      if (err !== undefined) {
-        this.failed(node, err, started, done);
-        return;
-      }
-      const durationSeconds = (performance.now() - started) / 1000;
-      let stats: RenderedStats;
-      try {
-        stats = accept(node, reply!);
-      } catch (thrown) {
-        this.failed(node, thrown, started, done);
-        return;
-      }
-      if (aux === undefined) {
-        done(this.answered(node, state, durationSeconds, stats));
-        return;
-      }
-      // The node is up whatever becomes of the settings: if the collection ends before they come
-      // (a scrape with an earlier deadline joined it), it is reported with the ones it had.
-      answeredBeforeAux(this.answered(node, state, durationSeconds, stats));
-      void aux.then(([settings, zookeeper]) => {
-        // The first read of every node happens in the same scrape; the next ones are spread over
-        // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
-        // A read cut short (timed out, connection lost) is tried again at the next scrape.
-        const cutShort = [settings, zookeeper].some((r) => r.status === 'rejected' && isTransient(r.reason));
-        state.auxDueAt = cutShort ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
-        // Unchanged entries keep their identity: what is rendered from them is kept too.
-        state.settings = sameEntries(state.settings, auxEntries(settings, state.settings));
-        state.zookeeper = sameEntries(state.zookeeper, auxEntries(zookeeper, state.zookeeper));
-        // Ended already (the provisional snapshot was used): the node's state may have moved on
-        // since, in a later collection, and must not be logged as answering again.
-        if (!over()) done(this.answered(node, state, durationSeconds, stats));
+    const reply = new Promise<RenderedStats>((resolve, reject) => {
+      state.client.statsBytes(deadline.at, (err, bytes) => {
+        if (err !== undefined) {
+          reject(err);
+        } else if (!deadline.over) {
+          // (Once the collection has ended, what comes is no scrape's: not rendered.)
+          try {
+            resolve(accept(node, bytes!));
+          } catch (thrown) {
+            reject(thrown);
+          }
+        }
       });
     });
-    if (Date.now() >= state.auxDueAt) aux = Promise.allSettled([state.client.statsSettings(deadline), state.client.statsZookeeper(deadline)]);
-    return started;
+    // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
+    const aux = Date.now() >= state.auxDueAt ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)]) : undefined;
+    let stats: RenderedStats;
+    try {
+      const first = await Promise.race([reply, deadline.expired]);
+      // The deadline was brought forward, or, as a safety net, a connection's own timer did not fire at it.
+      if (first === 'expired') throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
+      stats = first;
+    } catch (err) {
+      return this.failed(node, err, started);
+    }
+    const durationSeconds = (performance.now() - started) / 1000;
+    // The settings are kept whenever they come, also after the collection has ended.
+    if (aux !== undefined) await Promise.race([aux.then((results) => this.keepAux(state, results)), deadline.expired]);
+    return this.answered(node, state, durationSeconds, stats);
+  }
+
+  /** What `stats settings` and `stats zookeeper` gave, into the state of a node that answered `stats`. */
+  private keepAux(state: NodeState, [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>]): void {
+    // The first read of every node happens in the same scrape; the next ones are spread over
+    // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
+    // A read cut short (timed out, connection lost) is tried again at the next scrape.
+    const cutShort = [settings, zookeeper].some((r) => r.status === 'rejected' && isTransient(r.reason));
+    state.auxDueAt = cutShort ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
+    state.settings = auxEntries(settings, state.settings);
+    state.zookeeper = auxEntries(zookeeper, state.zookeeper);
   }
 
   /** A node's snapshot once it has answered. */
@@ -271,8 +195,8 @@ export class CacheCollector {
     return { node, up: true, durationSeconds, stats, settings: state.settings, zookeeper: state.zookeeper };
   }
 
-  /** A node's snapshot when it failed (`started`: when it was asked, for its scrape duration; NaN: not asked). */
-  private failed(node: CacheNode, err: unknown, started: number, done: (snapshot: NodeSnapshot) => void): void {
+  /** A node's snapshot when it failed (`started`: when it was asked, for its scrape duration). */
+  private failed(node: CacheNode, err: unknown, started: number): NodeSnapshot {
     const state = this.nodes.get(node.node);
     const reason = reasonOf(err);
     if (state !== undefined) {
@@ -284,7 +208,7 @@ export class CacheCollector {
       // (Until that read succeeds, the node is shown with the settings it had.)
       state.auxDueAt = 0;
     }
-    done({ node, up: false, reason, ...(Number.isNaN(started) ? {} : { durationSeconds: (performance.now() - started) / 1000 }) });
+    return { node, up: false, reason, durationSeconds: (performance.now() - started) / 1000 };
   }
 
   /**
@@ -440,15 +364,6 @@ function prefixClientOf(state: NodeState, node: CacheNode): ArcusNodeClient {
   return (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
 }
 
-/** `previous` when `next` holds the same entries, else `next`. */
-function sameEntries(previous: StatsEntries | undefined, next: StatsEntries): StatsEntries {
-  if (previous === undefined || previous.length !== next.length) return next;
-  for (let i = 0; i < next.length; i++) {
-    if (previous[i]![0] !== next[i]![0] || previous[i]![1] !== next[i]![1]) return next;
-  }
-  return previous;
-}
-
 /**
  * What a node's settings (or ZooKeeper status) are after a read: the reply; none when the server
  * lacks the command (an ERROR reply: plain memcached has no `stats zookeeper`); the ones it had when
@@ -507,9 +422,17 @@ export class CollectionDeadline {
     clearTimeout(this.#timer);
   }
 
+  /** True once the deadline has expired or the collection is over (cancel). */
+  get over(): boolean {
+    return this.#ended;
+  }
+
   #arm(ms: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#resolve('expired'), ms);
+    this.#timer = setTimeout(() => {
+      this.#ended = true;
+      this.#resolve('expired');
+    }, ms);
     this.#timer.unref();
   }
 }

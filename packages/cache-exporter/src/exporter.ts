@@ -1,4 +1,4 @@
-import { ExpositionBuffer, ExpositionWriter, GzipStream, expositionBody, reloadRefused } from '@cachemon/core';
+import { ExpositionBuffer, ExpositionWriter, expositionBody, reloadRefused } from '@cachemon/core';
 import type { ExpositionBody, Logger } from '@cachemon/core';
 import { TopologyWatcher } from '@cachemon/arcus';
 import type { CacheNode, Resolver, Topology } from '@cachemon/arcus';
@@ -15,17 +15,9 @@ import { VERSION } from './version.js';
 
 /**
  * The body of a scrape, shared by every scrape of the same path that arrived while it was being
- * collected. /metrics is made in the form its first scraper asked for: gzipped as it is written
- * (GzipStream), so the uncompressed body, 13 MB at 500 nodes, never exists whole; or uncompressed.
- * A scrape that joins and wants the other form gets it made once from the first.
+ * collected (gzipped at most once, for the first of them that asks).
  */
 export type MetricsBody = ExpositionBody;
-
-/**
- * Size of the pieces /metrics is gzipped in. Written in one reused buffer of this size, which stays
- * in the CPU's cache while it is compressed; 256 KB pieces make the body ~0.5 % larger.
- */
-const GZIP_PIECE_BYTES = 256 * 1024;
 
 export interface CacheExporterOptions {
   readonly logger: Logger;
@@ -65,8 +57,6 @@ export class CacheExporter {
   private ending = false;
   /** The collection running for each path; scrapes that arrive meanwhile share it. */
   private readonly flights = new Map<string, { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }>();
-  /** Where /metrics is written piece by piece when it is gzipped (one collection runs at a time). */
-  private gzipPiece: Buffer | undefined;
   private topologyRead: () => void = () => undefined;
   private readonly firstTopology = new Promise<void>((resolve) => (this.topologyRead = resolve));
   /** Size of the last /metrics body: an uncompressed one starts that large and rarely grows. */
@@ -207,15 +197,12 @@ export class CacheExporter {
     this.qos.setNodes(topology.nodes);
   }
 
-  /**
-   * GET /metrics. Concurrent scrapes share one collection (and its body), made gzipped when `gzip`
-   * (what the scraper that starts it accepts).
-   */
-  metrics(deadline: number, gzip = false): Promise<MetricsBody> {
+  /** GET /metrics. Concurrent scrapes share one collection (and its body). */
+  metrics(deadline: number): Promise<MetricsBody> {
     return this.join('/metrics', deadline, (collection) => {
       // QoS probes falling due now wait until the nodes have answered (QosScheduler).
       this.qos.hold();
-      return this.collectMetrics(collection, gzip).finally(() => this.qos.release());
+      return this.collectMetrics(collection).finally(() => this.qos.release());
     });
   }
 
@@ -230,7 +217,7 @@ export class CacheExporter {
       await this.collector.collectPrefixes(topology.nodes, (svc) => prefixSelectionFor(config, svc), collection, sums);
       const writer = new ExpositionWriter();
       this.prefixes.render(ensemble, sums, writer);
-      return expositionBody({ bytes: Buffer.from(writer.toString()) });
+      return expositionBody(Buffer.from(writer.toString()));
     });
   }
 
@@ -258,20 +245,15 @@ export class CacheExporter {
     return body;
   }
 
-  private async collectMetrics(deadline: CollectionDeadline, gzip: boolean): Promise<MetricsBody> {
+  private async collectMetrics(deadline: CollectionDeadline): Promise<MetricsBody> {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
-    renderer.beginCollection(gzip);
     const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
     const processText = this.readProcessMetrics();
-    this.prepareQos(renderer, topology.nodes);
     const snapshots = await collecting;
     const collected = performance.now();
-    const stream = gzip ? new GzipStream() : undefined;
-    const writer = stream
-      ? new ExpositionBuffer(GZIP_PIECE_BYTES, (this.gzipPiece ??= Buffer.allocUnsafeSlow(GZIP_PIECE_BYTES)), stream)
-      : new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
+    const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
     for (const s of snapshots) {
       if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
     }
@@ -281,23 +263,12 @@ export class CacheExporter {
     // Read last, so that the scrapes that joined this collection are counted in its body.
     writer.text(await this.options.registry.metrics());
     this.lastMetricsBytes = writer.byteLength;
-    let body: MetricsBody;
-    if (stream) {
-      writer.end();
-      body = expositionBody({ gzippedParts: stream.endParts() });
-    } else {
-      body = expositionBody({ bytes: writer.toBuffer() });
-    }
     if (this.options.logger.isLevelEnabled('debug')) {
       this.options.logger.debug(
         {
           nodes: snapshots.length,
           series: writer.sampleCount,
           bytes: writer.byteLength,
-          gzip,
-          familiesKept: renderer.blockCounts.kept,
-          familiesMade: renderer.blockCounts.made,
-          familiesStreamed: renderer.blockCounts.streamed,
           collectMs: Math.round((collected - started) * 10) / 10,
           renderMs: Math.round((rendered - collected) * 10) / 10,
           totalMs: Math.round((performance.now() - started) * 10) / 10,
@@ -305,7 +276,7 @@ export class CacheExporter {
         'scrape collected',
       );
     }
-    return body;
+    return expositionBody(writer.toBuffer());
   }
 
   /**
@@ -321,21 +292,6 @@ export class CacheExporter {
 
   /** A node's latest QoS results. */
   private readonly qosOf = (node: CacheNode) => this.qos.snapshot(node.node);
-
-  /**
-   * The QoS families compressed while the nodes answer (NodeMetricsRenderer.prepareQos), after the
-   * requests have left, as readProcessMetrics(). A failure there costs nothing but the time:
-   * render() compresses what was not prepared.
-   */
-  private prepareQos(renderer: NodeMetricsRenderer, nodes: readonly CacheNode[]): void {
-    setImmediate(() => {
-      try {
-        renderer.prepareQos(nodes, this.qosOf);
-      } catch (err) {
-        this.options.logger.warn({ error: String(err) }, 'could not compress the QoS lines ahead of the scrape; they are compressed with the rest');
-      }
-    });
-  }
 
   /**
    * Applies a new, already validated config. Everything but `listen` takes effect at once, except

@@ -10,7 +10,8 @@ export {
   prefixSelectionFor,
 } from './config.js';
 export type { CacheExporterConfig, PrefixSelection } from './config.js';
-export { NodeMetricsRenderer, isDecimal } from './metrics/render.js';
+export { NodeMetricsRenderer } from './metrics/render.js';
+export { isDecimal } from './metrics/stats-plan.js';
 export type { NodeSnapshot, QosSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
 export { PrefixAggregator, PrefixSums } from './metrics/prefixes.js';
 export type { NodePrefixState, PrefixKind } from './metrics/prefixes.js';

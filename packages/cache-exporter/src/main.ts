@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   serveExposition(
     server,
     new Map<string, ExpositionSource>([
-      ['/metrics', (timeoutHeader, gzip) => exporter.metrics(deadline(timeoutHeader), gzip)],
+      ['/metrics', (timeoutHeader) => exporter.metrics(deadline(timeoutHeader))],
       ['/metrics/prefixes', (timeoutHeader) => exporter.prefixMetrics(deadline(timeoutHeader))],
     ]),
   );

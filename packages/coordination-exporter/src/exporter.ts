@@ -4,7 +4,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, expositionBody, gzipBody, isCachemonError } from '@cachemon/core';
+import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, expositionBody, isCachemonError } from '@cachemon/core';
 import type { ExpositionBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { Counter, type Histogram, type Registry } from 'prom-client';
@@ -76,14 +76,6 @@ export class CoordinationExporter {
   private readonly resolutions: Counter<'result'>;
   private readonly sharedScrapes: Counter<'path'>;
   private running: Promise<ExpositionBody> | undefined;
-  /**
-   * The buffer every body is written into, kept from scrape to scrape (grown when a body outgrows
-   * it). A body is gzipped out of it at once, so it is free again when collect() returns. A new
-   * buffer per scrape would be memory outside V8's heap that only a garbage collection gives back;
-   * with little else allocated per scrape, V8 then ran full collections every ~2 s to get it back,
-   * with marking steps of up to 15 ms in scrapes (bench/coordination-exporter README).
-   */
-  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   constructor(
     servers: readonly ServerEndpoint[],
@@ -204,7 +196,7 @@ export class CoordinationExporter {
       return prepared;
     });
     const read = performance.now();
-    const out = new ExpositionBuffer(this.scratch.length, this.scratch);
+    const out = new ExpositionBuffer();
     this.renderer.write(servers, out);
     const rendered = performance.now();
     end();
@@ -212,14 +204,11 @@ export class CoordinationExporter {
     // Read last, so that the scrapes that joined this collection are counted in its body.
     out.text(await this.options.registry.metrics());
     const body = out.toBuffer();
-    this.scratch = out.backing;
-    // Gzipped now, while the scratch holds it: stores ask for gzip; anyone else gets it unzipped.
-    const gzipped = gzipBody(body);
     if (this.options.logger.isLevelEnabled('debug')) {
       const ms = (t: number) => Math.round(t * 100) / 100;
       this.options.logger.debug({ servers: servers.length, readMs: ms(read - started), renderMs: ms(rendered - read), selfMs: ms(performance.now() - rendered), bytes: body.length }, 'scrape collected');
     }
-    return expositionBody({ gzipped });
+    return expositionBody(body);
   }
 
   /**

@@ -54,26 +54,20 @@ export type { SignalHandlerOptions } from './signals.js';
 
 export {
   acceptsGzip,
-  BlockDeflater,
-  crc32Combine,
   escapeHelp,
   escapeLabelValue,
   EXPOSITION_CONTENT_TYPE,
   ExpositionBuffer,
   expositionBody,
   expositionPayload,
-  expositionPayloadParts,
   ExpositionWriter,
   familyHead,
   formatValue,
   gzipBody,
-  GzipStream,
   renderLabels,
   sendExposition,
 } from './exposition.js';
-export type { DeflatedBlock, ExpositionBody, MetricType } from './exposition.js';
-export { crcRegister, crcShift, crcShifted, editsBetween, KEY_FIELDS, LineDeflater, lineKeys, LITERAL, MAX_DISTANCE, sharedEnds } from './line-deflate.js';
-export type { KeyEdits, LineKeys } from './line-deflate.js';
+export type { ExpositionBody, MetricType } from './exposition.js';
 
 export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadRefused, reloadWebConfigFor } from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';

@@ -48,7 +48,7 @@ test('floor.mjs: stats rounds read every reply; compressed rounds compress the g
   writeFileSync(join(dir, 'body.txt'), body);
   assert.deepEqual(await call({ op: 'body', path: join(dir, 'body.txt') }), { op: 'body', bytes: Buffer.byteLength(body) });
   for (let i = 0; i < 3; i++) {
-    // The stream is kept from one round to the next: each round's output stands alone.
+    // Each round's output stands alone.
     const round = await call({ op: 'round', kind: 'compressed', check: true });
     assert.equal(round.verified, true, `round ${i}: the output inflates to the body`);
     assert.ok(Math.abs(round.bytes - stats.bytes) < 200, `the same three stats replies (${round.bytes} bytes, ${stats.bytes} before)`);

@@ -1,8 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
-import { CachemonError, Errors, ExpositionBuffer, GzipStream } from '@cachemon/core';
-import { arcusSample, seededRandom } from '@cachemon/testkit';
+import { CachemonError, Errors, ExpositionBuffer } from '@cachemon/core';
+import { arcusSample } from '@cachemon/testkit';
 import type { CacheNode } from '@cachemon/arcus';
 import { parseStats } from '@cachemon/arcus';
 import { NodeMetricsRenderer, isDecimal } from '../../src/index.js';
@@ -36,21 +35,6 @@ function render(snapshots: NodeSnapshot[], qos: ReadonlyMap<CacheNode, QosSnapsh
   const writer = new ExpositionBuffer(256);
   renderer.render(snapshots, writer, (n) => qos.get(n));
   return writer.toBuffer().toString('utf8');
-}
-
-/** A body `renderer` renders of `snapshots`, gzipped (read back) or not, and its sample count. */
-function renderedBody(
-  target: NodeMetricsRenderer,
-  snapshots: NodeSnapshot[],
-  gzip: boolean,
-  qosOf: (n: CacheNode) => QosSnapshot | undefined = () => undefined,
-): { text: string; samples: number } {
-  const stream = new GzipStream();
-  const body = gzip ? new ExpositionBuffer(512, undefined, stream) : new ExpositionBuffer(256);
-  target.render(snapshots, body, qosOf);
-  if (!gzip) return { text: body.toBuffer().toString(), samples: body.sampleCount };
-  body.end();
-  return { text: gunzipSync(stream.end()).toString(), samples: body.sampleCount };
 }
 
 function sampleLines(text: string): string[] {
@@ -317,7 +301,7 @@ test('in-place rewriting equals a fresh rendering, over random reply sequences (
   }
 });
 
-test('gzipped, unchanged families are sent as kept blocks, and the body reads as a fresh rendering (seeded, 4 nodes x 300 scrapes)', () => {
+test('a renderer kept across scrapes writes what a fresh one writes, as values, states, settings and QoS change (seeded, 4 nodes x 300 scrapes)', () => {
   let seed = 20261123;
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
   const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
@@ -326,186 +310,39 @@ test('gzipped, unchanged families are sent as kept blocks, and the body reads as
   const shared = new NodeMetricsRenderer('zk1');
   const nodes = [node('127.0.0.1:1'), node('127.0.0.1:2', { group: 'g', role: 'slave' }), node('127.0.0.1:3'), node('127.0.0.1:4')];
   const current = new Map<CacheNode, Map<string, string>>(nodes.map((n) => [n, new Map(baseNames.map((name) => [name, name === 'version' ? '1.15.0' : '0']))]));
+  const nodeSettings = new Map(nodes.map((n) => [n, settings]));
   const qos = new Map<CacheNode, QosSnapshot>();
   const upNow = new Map(nodes.map((n) => [n, true]));
   let names = baseNames;
-  let kept = 0;
-  let quietSteps = 0;
   for (let step = 0; step < 300; step++) {
-    // Mostly nothing moves; now and then a value, a node's state, its QoS or the field list.
-    const quiet = random() < 0.2;
-    if (!quiet && random() < 0.03) names = random() < 0.5 ? baseNames.filter((n) => n !== pick(baseNames)) : [...baseNames.slice(0, 3), 'extra_field', ...baseNames.slice(3)];
+    // Mostly little moves; now and then a value, a node's state, its settings, its QoS or the field list.
+    if (random() < 0.03) names = random() < 0.5 ? baseNames.filter((n) => n !== pick(baseNames)) : [...baseNames.slice(0, 3), 'extra_field', ...baseNames.slice(3)];
     const snapshots: NodeSnapshot[] = [];
     const freshSnapshots: NodeSnapshot[] = [];
     const fresh = new NodeMetricsRenderer('zk1');
     for (const n of nodes) {
       const fields = current.get(n)!;
-      if (!quiet) {
-        for (const name of names) if (name !== 'version' && random() < 0.04) fields.set(name, pick(values));
-        if (random() < 0.05) qos.set(n, { at: 1_700_000_000_000 + step, results: [{ probe: 'kv_get', ok: random() < 0.8, seconds: random() / 100 }] });
-      }
-      if (!quiet && random() < 0.05) upNow.set(n, !upNow.get(n));
-      const up = upNow.get(n)!;
+      for (const name of names) if (name !== 'version' && random() < 0.04) fields.set(name, pick(values));
+      if (random() < 0.05) qos.set(n, { at: 1_700_000_000_000 + step, results: [{ probe: 'kv_get', ok: random() < 0.8, seconds: random() / 100 }] });
+      if (random() < 0.02) nodeSettings.set(n, settings.map(([name, value]) => [name, name === 'threads' ? String(step) : value] as const));
+      if (random() < 0.05) upNow.set(n, !upNow.get(n));
       const bytes = reply(names.map((name) => [name, fields.get(name) ?? '1'] as const));
-      if (up) {
-        snapshots.push({ node: n, up: true, stats: shared.acceptStats(n, bytes), settings });
-        freshSnapshots.push({ node: n, up: true, stats: fresh.acceptStats(n, bytes), settings });
+      if (upNow.get(n)) {
+        snapshots.push({ node: n, up: true, stats: shared.acceptStats(n, bytes), settings: nodeSettings.get(n)!, zookeeper });
+        freshSnapshots.push({ node: n, up: true, stats: fresh.acceptStats(n, bytes), settings: nodeSettings.get(n)!, zookeeper });
       } else {
         snapshots.push({ node: n, up: false, reason: 'timeout' });
         freshSnapshots.push({ node: n, up: false, reason: 'timeout' });
       }
     }
-    const stream = new GzipStream();
-    const gzipped = new ExpositionBuffer(512, undefined, stream);
-    shared.render(snapshots, gzipped, (n) => qos.get(n));
-    gzipped.end();
+    const kept = new ExpositionBuffer(256);
+    shared.render(snapshots, kept, (n) => qos.get(n));
     const plain = new ExpositionBuffer(256);
     fresh.render(freshSnapshots, plain, (n) => qos.get(n));
     // Families may come in another order (the shared renderer has seen more field lists): compare
     // sorted lines, HELP and TYPE included.
     const lines = (text: string) => text.split('\n').sort();
-    assert.deepEqual(lines(gunzipSync(stream.end()).toString()), lines(plain.toBuffer().toString()), `step ${step}`);
-    assert.equal(gzipped.sampleCount, plain.sampleCount, `step ${step}: samples`);
-    kept += shared.blockCounts.kept;
-    if (quiet && step > 0 && shared.blockCounts.made === 0) quietSteps++;
+    assert.deepEqual(lines(kept.toBuffer().toString()), lines(plain.toBuffer().toString()), `step ${step}`);
+    assert.equal(kept.sampleCount, plain.sampleCount, `step ${step}: samples`);
   }
-  assert.ok(kept > 1000, `families sent as kept blocks: ${kept}`);
-  assert.ok(quietSteps > 20, `scrapes in which nothing changed and no family was compressed again: ${quietSteps}`);
-});
-
-test('stats families compressed while the replies come read as a fresh rendering, in any arrival order (seeded, 60 nodes x 60 scrapes)', () => {
-  // Many draws (the LCG of the tests above falls into short cycles in doubles).
-  const random = seededRandom(20261124);
-  const shared = new NodeMetricsRenderer('zk1');
-  const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${30000 + i}`));
-  // The sample's fields; four families of command counters of 64 KB and more at 60 nodes.
-  const current = new Map(nodes.map((n) => [n, stats.map(([name, value]) => [name, value] as [string, string])]));
-  const upNow = new Map(nodes.map((n) => [n, true]));
-  let streamedScrapes = 0;
-  let eligibleScrapes = 0;
-  let quietScrapes = 0;
-  for (let step = 0; step < 60; step++) {
-    const quiet = step > 2 && random() < 0.2;
-    const gzip = random() > 0.05;
-    shared.beginCollection(gzip);
-    const fresh = new NodeMetricsRenderer('zk1');
-    // Replies come in any order; the snapshots are in topology order.
-    const arrival = [...nodes].sort(() => random() - 0.5);
-    const shared1 = new Map<CacheNode, RenderedStats>();
-    const fresh1 = new Map<CacheNode, RenderedStats>();
-    for (const n of arrival) {
-      const fields = current.get(n)!;
-      if (!quiet) {
-        // Half the nodes move (so a family's first change comes after some replies), the rest stay.
-        const moves = random() < 0.5;
-        for (const field of fields) if (moves && /^cmd_|_hits$|_misses$/.test(field[0]) && random() < 0.3) field[1] = String(Math.floor(random() * 1e6));
-        if (random() < 0.01) upNow.set(n, !upNow.get(n));
-      }
-      if (!upNow.get(n)) continue;
-      const bytes = reply(fields);
-      shared1.set(n, shared.acceptStats(n, bytes));
-      fresh1.set(n, fresh.acceptStats(n, bytes));
-    }
-    // Now and then a node whose reply was rendered is reported down after all (its lines must not
-    // be in the body, though they went to a deflater).
-    const dropped = !quiet && random() < 0.2 ? nodes[Math.floor(random() * nodes.length)] : undefined;
-    const snapshotsOf = (rendered: Map<CacheNode, RenderedStats>): NodeSnapshot[] =>
-      nodes.map((n) => (rendered.has(n) && n !== dropped ? { node: n, up: true, stats: rendered.get(n)!, settings } : { node: n, up: false, reason: 'timeout' }));
-    const { text, samples } = renderedBody(shared, snapshotsOf(shared1), gzip);
-    const plain = renderedBody(fresh, snapshotsOf(fresh1), false);
-    const lines = (t: string) => t.split('\n').sort();
-    assert.deepEqual(lines(text), lines(plain.text), `step ${step}`);
-    // Every sample line follows its own family's HELP and TYPE (sorted lines would not see a
-    // family's lines apart from its head).
-    let family = '';
-    for (const line of text.split('\n')) {
-      if (line.startsWith('# TYPE ')) family = line.split(' ')[2]!;
-      else if (line !== '' && !line.startsWith('#')) assert.equal(line.slice(0, line.search(/[{ ]/)), family, `step ${step}: ${line}`);
-    }
-    assert.equal(samples, plain.samples, `step ${step}: samples`);
-    // Counters moved, the last gzipped body had the large families, every rendered node is in:
-    // the changed families must have been compressed while the replies came.
-    if (gzip && !quiet && dropped === undefined && step > 0) {
-      eligibleScrapes++;
-      if (shared.blockCounts.streamed >= 3) streamedScrapes++;
-    }
-    if (quiet && gzip && shared.blockCounts.streamed === 0 && shared.blockCounts.made === 0) quietScrapes++;
-  }
-  assert.ok(eligibleScrapes > 30, `scrapes where counters moved: ${eligibleScrapes}`);
-  assert.equal(streamedScrapes, eligibleScrapes, 'scrapes with the changed families compressed while the replies came');
-  assert.ok(quietScrapes > 3, `scrapes in which nothing changed and nothing was compressed: ${quietScrapes}`);
-});
-
-test("a node's reply rendered twice in one collection is not compressed twice into a streamed family", () => {
-  const shared = new NodeMetricsRenderer('zk1');
-  const nodes = Array.from({ length: 60 }, (_, i) => node(`127.0.0.1:${31000 + i}`));
-  const body = (scrape: number, twice: boolean) => {
-    shared.beginCollection(true);
-    const rendered = nodes.map((n, i) => shared.acceptStats(n, reply(stats.map(([name, value]) => [name, name.startsWith('cmd_') ? String(scrape * 100 + i) : value] as const))));
-    if (twice) rendered[0] = shared.acceptStats(nodes[0]!, reply(stats.map(([name, value]) => [name, name.startsWith('cmd_') ? String(scrape * 100) : value] as const)));
-    const stream = new GzipStream();
-    const out = new ExpositionBuffer(512, undefined, stream);
-    shared.render(nodes.map((n, i) => ({ node: n, up: true, stats: rendered[i]! })), out);
-    out.end();
-    return gunzipSync(stream.end()).toString();
-  };
-  body(1, false);
-  const once = body(2, false);
-  assert.equal(shared.blockCounts.streamed, 1, 'arcus_commands_total compressed while the replies came');
-  const again = body(3, true);
-  const count = (text: string) => text.match(/^arcus_commands_total\{command="get",ensemble="zk1",service_code="test",node="127.0.0.1:31000",/gm)?.length;
-  assert.equal(count(once), 1);
-  assert.equal(count(again), 1, 'the node that answered twice has its lines once');
-  assert.equal(again.split('\n').length, once.split('\n').length);
-});
-
-test('QoS families compressed ahead of render (prepareQos) read as a fresh rendering, also when results come in between (seeded, 30 nodes x 150 scrapes)', () => {
-  const random = seededRandom(20261128);
-  const shared = new NodeMetricsRenderer('zk1');
-  const live = Array.from({ length: 30 }, (_, i) => node(`127.0.0.1:${32000 + i}`));
-  // A node that leaves the topology comes back as another object, as the watcher makes them.
-  const gone = live.map((n) => ({ ...n, live: false }));
-  const isLive = live.map(() => true);
-  const nodeSettings = live.map(() => settings);
-  const qos = new Map<string, QosSnapshot>();
-  const qosOf = (n: CacheNode) => qos.get(n.node);
-  const newResult = (n: CacheNode, step: number) =>
-    qos.set(n.node, { at: 1_700_000_000_000 + step, results: [{ probe: 'kv_set', ok: true, seconds: random() / 100 }, { probe: 'kv_get', ok: random() < 0.9, seconds: random() / 100 }] });
-  const bytes = reply(stats);
-  let prepared = 0;
-  let unprepared = 0;
-  for (let step = 0; step < 150; step++) {
-    // Between scrapes: probes finish (every node's now and then), nodes come and go, settings change.
-    const all = random() < 0.2;
-    for (const n of live) if (all || random() < 0.1) newResult(n, step);
-    for (let i = 0; i < live.length; i++) {
-      if (random() < 0.005) isLive[i] = !isLive[i];
-      if (random() < 0.005) nodeSettings[i] = settings.map(([name, value]) => [name, name === 'threads' ? String(step) : value] as const);
-    }
-    const nodes = live.map((n, i) => (isLive[i] ? n : gone[i]!));
-    const gzip = random() > 0.1;
-    const prepare = random() < 0.7;
-    shared.beginCollection(gzip);
-    if (prepare) shared.prepareQos(nodes, qosOf);
-    // A probe that was running when the collection started ends before render().
-    const late = random() < 0.2;
-    if (late) newResult(live[Math.floor(random() * live.length)]!, step + 0.5);
-    const fresh = new NodeMetricsRenderer('zk1');
-    const snapshotsOf = (renderer: NodeMetricsRenderer): NodeSnapshot[] =>
-      nodes.map((n, i) => (n.live ? { node: n, up: true, stats: renderer.acceptStats(n, bytes), settings: nodeSettings[i] } : { node: n, up: false, reason: 'not_registered' }));
-    const { text, samples } = renderedBody(shared, snapshotsOf(shared), gzip, qosOf);
-    const plain = renderedBody(fresh, snapshotsOf(fresh), false, qosOf);
-    const lines = (t: string) => t.split('\n').sort();
-    assert.deepEqual(lines(text), lines(plain.text), `step ${step}`);
-    assert.equal(samples, plain.samples, `step ${step}: samples`);
-    assert.ok(text.includes('arcus_qos_latency_seconds{'), `step ${step}: QoS lines`);
-    // Stats never change here: after the first gzipped body, what render() compresses is what
-    // changed since the last one and was not prepared.
-    if (gzip && step > 5 && !late) {
-      if (prepare && shared.blockCounts.made === 0) prepared++;
-      if (!prepare && shared.blockCounts.made > 0) unprepared++;
-    }
-  }
-  assert.ok(prepared > 30, `scrapes in which render() compressed nothing, QoS prepared: ${prepared}`);
-  assert.ok(unprepared > 10, `scrapes in which render() compressed QoS it was not given ahead: ${unprepared}`);
 });
