@@ -25,7 +25,8 @@ const args = parseArgs(process.argv.slice(2), import.meta.url);
 if (!args.baseline || args.baseline === 'true') throw new Error('--baseline=<commit or ref> is required');
 const pairs = Number(args.pairs ?? 2);
 if (!Number.isInteger(pairs) || pairs < 1) throw new Error(`--pairs=${args.pairs}: a whole number, 1 or more`);
-if (args.out !== undefined || args['exporter-tree'] !== undefined) throw new Error('--out and --exporter-tree are set by alternate.mjs');
+if (args.out !== undefined || args['exporter-tree'] !== undefined)
+  throw new Error('--out and --exporter-tree are set by alternate.mjs');
 const passed = Object.entries(args)
   .filter(([name]) => !OWN_OPTIONS.has(name))
   .map(([name, value]) => (value === 'true' ? `--${name}` : `--${name}=${value}`));
@@ -39,7 +40,10 @@ function runOnce(side, index, tree) {
   const logFile = join(outDir, `${side}-${index}.log`);
   const options = [...passed, `--out=${out}`, ...(tree ? [`--exporter-tree=${tree}`] : [])];
   log(`${side} ${index}: node bench/cache-exporter/run.mjs ${options.join(' ')}`);
-  const child = spawn(process.execPath, [join(HERE, 'run.mjs'), ...options], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(HERE, 'run.mjs'), ...options], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const file = createWriteStream(logFile);
   child.stdout.pipe(file);
   child.stderr.pipe(file);
@@ -64,7 +68,9 @@ async function main() {
     }
     runs.push({ side, index, report: JSON.parse(readFileSync(out, 'utf8')) });
   }
-  process.stdout.write(`\ncache exporter benchmark, alternated (${pairs} pair(s); baseline: the exporter of ${tree})\n\n${sideBySide(runs)}\n\n`);
+  process.stdout.write(
+    `\ncache exporter benchmark, alternated (${pairs} pair(s); baseline: the exporter of ${tree})\n\n${sideBySide(runs)}\n\n`,
+  );
   process.stdout.write(`reports and logs: ${relative(process.cwd(), outDir)}\n`);
 }
 

@@ -27,7 +27,9 @@ const CONCURRENCY = 32;
 const TRAFFIC = args.traffic === 'true';
 const TRAFFIC_MS = 50;
 if (!ZK || !(N > 0) || !(P >= 0)) {
-  process.stderr.write('usage: doubles.mjs --zk=host:port --nodes=N --prefixes=P [--per-code=100] [--heartbeat-ms=3000]\n');
+  process.stderr.write(
+    'usage: doubles.mjs --zk=host:port --nodes=N --prefixes=P [--per-code=100] [--heartbeat-ms=3000]\n',
+  );
   process.exit(2);
 }
 
@@ -77,7 +79,9 @@ async function stop(code = 0) {
     const started = Date.now();
     await Promise.allSettled(doubles.map((d) => d.stop()));
     if (arcus) {
-      await pool(doubles, CONCURRENCY, (d) => retrying(`unmap ${d.address}`, () => arcus.unmapServer(d.address)).catch(() => undefined));
+      await pool(doubles, CONCURRENCY, (d) =>
+        retrying(`unmap ${d.address}`, () => arcus.unmapServer(d.address)).catch(() => undefined),
+      );
       await arcus.close().catch(() => undefined);
     }
     log(`stopped ${doubles.length} doubles in ${Date.now() - started} ms`);
@@ -141,13 +145,20 @@ async function main() {
   const codes = Array.from({ length: Math.ceil(N / PER_CODE) }, (_, i) => `bench${i}`);
   for (const code of codes) await retrying(`service code ${code}`, () => arcus.createServiceCode(code));
   const serviceCodeOf = (i) => codes[Math.floor(i / PER_CODE)];
-  await pool(doubles, CONCURRENCY, (d, i) => retrying(`map ${d.address}`, () => arcus.mapServer(d.address, serviceCodeOf(i))));
+  await pool(doubles, CONCURRENCY, (d, i) =>
+    retrying(`map ${d.address}`, () => arcus.mapServer(d.address, serviceCodeOf(i))),
+  );
   const mappedAt = Date.now();
 
   const prefixes = Array.from({ length: P }, (_, i) => `p${i}`);
   const keys = [{ key: 'nokey' }];
   for (const p of prefixes) {
-    keys.push({ key: `${p}:k1` }, { key: `${p}:k2`, bytes: 100 }, { key: `${p}:l1`, type: 'list' }, { key: `${p}:b1`, type: 'btree' });
+    keys.push(
+      { key: `${p}:k1` },
+      { key: `${p}:k2`, bytes: 100 },
+      { key: `${p}:l1`, type: 'list' },
+      { key: `${p}:b1`, type: 'btree' },
+    );
   }
   // One double at a time, yielding between them: 500 doubles x 500 prefixes is ~15 s of work, and
   // the ZooKeeper session (at most 10 s with the test kit's tickTime of 500 ms) must keep its pings.

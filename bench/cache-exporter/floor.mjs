@@ -80,13 +80,20 @@ class NodeSocket {
     const window = Buffer.concat([this.tail, chunk.subarray(0, TAIL)]);
     let found = window.indexOf(END) === -1 ? 0 : 1;
     for (let at = chunk.indexOf(END); at !== -1; at = chunk.indexOf(END, at + END.length)) found++;
-    this.tail = chunk.length >= TAIL ? Buffer.from(chunk.subarray(chunk.length - TAIL)) : Buffer.concat([this.tail, chunk]).subarray(-TAIL);
+    this.tail =
+      chunk.length >= TAIL
+        ? Buffer.from(chunk.subarray(chunk.length - TAIL))
+        : Buffer.concat([this.tail, chunk]).subarray(-TAIL);
     if (found === 0 || this.onDone === undefined) return;
     this.waiting -= found;
     if (this.waiting <= 0) {
       const done = this.onDone;
       this.onDone = undefined;
-      if (this.compress) parts[this.index] = deflateRawSync(body.slices[this.index], { level: LEVEL, finishFlush: constants.Z_SYNC_FLUSH });
+      if (this.compress)
+        parts[this.index] = deflateRawSync(body.slices[this.index], {
+          level: LEVEL,
+          finishFlush: constants.Z_SYNC_FLUSH,
+        });
       done.resolve(this.bytes);
     }
   }
@@ -119,7 +126,10 @@ async function round(kind, check = false) {
   const started = performance.now();
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`round ${kind} not done within ${ROUND_TIMEOUT_MS} ms`)), ROUND_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`round ${kind} not done within ${ROUND_TIMEOUT_MS} ms`)),
+      ROUND_TIMEOUT_MS,
+    );
   });
   try {
     if (command.compress && body === undefined) throw new Error('round compressed before op body');
@@ -149,7 +159,12 @@ async function handle(message) {
     case 'body': {
       if (sockets.length === 0) throw new Error('op body before op connect');
       const bytes = readFileSync(message.path);
-      const slices = sockets.map((_, i) => bytes.subarray(Math.floor((i * bytes.length) / sockets.length), Math.floor(((i + 1) * bytes.length) / sockets.length)));
+      const slices = sockets.map((_, i) =>
+        bytes.subarray(
+          Math.floor((i * bytes.length) / sockets.length),
+          Math.floor(((i + 1) * bytes.length) / sockets.length),
+        ),
+      );
       body = { bytes, slices };
       return { op: 'body', bytes: bytes.length };
     }

@@ -23,8 +23,13 @@ export function summarizeProfile(path, top = 20) {
   }
   const idle = [...byFunction].filter(([k]) => k.startsWith('(idle)')).reduce((a, [, v]) => a + v, 0);
   const busy = total - idle;
-  const rows = [...byFunction].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top);
-  const lines = [`${path}: ${(total / 1000).toFixed(0)} ms profiled, ${(busy / 1000).toFixed(0)} ms busy (main thread)`];
+  const rows = [...byFunction]
+    .filter(([k]) => !k.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top);
+  const lines = [
+    `${path}: ${(total / 1000).toFixed(0)} ms profiled, ${(busy / 1000).toFixed(0)} ms busy (main thread)`,
+  ];
   lines.push('   self ms  % busy  function');
   for (const [key, us] of rows) {
     lines.push(`${(us / 1000).toFixed(1).padStart(10)}  ${((100 * us) / busy).toFixed(1).padStart(6)}  ${key}`);

@@ -10,7 +10,17 @@
 //        [--client=bare|node] [--warmup=1000] [--warmup-s=20] [--pin] [--out=bench/cache-exporter/results/latest.json]
 //        [--exporter-tree=DIR]   (the built checkout whose bin/cache-exporter is measured; alternate.mjs)
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -21,7 +31,19 @@ import { gunzipSync } from 'node:zlib';
 import { freePort, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient, NodeHttpClient } from '../lib/bare-http.mjs';
-import { allowedCpus, cpuCensus, cpuMs, percentile, pinProcess, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../lib/process.mjs';
+import {
+  allowedCpus,
+  cpuCensus,
+  cpuMs,
+  percentile,
+  pinProcess,
+  ratioInterval,
+  runQueueWait,
+  shebangNodeFlags,
+  splitCpus,
+  statusKb,
+  waitSummary,
+} from '../lib/process.mjs';
 import { fmt, formatTable } from '../lib/table.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 import { doublesCommand, startBenchZooKeeper } from './servers.mjs';
@@ -43,8 +65,10 @@ if (!existsSync(EXPORTER_BIN)) throw new Error(`--exporter-tree=${EXPORTER_TREE}
 /** The node flags bin/cache-exporter runs with (its first line): the exporter is measured as shipped. */
 const EXPORTER_BIN_NODE_FLAGS = shebangNodeFlags(EXPORTER_BIN);
 const quick = args.quick === 'true';
-if (args.client !== undefined && args.client !== 'bare' && args.client !== 'node') throw new Error(`--client=${args.client}: bare or node`);
-const list = (value, fallback) => (value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number));
+if (args.client !== undefined && args.client !== 'bare' && args.client !== 'node')
+  throw new Error(`--client=${args.client}: bare or node`);
+const list = (value, fallback) =>
+  value === undefined ? fallback : String(value).split(',').filter(Boolean).map(Number);
 const OPTS = {
   nodes: list(args.nodes, quick ? [10, 100] : [10, 100, 500]),
   prefixes: list(args.prefixes, quick ? [0, 50] : [0, 50, 500]),
@@ -67,7 +91,9 @@ const OPTS = {
   /** The exporter's log level (debug logs each scrape's collect and render times). */
   exporterLogLevel: args['exporter-log-level'] ? String(args['exporter-log-level']) : undefined,
   /** Extra node flags for the exporter process (e.g. --max-semi-space-size=8, --trace-gc). */
-  exporterNodeFlags: args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [],
+  exporterNodeFlags: args['exporter-node-flags']
+    ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean)
+    : [],
   out: args.out ?? join(HERE, 'results', 'latest.json'),
   /** Which endpoints to measure (both by default); one alone makes a --profile about that one. */
   endpoints: String(args.endpoints ?? 'metrics,prefixes').split(','),
@@ -200,7 +226,14 @@ function jsonLines(child, name) {
 // ZooKeeper, doubles, floor, exporter
 
 async function startDoubles(n, p) {
-  const { command, args } = doublesCommand({ zk: zk.address, nodes: n, prefixes: p, perCode: OPTS.perCode, traffic: OPTS.traffic, cpus: PINNING?.servers });
+  const { command, args } = doublesCommand({
+    zk: zk.address,
+    nodes: n,
+    prefixes: p,
+    perCode: OPTS.perCode,
+    traffic: OPTS.traffic,
+    cpus: PINNING?.servers,
+  });
   const child = track(spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] }), 'doubles');
   const lines = jsonLines(child, 'doubles');
   const ready = await lines.next(300_000);
@@ -213,7 +246,10 @@ async function startDoubles(n, p) {
 }
 
 async function startFloor(addresses) {
-  const child = track(spawn(process.execPath, [join(HERE, 'floor.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] }), 'floor');
+  const child = track(
+    spawn(process.execPath, [join(HERE, 'floor.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] }),
+    'floor',
+  );
   const lines = jsonLines(child, 'floor');
   const call = async (message, timeoutMs = 120_000) => {
     child.stdin.write(`${JSON.stringify(message)}\n`);
@@ -228,7 +264,8 @@ async function startFloor(addresses) {
     round: (kind) => call({ op: 'round', kind }),
     /** The body the `compressed` rounds compress (see floor.mjs). */
     body: (path) => call({ op: 'body', path }),
-    stop: () => stopChild(child, { gentle: () => child.stdin.end(`${JSON.stringify({ op: 'close' })}\n`), graceMs: 5000 }),
+    stop: () =>
+      stopChild(child, { gentle: () => child.stdin.end(`${JSON.stringify({ op: 'close' })}\n`), graceMs: 5000 }),
   };
 }
 
@@ -237,7 +274,9 @@ async function startExporter(label) {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const configFile = join(dir, 'exporter.json');
-  writeFileSync(configFile, JSON.stringify(
+  writeFileSync(
+    configFile,
+    JSON.stringify(
       {
         listen: `127.0.0.1:${port}`,
         ensembleByName: { bench: [zk.address] },
@@ -245,7 +284,8 @@ async function startExporter(label) {
       },
       null,
       2,
-    ),);
+    ),
+  );
   const logFile = join(dir, 'exporter.log');
   const fd = openSync(logFile, 'a');
   // --exporter-node-flags come after the shipped ones: for a V8 flag given twice, the last counts.
@@ -263,16 +303,21 @@ async function startExporter(label) {
     nodeFlags.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`);
   }
   const child = track(
-    spawn(process.execPath, [...nodeFlags, EXPORTER_BIN, `-config-file=${configFile}`, ...OPTS.exporterFlags], { stdio: ['ignore', fd, fd], cwd: dir }),
+    spawn(process.execPath, [...nodeFlags, EXPORTER_BIN, `-config-file=${configFile}`, ...OPTS.exporterFlags], {
+      stdio: ['ignore', fd, fd],
+      cwd: dir,
+    }),
     'exporter',
   );
   closeSync(fd);
   const url = `http://127.0.0.1:${port}`;
   const startedAt = Date.now();
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`exporter exited ${child.exitCode}:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    if (child.exitCode !== null)
+      throw new Error(`exporter exited ${child.exitCode}:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     if ((await statusOf(url, '/-/ready', 2000)) === 200) break;
-    if (Date.now() - startedAt > 30_000) throw new Error(`exporter not ready within 30 s:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    if (Date.now() - startedAt > 30_000)
+      throw new Error(`exporter not ready within 30 s:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     await sleep(100);
   }
   // The timed scrapes go through this client; readiness above through node:http, untimed.
@@ -323,14 +368,21 @@ async function scrape(exporter, path, timeoutSeconds) {
   let res;
   try {
     const waited = runQueueWait(exporter.pid);
-    const { status, headers: answerHeaders, body, ms } = await exporter.client.get(path, headers, { timeoutMs: timeoutSeconds * 1000 + 30_000 });
+    const {
+      status,
+      headers: answerHeaders,
+      body,
+      ms,
+    } = await exporter.client.get(path, headers, { timeoutMs: timeoutSeconds * 1000 + 30_000 });
     res = { status, ms, measured: waited(), raw: body, encoding: answerHeaders['content-encoding'] };
   } catch (err) {
     await sleep(200);
     const { exitCode, signalCode } = exporter.child;
     if (exitCode === null && signalCode === null) throw err;
     const tail = readFileSync(exporter.logFile, 'utf8').split('\n').slice(-15).join('\n');
-    throw new Error(`GET ${path}: the exporter died (code ${exitCode}, signal ${signalCode}); end of its log:\n${tail}`);
+    throw new Error(
+      `GET ${path}: the exporter died (code ${exitCode}, signal ${signalCode}); end of its log:\n${tail}`,
+    );
   }
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}: ${res.raw.toString().slice(0, 300)}`);
   const { raw, encoding } = res;
@@ -395,7 +447,10 @@ function selfMemory(text) {
     external: value('nodejs_external_memory_bytes'),
     resident: value('process_resident_memory_bytes'),
     spaces: Object.fromEntries(
-      [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"[^}]*\} (\S+)$/gm)].map((m) => [m[1], Math.round((Number(m[2]) / 1048576) * 10) / 10]),
+      [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"[^}]*\} (\S+)$/gm)].map((m) => [
+        m[1],
+        Math.round((Number(m[2]) / 1048576) * 10) / 10,
+      ]),
     ),
   };
 }
@@ -418,7 +473,18 @@ function residentByMapping(pid) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
       const path = head[1];
-      kind = path === '' ? 'anonymous' : path === '[heap]' ? 'brkHeap' : path.startsWith('[') ? 'other' : /\.so(\.|$)/.test(path) ? 'libraries' : path === process.execPath || path.endsWith('/node') ? 'nodeBinary' : 'other';
+      kind =
+        path === ''
+          ? 'anonymous'
+          : path === '[heap]'
+            ? 'brkHeap'
+            : path.startsWith('[')
+              ? 'other'
+              : /\.so(\.|$)/.test(path)
+                ? 'libraries'
+                : path === process.execPath || path.endsWith('/node')
+                  ? 'nodeBinary'
+                  : 'other';
       continue;
     }
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
@@ -478,7 +544,8 @@ async function waitForNodes(exporter, n) {
     const { text } = await scrape(exporter, '/metrics', METRICS_TIMEOUT_S);
     up = upCount(text);
     if (up === n) return;
-    if (Date.now() > deadline) throw new Error(`only ${up} of ${n} nodes show arcus_up 1 after 120 s (see ${exporter.logFile})`);
+    if (Date.now() > deadline)
+      throw new Error(`only ${up} of ${n} nodes show arcus_up 1 after 120 s (see ${exporter.logFile})`);
     await sleep(500);
   }
 }
@@ -514,7 +581,9 @@ async function runConfig(n, p) {
     floor = await startFloor(addresses);
     await waitForNodes(exporter, n);
     await waitForQos(exporter, n);
-    log(`${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`);
+    log(
+      `${label}: ready in ${Date.now() - t0} ms (doubles set up in ${doubles.setupMs} ms, doubles RSS ${doubles.rssMB} MB); warming up`,
+    );
     // The compressing floor compresses a /metrics body of this exporter (see "The compressing floor").
     const measureMetrics = OPTS.endpoints.includes('metrics');
     let compressedBodyBytes = 0;
@@ -535,7 +604,10 @@ async function runConfig(n, p) {
       await floor.round('stats');
       if (measureMetrics) await floor.round('compressed');
     }
-    if (warmed > 0) log(`${label}: warmed up with ${warmed} /metrics scrapes and floor rounds (of each kind) in ${((Date.now() - warmStart) / 1000).toFixed(1)} s`);
+    if (warmed > 0)
+      log(
+        `${label}: warmed up with ${warmed} /metrics scrapes and floor rounds (of each kind) in ${((Date.now() - warmStart) / 1000).toFixed(1)} s`,
+      );
     await paced(3, () => scrape(exporter, '/metrics', METRICS_TIMEOUT_S));
     await paced(3, () => floor.round('stats'));
     if (measureMetrics) await paced(3, () => floor.round('compressed'));
@@ -555,11 +627,39 @@ async function runConfig(n, p) {
     // but take at least 5 (3 when one takes seconds).
     const perPrefixPair = 2 * Math.max(OPTS.paceMs, warmPrefixMs);
     const atLeast = Math.min(OPTS.prefixScrapes, warmPrefixMs < 2000 ? 5 : 3);
-    const prefixScrapes = Math.max(atLeast, Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)));
-    if (prefixScrapes < OPTS.prefixScrapes) log(`${label}: a prefix scrape takes ~${Math.round(warmPrefixMs)} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`);
+    const prefixScrapes = Math.max(
+      atLeast,
+      Math.min(OPTS.prefixScrapes, Math.floor(OPTS.prefixBudgetMs / perPrefixPair)),
+    );
+    if (prefixScrapes < OPTS.prefixScrapes)
+      log(
+        `${label}: a prefix scrape takes ~${Math.round(warmPrefixMs)} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`,
+      );
 
-    const m = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
-    const pf = { ms: [], wait: [], rounds: [], cpuMs: 0, wallMs: 0, scrapes: 0, series: 0, bytes: 0, wire: 0, incomplete: 0 };
+    const m = {
+      ms: [],
+      wait: [],
+      rounds: [],
+      cpuMs: 0,
+      wallMs: 0,
+      scrapes: 0,
+      series: 0,
+      bytes: 0,
+      wire: 0,
+      incomplete: 0,
+    };
+    const pf = {
+      ms: [],
+      wait: [],
+      rounds: [],
+      cpuMs: 0,
+      wallMs: 0,
+      scrapes: 0,
+      series: 0,
+      bytes: 0,
+      wire: 0,
+      incomplete: 0,
+    };
     const fs = { ms: [], wait: [], rounds: [], bytes: 0 };
     const fc = { ms: [], wait: [], rounds: [], bytes: 0, compressedBytes: 0 };
     const fp = { ms: [], wait: [], rounds: [], bytes: 0 };
@@ -573,7 +673,13 @@ async function runConfig(n, p) {
     };
     const sampler = setInterval(sampleRss, 100);
     // Who used the CPUs while each side was measured (cpuCensus): per block kind, summed.
-    const censusPids = { exporter: exporter.pid, doubles: doubles.child.pid, floor: floor.pid, driver: process.pid, zookeeper: zk.pid };
+    const censusPids = {
+      exporter: exporter.pid,
+      doubles: doubles.child.pid,
+      floor: floor.pid,
+      driver: process.pid,
+      zookeeper: zk.pid,
+    };
     const census = new Map();
     const startCensus = (kind) => {
       const end = cpuCensus(censusPids);
@@ -696,7 +802,14 @@ async function runConfig(n, p) {
       measureMs,
       idle: { cpuMsPerSecond: idleRate * 1000, wallMs: idle.wallMs },
       metrics: {
-        exporter: { ...summary(m.ms), ...cpu(m), series: m.series, bodyBytes: m.bytes, wireBytes: m.wire, incomplete: m.incomplete },
+        exporter: {
+          ...summary(m.ms),
+          ...cpu(m),
+          series: m.series,
+          bodyBytes: m.bytes,
+          wireBytes: m.wire,
+          incomplete: m.incomplete,
+        },
         floor: { ...summary(fs.ms), bytes: fs.bytes },
         // 95 % interval of exporter p99 / floor p99, from the rounds (paired block bootstrap).
         ratioInterval95: ratioInterval(m.rounds, fs.rounds),
@@ -713,7 +826,14 @@ async function runConfig(n, p) {
         },
       },
       prefixMetrics: {
-        exporter: { ...summary(pf.ms), ...cpu(pf), series: pf.series, bodyBytes: pf.bytes, wireBytes: pf.wire, incomplete: pf.incomplete },
+        exporter: {
+          ...summary(pf.ms),
+          ...cpu(pf),
+          series: pf.series,
+          bodyBytes: pf.bytes,
+          wireBytes: pf.wire,
+          incomplete: pf.incomplete,
+        },
         floor: { ...summary(fp.ms), bytes: fp.bytes },
         ratioInterval95: ratioInterval(pf.rounds, fp.rounds),
         runQueue: runQueue(pf, fp),
@@ -728,7 +848,10 @@ async function runConfig(n, p) {
       // Per block kind (`/metrics`, `floor stats`, ...): CPU ms each process used during those
       // blocks, per scrape or round (the 100 ms pace included), and wall ms per scrape or round.
       cpuCensus: Object.fromEntries(
-        [...census].map(([kind, { count, ...sums }]) => [kind, Object.fromEntries(Object.entries(sums).map(([name, ms]) => [name, ms / count]))]),
+        [...census].map(([kind, { count, ...sums }]) => [
+          kind,
+          Object.fromEntries(Object.entries(sums).map(([name, ms]) => [name, ms / count])),
+        ]),
       ),
     };
     log(
@@ -754,7 +877,9 @@ async function runConfig(n, p) {
   } finally {
     await exporter.stop();
     if (exporter?.profileDir) {
-      const files = existsSync(exporter.profileDir) ? readdirSync(exporter.profileDir).filter((f) => f.endsWith('.cpuprofile')) : [];
+      const files = existsSync(exporter.profileDir)
+        ? readdirSync(exporter.profileDir).filter((f) => f.endsWith('.cpuprofile'))
+        : [];
       for (const f of files) {
         const path = join(exporter.profileDir, f);
         log(`${label}: CPU profile ${relative(ROOT, path)}`);
@@ -770,7 +895,20 @@ async function runConfig(n, p) {
 // Report
 
 function table(results) {
-  const header = ['N', 'P', 'endpoint', 'exp p50', 'exp p99', 'floor p50', 'floor p99', 'p99/floor', '95% interval', 'CPU ms/scr net (raw)', 'series', 'RSS MB'];
+  const header = [
+    'N',
+    'P',
+    'endpoint',
+    'exp p50',
+    'exp p99',
+    'floor p50',
+    'floor p99',
+    'p99/floor',
+    '95% interval',
+    'CPU ms/scr net (raw)',
+    'series',
+    'RSS MB',
+  ];
   const rows = [];
   for (const r of results) {
     for (const [name, e] of [
@@ -802,7 +940,19 @@ function table(results) {
  * undefined when /metrics was not measured.
  */
 function compressedTable(results) {
-  const header = ['N', 'P', 'body', 'floor p50', 'floor p99', 'floor+gzip p50', 'floor+gzip p99', 'its p99/floor', '95% interval', 'exp p99/it', '95% interval'];
+  const header = [
+    'N',
+    'P',
+    'body',
+    'floor p50',
+    'floor p99',
+    'floor+gzip p50',
+    'floor+gzip p99',
+    'its p99/floor',
+    '95% interval',
+    'exp p99/it',
+    '95% interval',
+  ];
   const rows = [];
   for (const r of results) {
     const { exporter, floor, compressedFloor: c } = r.metrics;
@@ -827,7 +977,19 @@ function compressedTable(results) {
 
 /** The run-queue figures (runQueue) of each configuration; undefined when none has them. */
 function waitTable(results) {
-  const header = ['N', 'P', 'endpoint', 'exp wait p50', 'exp wait p99', 'exp wait at p99', 'floor wait p99', 'floor wait at p99', 'exp p99 less wait', 'floor p99 less wait', 'ratio'];
+  const header = [
+    'N',
+    'P',
+    'endpoint',
+    'exp wait p50',
+    'exp wait p99',
+    'exp wait at p99',
+    'floor wait p99',
+    'floor wait at p99',
+    'exp p99 less wait',
+    'floor p99 less wait',
+    'ratio',
+  ];
   const rows = [];
   for (const r of results) {
     for (const [name, e] of [
@@ -861,7 +1023,13 @@ function censusTable(results) {
   const rows = [];
   for (const r of results) {
     for (const [kind, c] of Object.entries(r.cpuCensus ?? {})) {
-      rows.push([r.nodes, r.prefixes, kind, ...names.map((name) => fmt(c[name])), fmt(names.reduce((a, name) => a + (c[name] ?? 0), 0))]);
+      rows.push([
+        r.nodes,
+        r.prefixes,
+        kind,
+        ...names.map((name) => fmt(c[name])),
+        fmt(names.reduce((a, name) => a + (c[name] ?? 0), 0)),
+      ]);
     }
   }
   if (rows.length === 0) return undefined;
@@ -889,13 +1057,19 @@ function goals(results) {
       status: pass ? 'PASS' : 'FAIL',
       detail:
         `p99 ${fmt(exporter.p99)} ms, floor p99 ${fmt(floor.p99)} ms, ratio ${ratio.toFixed(2)}x (95% interval ${interval(r.metrics.ratioInterval95)}${within})` +
-        (r.metrics.compressedFloor?.n > 0 ? `; compressing the body alone: ${(r.metrics.compressedFloor.p99 / floor.p99).toFixed(2)}x` : ''),
+        (r.metrics.compressedFloor?.n > 0
+          ? `; compressing the body alone: ${(r.metrics.compressedFloor.p99 / floor.p99).toFixed(2)}x`
+          : ''),
     });
   }
   const big = find(500, 50);
   out.push(
     big
-      ? { goal: 'N=500 P=50: exporter RSS < 150 MB', status: big.rss.maxMB < 150 ? 'PASS' : 'FAIL', detail: `max VmRSS ${fmt(big.rss.maxMB)} MB (VmHWM ${fmt(big.rss.hwmMB)} MB)` }
+      ? {
+          goal: 'N=500 P=50: exporter RSS < 150 MB',
+          status: big.rss.maxMB < 150 ? 'PASS' : 'FAIL',
+          detail: `max VmRSS ${fmt(big.rss.maxMB)} MB (VmHWM ${fmt(big.rss.hwmMB)} MB)`,
+        }
       : { goal: 'N=500 P=50: exporter RSS < 150 MB', status: 'NOT RUN' },
   );
   return out;
@@ -932,11 +1106,17 @@ async function main() {
   const started = Date.now();
   if (PINNING) {
     pinProcess(process.pid, PINNING.others);
-    log(`pinned: doubles on CPUs ${PINNING.servers}; this driver, ZooKeeper, the exporter and the floor on CPUs ${PINNING.others}`);
+    log(
+      `pinned: doubles on CPUs ${PINNING.servers}; this driver, ZooKeeper, the exporter and the floor on CPUs ${PINNING.others}`,
+    );
   }
   const codeAtStart = codeVersion();
-  log(`code: commit ${codeAtStart.commit}${codeAtStart.tree ? ` (the exporter of ${codeAtStart.tree})` : ''}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`);
-  log(`matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}, scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client`);
+  log(
+    `code: commit ${codeAtStart.commit}${codeAtStart.tree ? ` (the exporter of ${codeAtStart.tree})` : ''}, build ${codeAtStart.build}${codeAtStart.packagesModified.length ? `, uncommitted: ${codeAtStart.packagesModified.join('; ')}` : ''}`,
+  );
+  log(
+    `matrix nodes=${OPTS.nodes.join(',')} prefixes=${OPTS.prefixes.join(',')}; ${OPTS.scrapes} /metrics and up to ${OPTS.prefixScrapes} /metrics/prefixes scrapes per configuration${OPTS.gzip ? ', gzip' : ''}${OPTS.traffic ? ', doubles with traffic' : ''}, scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client`,
+  );
   zk = await startBenchZooKeeper();
   log(`ZooKeeper ${zk.address} (pid ${zk.pid})`);
   const results = [];
@@ -955,28 +1135,41 @@ async function main() {
     exporterNodeFlags: [...EXPORTER_BIN_NODE_FLAGS, ...OPTS.exporterNodeFlags],
     options: OPTS,
     wallSeconds: Math.round((Date.now() - started) / 1000),
-    ...(mixed.length ? { warning: `the build changed during the run: ${mixed.join(', ')} ran a newer build than the first configuration (see results[].build)` } : {}),
+    ...(mixed.length
+      ? {
+          warning: `the build changed during the run: ${mixed.join(', ')} ran a newer build than the first configuration (see results[].build)`,
+        }
+      : {}),
     results,
     goals: evaluated,
   };
   mkdirSync(dirname(OPTS.out), { recursive: true });
   writeFileSync(OPTS.out, `${JSON.stringify(report, null, 2)}\n`);
 
-  const modified = report.code.packagesModified.length ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/` : '';
-  process.stdout.write(`\ncache exporter benchmark (commit ${report.code.commit}${report.code.tree ? `, the exporter of ${report.code.tree}` : ''}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client${PINNING ? `; doubles pinned to CPUs ${PINNING.servers}, the rest to ${PINNING.others}` : ''})\n`);
+  const modified = report.code.packagesModified.length
+    ? `, ${report.code.packagesModified.length} uncommitted change(s) in packages/`
+    : '';
+  process.stdout.write(
+    `\ncache exporter benchmark (commit ${report.code.commit}${report.code.tree ? `, the exporter of ${report.code.tree}` : ''}${modified}; ${report.machine.cpus} CPUs, node ${process.version}, ${report.wallSeconds} s; scrapes timed by the ${OPTS.client === 'node' ? 'node:http' : 'bare HTTP'} client${PINNING ? `; doubles pinned to CPUs ${PINNING.servers}, the rest to ${PINNING.others}` : ''})\n`,
+  );
   process.stdout.write(`exporter node flags: ${report.exporterNodeFlags.join(' ') || 'none'}\n`);
   if (report.warning) process.stdout.write(`WARNING: ${report.warning}\n`);
-  process.stdout.write('latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n');
+  process.stdout.write(
+    'latencies in ms per scrape (floor: per round to all nodes); CPU: exporter ms per scrape net of idle (raw)\n\n',
+  );
   process.stdout.write(`${table(results)}\n\n`);
   const compressed = compressedTable(results);
   if (compressed) {
     process.stdout.write(
-      'the compressing floor: the floor round plus compressing the exporter\'s /metrics body, each node\'s share as its reply arrives (floor.mjs)\n\n' +
+      "the compressing floor: the floor round plus compressing the exporter's /metrics body, each node's share as its reply arrives (floor.mjs)\n\n" +
         `${compressed}\n\n`,
     );
   }
   const waits = waitTable(results);
-  if (waits) process.stdout.write(`main thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait\n\n${waits}\n\n`);
+  if (waits)
+    process.stdout.write(
+      `main thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait\n\n${waits}\n\n`,
+    );
   const censusText = censusTable(results);
   if (censusText) {
     process.stdout.write(
@@ -984,9 +1177,12 @@ async function main() {
         `${censusText}\n\n`,
     );
   }
-  process.stdout.write(`idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`);
+  process.stdout.write(
+    `idle exporter CPU (QoS etc.), ms per second: ${results.map((r) => `N${r.nodes}/P${r.prefixes} ${fmt(r.idle.cpuMsPerSecond)}`).join(', ')}\n\n`,
+  );
   process.stdout.write('goals:\n');
-  for (const g of evaluated) process.stdout.write(`  ${g.status.padEnd(7)} ${g.goal}${g.detail ? `: ${g.detail}` : ''}\n`);
+  for (const g of evaluated)
+    process.stdout.write(`  ${g.status.padEnd(7)} ${g.goal}${g.detail ? `: ${g.detail}` : ''}\n`);
   process.stdout.write(`\nresults: ${relative(process.cwd(), OPTS.out)}\n`);
 }
 

@@ -25,6 +25,15 @@ export async function startBenchZooKeeper() {
  * taskset execs node, so the child's pid is the doubles').
  */
 export function doublesCommand({ zk, nodes, prefixes = 0, perCode = 100, traffic = false, cpus }) {
-  const args = [join(HERE, 'doubles.mjs'), `--zk=${zk}`, `--nodes=${nodes}`, `--prefixes=${prefixes}`, `--per-code=${perCode}`, ...(traffic ? ['--traffic'] : [])];
-  return cpus === undefined ? { command: process.execPath, args } : { command: 'taskset', args: ['--cpu-list', cpus, process.execPath, ...args] };
+  const args = [
+    join(HERE, 'doubles.mjs'),
+    `--zk=${zk}`,
+    `--nodes=${nodes}`,
+    `--prefixes=${prefixes}`,
+    `--per-code=${perCode}`,
+    ...(traffic ? ['--traffic'] : []),
+  ];
+  return cpus === undefined
+    ? { command: process.execPath, args }
+    : { command: 'taskset', args: ['--cpu-list', cpus, process.execPath, ...args] };
 }

@@ -30,7 +30,15 @@ const running = new Set();
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const { freePort, startZooKeeperEnsemble } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
-const { cpuMs, percentile: pct, pooledRatioInterval, ratioInterval, runQueueWait, statusKb, waitSummary } = await import(join(HERE, '..', 'lib', 'process.mjs'));
+const {
+  cpuMs,
+  percentile: pct,
+  pooledRatioInterval,
+  ratioInterval,
+  runQueueWait,
+  statusKb,
+  waitSummary,
+} = await import(join(HERE, '..', 'lib', 'process.mjs'));
 const { BareHttpClient, NodeHttpClient } = await import(join(HERE, '..', 'lib', 'bare-http.mjs'));
 
 const { parseArgs } = await import(join(HERE, '..', 'lib', 'args.mjs'));
@@ -50,7 +58,8 @@ const PACE_MS = Number(args['pace-ms'] ?? 50);
 // the measurement is of the first hour of an exporter scraped every few seconds, not of one that
 // has been running. A hung server's scrapes last the whole deadline: 5 then.
 const WARMUP = Number(args.warmup ?? 2000);
-if (!Number.isInteger(WARMUP) || WARMUP < 0) throw new Error(`--warmup=${args.warmup}: a whole number of scrapes, 0 or more`);
+if (!Number.isInteger(WARMUP) || WARMUP < 0)
+  throw new Error(`--warmup=${args.warmup}: a whole number of scrapes, 0 or more`);
 const TIMEOUT_S = Number(args['timeout-s'] ?? 1);
 const OUT = args.out ?? join(HERE, 'results', 'latest.json');
 /** How scrapes are timed: `bare` (bench/lib/bare-http.mjs, the default) or `node` (node:http's client). */
@@ -61,7 +70,9 @@ const COMPARE_CLIENTS = args['compare-clients'] === 'true';
 /** The exporter's --log.level (debug logs each scrape's read and render times, on stdout). */
 const EXPORTER_LOG_LEVEL = args['exporter-log-level'] ?? 'warn';
 /** Extra node flags for the exporter process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
-const EXPORTER_NODE_FLAGS = args['exporter-node-flags'] ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean) : [];
+const EXPORTER_NODE_FLAGS = args['exporter-node-flags']
+  ? String(args['exporter-node-flags']).split(/\s+/).filter(Boolean)
+  : [];
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 /**
@@ -76,7 +87,9 @@ function floorRound(addresses, wait) {
       (address) =>
         new Promise((resolve, reject) => {
           const colon = address.lastIndexOf(':');
-          const socket = connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }, () => socket.end('mntr'));
+          const socket = connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }, () =>
+            socket.end('mntr'),
+          );
           socket.on('data', () => undefined);
           socket.on('error', reject);
           socket.on('close', resolve);
@@ -99,7 +112,11 @@ function floorRound(addresses, wait) {
  */
 async function scrape(client, pid) {
   const waited = pid === undefined ? undefined : runQueueWait(pid);
-  const { status, headers, body, ms } = await client.get('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' }, { timeoutMs: TIMEOUT_S * 1000 + 30_000 });
+  const { status, headers, body, ms } = await client.get(
+    '/metrics',
+    { 'X-Prometheus-Scrape-Timeout-Seconds': String(TIMEOUT_S), 'Accept-Encoding': 'gzip' },
+    { timeoutMs: TIMEOUT_S * 1000 + 30_000 },
+  );
   const waitMs = waited?.();
   if (status !== 200) throw new Error(`GET /metrics: HTTP ${status}`);
   return { ms, waitMs, text: (headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8') };
@@ -109,14 +126,29 @@ async function measure(size, ensemble, hung) {
   const servers = ensemble.servers.map((s) => s.address);
   const zkHosts = hung ? [...servers, hung] : servers;
   const port = await freePort();
-  const exporter = spawn(process.execPath, [...EXPORTER_NODE_FLAGS, join(ROOT, 'bin', 'coordination-exporter'), `--listen=127.0.0.1:${port}`, `--zk-hosts=${zkHosts.join(',')}`, `--log.level=${EXPORTER_LOG_LEVEL}`], {
-    stdio: ['ignore', EXPORTER_LOG_LEVEL === 'warn' ? 'ignore' : 'inherit', 'inherit'],
-  });
+  const exporter = spawn(
+    process.execPath,
+    [
+      ...EXPORTER_NODE_FLAGS,
+      join(ROOT, 'bin', 'coordination-exporter'),
+      `--listen=127.0.0.1:${port}`,
+      `--zk-hosts=${zkHosts.join(',')}`,
+      `--log.level=${EXPORTER_LOG_LEVEL}`,
+    ],
+    {
+      stdio: ['ignore', EXPORTER_LOG_LEVEL === 'warn' ? 'ignore' : 'inherit', 'inherit'],
+    },
+  );
   running.add(exporter);
   exporter.once('exit', () => running.delete(exporter));
   const client = CLIENT === 'node' ? new NodeHttpClient('127.0.0.1', port) : new BareHttpClient('127.0.0.1', port);
   // --compare-clients: the other client too, on a connection of its own, in the same rounds.
-  const other = COMPARE_CLIENTS && !hung ? (CLIENT === 'node' ? new BareHttpClient('127.0.0.1', port) : new NodeHttpClient('127.0.0.1', port)) : undefined;
+  const other =
+    COMPARE_CLIENTS && !hung
+      ? CLIENT === 'node'
+        ? new BareHttpClient('127.0.0.1', port)
+        : new NodeHttpClient('127.0.0.1', port)
+      : undefined;
   try {
     for (let i = 0; ; i++) {
       try {
@@ -133,7 +165,10 @@ async function measure(size, ensemble, hung) {
     for (let i = 0; i < warmup; i++) await scrape(client);
     for (let i = 0; i < warmup; i++) await floorRound(servers, []);
     for (let i = 0; i < Math.min(warmup, 5) && other; i++) await scrape(other);
-    if (warmup > 5) log(`${size} servers${hung ? ' + hung' : ''}: warmed up with ${warmup} scrapes and floor rounds in ${((Date.now() - warmed) / 1000).toFixed(1)} s`);
+    if (warmup > 5)
+      log(
+        `${size} servers${hung ? ' + hung' : ''}: warmed up with ${warmup} scrapes and floor rounds in ${((Date.now() - warmed) / 1000).toFixed(1)} s`,
+      );
     const exp = [];
     const floor = [];
     const expBlocks = [];
@@ -197,7 +232,14 @@ async function measure(size, ensemble, hung) {
       series,
       rssMb: rss,
       // --compare-clients: the same exporter through the other client, in the same rounds.
-      other: other ? { client: CLIENT === 'node' ? 'bare' : 'node', p50: pct(otherMs, 50), p99: pct(otherMs, 99), ratio: pct(otherMs, 99) / pct(floor, 99) } : undefined,
+      other: other
+        ? {
+            client: CLIENT === 'node' ? 'bare' : 'node',
+            p50: pct(otherMs, 50),
+            p99: pct(otherMs, 99),
+            ratio: pct(otherMs, 99) / pct(floor, 99),
+          }
+        : undefined,
     };
   } finally {
     client.close();
@@ -234,7 +276,9 @@ try {
         // The hung server bounds a scrape by its deadline whatever the ensemble: measured once.
         for (const withHung of run === 1 ? [false, true] : [false]) {
           const result = { run, ...(await measure(size, ensemble, withHung ? hung : undefined)) };
-          log(`${size} servers${withHung ? ' + hung' : ''}: exporter p50 ${result.exp.p50.toFixed(1)} p99 ${result.exp.p99.toFixed(1)} ms, floor ${result.floor.p50.toFixed(1)}/${result.floor.p99.toFixed(1)}`);
+          log(
+            `${size} servers${withHung ? ' + hung' : ''}: exporter p50 ${result.exp.p50.toFixed(1)} p99 ${result.exp.p99.toFixed(1)} ms, floor ${result.floor.p50.toFixed(1)}/${result.floor.p99.toFixed(1)}`,
+          );
           results.push(result);
         }
       } finally {
@@ -250,25 +294,35 @@ try {
  * --runs=K: per size, the K runs' samples pooled, and the ratio's interval from a two-level
  * bootstrap (runs, then blocks within a run), since each run's ensemble has a tail of its own.
  */
-const pooled = RUNS < 2
-  ? []
-  : SIZES.map((size) => {
-      const runs = results.filter((r) => r.size === size && !r.hung);
-      const exp = runs.flatMap((r) => r.samples.exp.flat());
-      const floor = runs.flatMap((r) => r.samples.floor.flat());
-      return {
-        size,
-        runs: runs.length,
-        exp: { p50: pct(exp, 50), p99: pct(exp, 99) },
-        floor: { p50: pct(floor, 50), p99: pct(floor, 99) },
-        ratio: { p99: pct(exp, 99) / pct(floor, 99), interval95: pooledRatioInterval(runs.map((r) => ({ expBlocks: r.samples.exp, floorBlocks: r.samples.floor }))) },
-        perRun: runs.map((r) => r.ratio.p99),
-      };
-    });
+const pooled =
+  RUNS < 2
+    ? []
+    : SIZES.map((size) => {
+        const runs = results.filter((r) => r.size === size && !r.hung);
+        const exp = runs.flatMap((r) => r.samples.exp.flat());
+        const floor = runs.flatMap((r) => r.samples.floor.flat());
+        return {
+          size,
+          runs: runs.length,
+          exp: { p50: pct(exp, 50), p99: pct(exp, 99) },
+          floor: { p50: pct(floor, 50), p99: pct(floor, 99) },
+          ratio: {
+            p99: pct(exp, 99) / pct(floor, 99),
+            interval95: pooledRatioInterval(
+              runs.map((r) => ({ expBlocks: r.samples.exp, floorBlocks: r.samples.floor })),
+            ),
+          },
+          perRun: runs.map((r) => r.ratio.p99),
+        };
+      });
 
 const f = (v, w) => (typeof v === 'number' ? v.toFixed(1) : String(v)).padStart(w);
-console.log(`\ncoordination exporter benchmark (${SCRAPES} scrapes per configuration, scrape timeout header ${TIMEOUT_S} s, scrapes timed by the ${CLIENT === 'bare' ? 'bare HTTP client' : "node:http client"})\n`);
-console.log(`servers  ${RUNS > 1 ? 'run  ' : ''}hung  exp p50  exp p99  floor p50  floor p99  p99/floor  95% interval  CPU ms/scr  series  RSS MB`);
+console.log(
+  `\ncoordination exporter benchmark (${SCRAPES} scrapes per configuration, scrape timeout header ${TIMEOUT_S} s, scrapes timed by the ${CLIENT === 'bare' ? 'bare HTTP client' : 'node:http client'})\n`,
+);
+console.log(
+  `servers  ${RUNS > 1 ? 'run  ' : ''}hung  exp p50  exp p99  floor p50  floor p99  p99/floor  95% interval  CPU ms/scr  series  RSS MB`,
+);
 const interval = ({ low, high }) => (Number.isFinite(low) ? `${low.toFixed(2)}-${high.toFixed(2)}x` : '-');
 for (const r of results) {
   console.log(
@@ -286,7 +340,9 @@ if (pooled.length > 0) {
 }
 const compared = results.filter((r) => r.other);
 if (compared.length > 0) {
-  console.log(`\nthe same exporter timed through the ${compared[0].other.client === 'node' ? 'node:http' : 'bare'} client, in the same rounds (its own connection)`);
+  console.log(
+    `\nthe same exporter timed through the ${compared[0].other.client === 'node' ? 'node:http' : 'bare'} client, in the same rounds (its own connection)`,
+  );
   console.log('servers  exp p50  exp p99  p99/floor  adds at p50  adds at p99');
   for (const r of compared) {
     console.log(
@@ -297,8 +353,14 @@ if (compared.length > 0) {
 const waited = results.filter((r) => !r.hung && r.runQueue.exp && r.runQueue.floor);
 if (waited.length > 0) {
   console.log('\nmain thread waiting for a CPU (run queue), ms per scrape; p99 of the latency less that wait');
-  console.log('servers  exp wait p50  exp wait p99  exp wait at p99  floor wait p99  floor wait at p99  exp p99 less wait  floor p99 less wait  ratio');
-  for (const { size, run, runQueue: { exp: e, floor: fl } } of waited) {
+  console.log(
+    'servers  exp wait p50  exp wait p99  exp wait at p99  floor wait p99  floor wait at p99  exp p99 less wait  floor p99 less wait  ratio',
+  );
+  for (const {
+    size,
+    run,
+    runQueue: { exp: e, floor: fl },
+  } of waited) {
     console.log(
       `${String(size).padStart(7)}${RUNS > 1 ? ` (run ${run})` : ''}  ${f(e.waitP50, 12)}  ${f(e.waitP99, 12)}  ${f(e.waitAtP99, 15)}  ${f(fl.waitP99, 14)}  ${f(fl.waitAtP99, 17)}  ${f(e.lessWaitP99, 17)}  ${f(fl.lessWaitP99, 19)}  ${(e.lessWaitP99 / fl.lessWaitP99).toFixed(2).padStart(4)}x`,
     );
@@ -308,19 +370,43 @@ console.log('\ngoals:');
 const deadlineMs = TIMEOUT_S * 1000;
 const verdict = (q, prefix) => {
   const ok = q.exp.p99 <= 1.5 * q.floor.p99;
-  const within = q.ratio.interval95.high <= 1.5 ? ', all of it within the goal' : q.ratio.interval95.low > 1.5 ? ', all of it above the goal' : '';
-  console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${prefix}: p99 ${q.exp.p99.toFixed(1)} ms <= 1.5x floor p99 ${q.floor.p99.toFixed(1)} ms (ratio ${q.ratio.p99.toFixed(2)}x, 95% interval ${interval(q.ratio.interval95)}${within})`);
+  const within =
+    q.ratio.interval95.high <= 1.5
+      ? ', all of it within the goal'
+      : q.ratio.interval95.low > 1.5
+        ? ', all of it above the goal'
+        : '';
+  console.log(
+    `  ${ok ? 'PASS' : 'FAIL'}  ${prefix}: p99 ${q.exp.p99.toFixed(1)} ms <= 1.5x floor p99 ${q.floor.p99.toFixed(1)} ms (ratio ${q.ratio.p99.toFixed(2)}x, 95% interval ${interval(q.ratio.interval95)}${within})`,
+  );
 };
 for (const r of results) {
   if (r.hung) {
     const ok = r.exp.p99 <= deadlineMs + 100;
-    console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${r.size} servers + hung: p99 ${r.exp.p99.toFixed(1)} ms bounded by the ${deadlineMs} ms scrape timeout (+100 ms)`);
+    console.log(
+      `  ${ok ? 'PASS' : 'FAIL'}  ${r.size} servers + hung: p99 ${r.exp.p99.toFixed(1)} ms bounded by the ${deadlineMs} ms scrape timeout (+100 ms)`,
+    );
   } else if (RUNS < 2) {
     verdict(r, `${r.size} servers`);
   }
 }
 for (const q of pooled) verdict(q, `${q.size} servers, ${q.runs} runs pooled`);
 mkdirSync(dirname(OUT), { recursive: true });
-writeFileSync(OUT, JSON.stringify({ at: new Date().toISOString(), scrapes: SCRAPES, runs: RUNS, timeoutS: TIMEOUT_S, client: CLIENT, results, pooled }, null, 2));
+writeFileSync(
+  OUT,
+  JSON.stringify(
+    {
+      at: new Date().toISOString(),
+      scrapes: SCRAPES,
+      runs: RUNS,
+      timeoutS: TIMEOUT_S,
+      client: CLIENT,
+      results,
+      pooled,
+    },
+    null,
+    2,
+  ),
+);
 console.log(`\nresults: ${OUT}`);
 process.exit(0);

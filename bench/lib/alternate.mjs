@@ -23,7 +23,21 @@ const median = (values) => percentile(values, 50);
  * JSON reports.
  */
 export function sideBySide(runs) {
-  const header = ['N', 'P', 'endpoint', 'run', 'commit', 'exp p50', 'exp p99', 'floor p50', 'floor p99', 'p99/floor', 'CPU ms/scr', 'wire KB', 'RSS MB'];
+  const header = [
+    'N',
+    'P',
+    'endpoint',
+    'run',
+    'commit',
+    'exp p50',
+    'exp p99',
+    'floor p50',
+    'floor p99',
+    'p99/floor',
+    'CPU ms/scr',
+    'wire KB',
+    'RSS MB',
+  ];
   const rows = [];
   const configurations = new Map();
   for (const run of runs) {
@@ -34,7 +48,8 @@ export function sideBySide(runs) {
       ]) {
         if (!measured || measured.exporter.n === 0) continue;
         const key = `${result.nodes} ${result.prefixes} ${endpoint}`;
-        if (!configurations.has(key)) configurations.set(key, { nodes: result.nodes, prefixes: result.prefixes, endpoint, runs: [] });
+        if (!configurations.has(key))
+          configurations.set(key, { nodes: result.nodes, prefixes: result.prefixes, endpoint, runs: [] });
         configurations.get(key).runs.push({
           side: run.side,
           label: `${run.side} ${run.index}`,

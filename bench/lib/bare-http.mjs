@@ -56,7 +56,10 @@ export class BareHttpClient {
     head += '\r\n';
     return new Promise((resolve, reject) => {
       const answer = new AnswerReader();
-      const timer = setTimeout(() => fail(new Error(`GET ${path}: no complete answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => fail(new Error(`GET ${path}: no complete answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       const fail = (err) => {
         clearTimeout(timer);
         this.onData = this.onFail = undefined;
@@ -107,15 +110,18 @@ export class NodeHttpClient {
   get(path, headers = {}, { timeoutMs = 30_000 } = {}) {
     return new Promise((resolve, reject) => {
       const started = performance.now();
-      const req = request({ host: this.host, port: this.port, path, agent: this.agent, headers, timeout: timeoutMs }, (res) => {
-        const chunks = [];
-        res.on('data', (chunk) => chunks.push(chunk));
-        res.on('end', () => {
-          const ms = performance.now() - started;
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms });
-        });
-        res.on('error', reject);
-      });
+      const req = request(
+        { host: this.host, port: this.port, path, agent: this.agent, headers, timeout: timeoutMs },
+        (res) => {
+          const chunks = [];
+          res.on('data', (chunk) => chunks.push(chunk));
+          res.on('end', () => {
+            const ms = performance.now() - started;
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms });
+          });
+          res.on('error', reject);
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`GET ${path}: no complete answer within ${timeoutMs} ms`)));
       req.on('error', reject);
       req.end();
@@ -195,7 +201,8 @@ export class AnswerReader {
       if (te.toLowerCase() !== 'chunked') throw new Error(`transfer-encoding ${te} not supported`);
     } else if (this.headers['content-length'] !== undefined) {
       this.contentLength = Number(this.headers['content-length']);
-      if (!Number.isSafeInteger(this.contentLength) || this.contentLength < 0) throw new Error(`bad content-length ${this.headers['content-length']}`);
+      if (!Number.isSafeInteger(this.contentLength) || this.contentLength < 0)
+        throw new Error(`bad content-length ${this.headers['content-length']}`);
     } else {
       throw new Error('answer without content-length or chunked encoding (a body read to the close is not supported)');
     }

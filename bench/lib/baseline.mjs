@@ -34,7 +34,10 @@ export function builtBaseline(ref, { log = () => {} } = {}) {
   }
   linkNodeModules(dir);
   log(`building ${commit.slice(0, 12)}`);
-  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b'], { cwd: dir, stdio: 'inherit' });
+  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
   if (build.status !== 0) throw new Error(`the build of ${commit.slice(0, 12)} in ${dir} failed`);
   return { dir, commit };
 }

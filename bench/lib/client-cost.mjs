@@ -57,8 +57,11 @@ if (args.serve === 'true') {
     }
     bare.close();
     node.close();
-    const row = (name) => `${name.padEnd(9)}  ${[50, 90, 99].map((p) => percentile(times[name], p).toFixed(3).padStart(6)).join('  ')}`;
-    console.log(`client     p50 ms  p90 ms  p99 ms   (${REQUESTS} GETs each of a ${BYTES}-byte answer, ${PACE_MS} ms apart, alternated in blocks of 10)`);
+    const row = (name) =>
+      `${name.padEnd(9)}  ${[50, 90, 99].map((p) => percentile(times[name], p).toFixed(3).padStart(6)).join('  ')}`;
+    console.log(
+      `client     p50 ms  p90 ms  p99 ms   (${REQUESTS} GETs each of a ${BYTES}-byte answer, ${PACE_MS} ms apart, alternated in blocks of 10)`,
+    );
     console.log(row('node:http'));
     console.log(row('bare'));
     const diff = (p) => (percentile(times['node:http'], p) - percentile(times.bare, p)).toFixed(3);

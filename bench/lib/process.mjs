@@ -150,7 +150,9 @@ export function percentile(values, p) {
 export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 2000, seed = 1 } = {}) {
   const n = Math.min(expBlocks.length, floorBlocks.length);
   if (n < 2) return { low: NaN, high: NaN };
-  return bootstrap({ p, iterations, seed }, (random, exp, floor) => drawBlocks(random, expBlocks, floorBlocks, exp, floor));
+  return bootstrap({ p, iterations, seed }, (random, exp, floor) =>
+    drawBlocks(random, expBlocks, floorBlocks, exp, floor),
+  );
 }
 
 /**
@@ -162,7 +164,10 @@ export function ratioInterval(expBlocks, floorBlocks, { p = 99, iterations = 200
  */
 export function pooledRatioInterval(runs, { p = 99, iterations = 2000, seed = 1 } = {}) {
   const usable = runs.filter((r) => Math.min(r.expBlocks.length, r.floorBlocks.length) >= 2);
-  if (usable.length < 2) return usable.length === 1 ? ratioInterval(usable[0].expBlocks, usable[0].floorBlocks, { p, iterations, seed }) : { low: NaN, high: NaN };
+  if (usable.length < 2)
+    return usable.length === 1
+      ? ratioInterval(usable[0].expBlocks, usable[0].floorBlocks, { p, iterations, seed })
+      : { low: NaN, high: NaN };
   return bootstrap({ p, iterations, seed }, (random, exp, floor) => {
     for (let r = 0; r < usable.length; r++) {
       const { expBlocks, floorBlocks } = usable[Math.floor(random() * usable.length)];
@@ -195,7 +200,10 @@ function bootstrap({ p, iterations, seed }, draw) {
     ratios[it] = percentile(exp, p) / percentile(floor, p);
   }
   ratios.sort();
-  return { low: ratios[Math.floor(iterations * 0.025)], high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)] };
+  return {
+    low: ratios[Math.floor(iterations * 0.025)],
+    high: ratios[Math.min(iterations - 1, Math.ceil(iterations * 0.975) - 1)],
+  };
 }
 
 /** xorshift32 in [0, 1), seeded: the bootstraps print the same interval for the same samples. */

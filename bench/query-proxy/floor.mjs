@@ -69,7 +69,8 @@ const server = createServer((req, res) => {
   const at = req.url.indexOf('?');
   const path = at === -1 ? `${req.url}?${extra}` : `${req.url}&${extra}`;
   const headers = {};
-  for (const name of ['content-type', 'content-length', 'accept-encoding']) if (req.headers[name] !== undefined) headers[name] = req.headers[name];
+  for (const name of ['content-type', 'content-length', 'accept-encoding'])
+    if (req.headers[name] !== undefined) headers[name] = req.headers[name];
   const upstream = request({ host, port, method: req.method, path, headers, agent }, (answer) => {
     const passed = {};
     for (const name of PASSED) if (answer.headers[name] !== undefined) passed[name] = answer.headers[name];

@@ -28,7 +28,17 @@
 // direct; with a baseline, both proxies against direct and against each other.
 // --out=PATH also writes the report there (.json: every figure as JSON instead).
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -75,7 +85,8 @@ const OPTS = {
 };
 if (!['split', 'shared'].includes(OPTS.layout)) throw new Error('--layout must be split or shared');
 if (!(OPTS.window > 0)) throw new Error('--window must be a positive number of seconds');
-if (OPTS.ensembles > 9 || OPTS.serviceCodes > 99 || OPTS.nodes > 250) throw new Error('at most 9 ensembles, 99 service codes and 250 nodes per service code');
+if (OPTS.ensembles > 9 || OPTS.serviceCodes > 99 || OPTS.nodes > 250)
+  throw new Error('at most 9 ensembles, 99 service codes and 250 nodes per service code');
 
 /** The goals: the proxy's c=1 latency (p50 and p99) against direct, its c=32 throughput against direct. */
 const LATENCY_GOAL = 1.25;
@@ -91,7 +102,8 @@ function commitOf(tree) {
 
 /** The baseline build whose proxy is measured beside this checkout's, if any: { dir, commit }. */
 function baselineBuild() {
-  if (args.baseline !== undefined && args['baseline-tree'] !== undefined) throw new Error('--baseline and --baseline-tree: one or the other');
+  if (args.baseline !== undefined && args['baseline-tree'] !== undefined)
+    throw new Error('--baseline and --baseline-tree: one or the other');
   let dir;
   if (args['baseline-tree'] !== undefined) dir = resolve(String(args['baseline-tree']));
   else if (args.baseline !== undefined) {
@@ -99,7 +111,8 @@ function baselineBuild() {
     dir = builtBaseline(String(args.baseline), { log }).dir;
   } else return undefined;
   for (const file of ['bin/query-proxy', 'packages/query-proxy/dist/src/index.js']) {
-    if (!existsSync(join(dir, file))) throw new Error(`baseline ${dir}: no ${file} there (a built checkout, npx tsc -b)`);
+    if (!existsSync(join(dir, file)))
+      throw new Error(`baseline ${dir}: no ${file} there (a built checkout, npx tsc -b)`);
   }
   return { dir, commit: commitOf(dir) };
 }
@@ -187,9 +200,11 @@ async function startServer(name, argv, logFile, ready, timeoutMs = 30_000) {
   closeSync(fd);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}); end of its log:\n${tail(logFile)}`);
+    if (p.child.exitCode !== null || p.child.signalCode !== null)
+      throw new Error(`${name} exited (${p.child.exitCode ?? p.child.signalCode}); end of its log:\n${tail(logFile)}`);
     if (await ready().catch(() => false)) return p;
-    if (Date.now() > deadline) throw new Error(`${name} not ready within ${timeoutMs} ms; end of its log:\n${tail(logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${name} not ready within ${timeoutMs} ms; end of its log:\n${tail(logFile)}`);
     await sleep(100);
   }
 }
@@ -197,9 +212,21 @@ async function startServer(name, argv, logFile, ready, timeoutMs = 30_000) {
 async function startStore(name) {
   const port = await freePort();
   const data = join(dir, `${name}-data`);
-  const argv = ['victoria-metrics', `-httpListenAddr=127.0.0.1:${port}`, `-storageDataPath=${data}`, '-retentionPeriod=100y', '-search.latencyOffset=0s', '-loggerLevel=WARN'];
+  const argv = [
+    'victoria-metrics',
+    `-httpListenAddr=127.0.0.1:${port}`,
+    `-storageDataPath=${data}`,
+    '-retentionPeriod=100y',
+    '-search.latencyOffset=0s',
+    '-loggerLevel=WARN',
+  ];
   const url = `http://127.0.0.1:${port}`;
-  const p = await startServer(`victoria-metrics ${name}`, argv, join(dir, `${name}.log`), async () => (await fetch(`${url}/health`)).status === 200);
+  const p = await startServer(
+    `victoria-metrics ${name}`,
+    argv,
+    join(dir, `${name}.log`),
+    async () => (await fetch(`${url}/health`)).status === 200,
+  );
   return { ...p, port, url };
 }
 
@@ -275,7 +302,8 @@ function sampleText(nodes, rng, scrape, every = 1) {
 
 async function importText(store, text) {
   const response = await fetch(`${store.url}/api/v1/import/prometheus`, { method: 'POST', body: text });
-  if (response.status !== 204) throw new Error(`import into ${store.name}: ${response.status} ${await response.text()}`);
+  if (response.status !== 204)
+    throw new Error(`import into ${store.name}: ${response.status} ${await response.text()}`);
 }
 
 /** Until a query at END counts `expected` series of the scrape (the store makes new series searchable a moment after a flush). */
@@ -310,8 +338,17 @@ async function loadData(short, long) {
   // The long store: the same fleet at one sample a minute (a fraction of the short store's data).
   const longText = sampleText(nodes, rng, 'long', 12);
   await importText(long, longText);
-  await Promise.all([waitSearchable(short, 'short', nodes.length * perNode), waitSearchable(long, 'long', nodes.length * perNode)]);
-  return { nodes: nodes.length, series: nodes.length * perNode, samples: nodes.length * perNode * SAMPLES, mb: bytes / 1e6, longSeries: nodes.length * perNode };
+  await Promise.all([
+    waitSearchable(short, 'short', nodes.length * perNode),
+    waitSearchable(long, 'long', nodes.length * perNode),
+  ]);
+  return {
+    nodes: nodes.length,
+    series: nodes.length * perNode,
+    samples: nodes.length * perNode * SAMPLES,
+    mb: bytes / 1e6,
+    longSeries: nodes.length * perNode,
+  };
 }
 
 /** Waits until the store uses less than 3 % of a core over a second (at most 60 s); returns the seconds waited. */
@@ -331,19 +368,45 @@ async function settle(store) {
 const E1_SVC = `ensemble="e1",service_code="${svc(Math.min(3, OPTS.serviceCodes - 1))}"`;
 const QUERIES = [
   { name: 'up (all nodes)', endpoint: 'query', query: 'arcus_up{scrape="short"}' },
-  { name: 'commands/s by service code', endpoint: 'query', query: 'sum by (service_code) (rate(arcus_commands_total{scrape="short"}[1m]))' },
+  {
+    name: 'commands/s by service code',
+    endpoint: 'query',
+    query: 'sum by (service_code) (rate(arcus_commands_total{scrape="short"}[1m]))',
+  },
   { name: 'top 10 memory', endpoint: 'query', query: 'topk(10, arcus_bytes{scrape="short"})' },
-  { name: 'memory use by service code', endpoint: 'query', query: 'sum by (service_code) (arcus_bytes{scrape="short"}) / sum by (service_code) (arcus_limit_bytes{scrape="short"})' },
-  { name: 'down nodes', endpoint: 'query', query: 'count by (ensemble, service_code) (arcus_up{scrape="short"} == 0) or vector(0)' },
+  {
+    name: 'memory use by service code',
+    endpoint: 'query',
+    query:
+      'sum by (service_code) (arcus_bytes{scrape="short"}) / sum by (service_code) (arcus_limit_bytes{scrape="short"})',
+  },
+  {
+    name: 'down nodes',
+    endpoint: 'query',
+    query: 'count by (ensemble, service_code) (arcus_up{scrape="short"} == 0) or vector(0)',
+  },
   {
     name: 'get hit ratio by service code, 1h',
     endpoint: 'query_range',
-    query: 'sum by (service_code) (rate(arcus_command_hits_total{scrape="short",command="get"}[1m])) / sum by (service_code) (rate(arcus_commands_total{scrape="short",command="get"}[1m]))',
+    query:
+      'sum by (service_code) (rate(arcus_command_hits_total{scrape="short",command="get"}[1m])) / sum by (service_code) (rate(arcus_commands_total{scrape="short",command="get"}[1m]))',
   },
   { name: 'memory per node (1 svc), 1h', endpoint: 'query_range', query: `arcus_bytes{scrape="short",${E1_SVC}}` },
-  { name: 'connections per node (1 svc), 1h', endpoint: 'query_range', query: `arcus_connections{scrape="short",${E1_SVC}}` },
-  { name: 'commands/s by command (1 ensemble), 1h', endpoint: 'query_range', query: 'sum by (command) (rate(arcus_commands_total{scrape="short",ensemble="e1"}[1m]))' },
-  { name: 'evictions/s by service code, 1h', endpoint: 'query_range', query: 'sum by (service_code) (rate(arcus_items_evicted_total{scrape="short"}[1m]))' },
+  {
+    name: 'connections per node (1 svc), 1h',
+    endpoint: 'query_range',
+    query: `arcus_connections{scrape="short",${E1_SVC}}`,
+  },
+  {
+    name: 'commands/s by command (1 ensemble), 1h',
+    endpoint: 'query_range',
+    query: 'sum by (command) (rate(arcus_commands_total{scrape="short",ensemble="e1"}[1m]))',
+  },
+  {
+    name: 'evictions/s by service code, 1h',
+    endpoint: 'query_range',
+    query: 'sum by (service_code) (rate(arcus_items_evicted_total{scrape="short"}[1m]))',
+  },
 ].map((q) => {
   const form = new URLSearchParams({ query: q.query });
   if (q.endpoint === 'query') form.set('time', String(END_S));
@@ -373,7 +436,11 @@ function send(target, q, { keep = false } = {}) {
         method: 'POST',
         path: `/api/v1/${q.endpoint}${target.search}`,
         agent: target.agent,
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': q.body.length, 'Accept-Encoding': 'gzip' },
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          'Content-Length': q.body.length,
+          'Accept-Encoding': 'gzip',
+        },
       },
       (res) => {
         const chunks = [];
@@ -384,7 +451,12 @@ function send(target, q, { keep = false } = {}) {
         });
         res.on('end', () => {
           const ms = performance.now() - started;
-          if (res.statusCode !== 200) reject(new Error(`${target.name}: ${q.name}: HTTP ${res.statusCode}${keep ? `: ${Buffer.concat(chunks).toString().slice(0, 300)}` : ''}`));
+          if (res.statusCode !== 200)
+            reject(
+              new Error(
+                `${target.name}: ${q.name}: HTTP ${res.statusCode}${keep ? `: ${Buffer.concat(chunks).toString().slice(0, 300)}` : ''}`,
+              ),
+            );
           else resolve({ ms, bytes, headers: res.headers, raw: keep ? Buffer.concat(chunks) : undefined });
         });
         res.on('error', reject);
@@ -402,9 +474,16 @@ function closeEnough(a, b) {
   if (typeof a === 'string' && typeof b === 'string') {
     if (a === b) return true;
     const [x, y] = [Number(a), Number(b)];
-    return a.trim() !== '' && b.trim() !== '' && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y));
+    return (
+      a.trim() !== '' &&
+      b.trim() !== '' &&
+      Number.isFinite(x) &&
+      Number.isFinite(y) &&
+      Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y))
+    );
   }
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => closeEnough(v, b[i]));
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => closeEnough(v, b[i]));
   if (a && b && typeof a === 'object' && typeof b === 'object') {
     const keys = Object.keys(a);
     return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && closeEnough(a[k], b[k]));
@@ -428,26 +507,39 @@ async function checkAnswers(targets) {
     const reference = await send(direct, q, { keep: true });
     const body = decode(reference).toString('utf8');
     const parsed = JSON.parse(body);
-    if (parsed.status !== 'success' || !(parsed.data?.result?.length > 0)) throw new Error(`direct: ${q.name}: no data: ${body.slice(0, 300)}`);
+    if (parsed.status !== 'success' || !(parsed.data?.result?.length > 0))
+      throw new Error(`direct: ${q.name}: no data: ${body.slice(0, 300)}`);
     let stable = decode(await send(direct, q, { keep: true })).toString('utf8') === body;
     for (const t of targets) {
       if (t === direct) continue;
       const r = await send(t, q, { keep: true });
       if (t.proxy && r.headers['x-cachemon-route'] !== 'single') {
-        throw new Error(`${label(t.name)}: ${q.name}: X-Cachemon-Route is ${JSON.stringify(r.headers['x-cachemon-route'])}, not "single": the benchmark measures the single path only`);
+        throw new Error(
+          `${label(t.name)}: ${q.name}: X-Cachemon-Route is ${JSON.stringify(r.headers['x-cachemon-route'])}, not "single": the benchmark measures the single path only`,
+        );
       }
       if (r.headers['content-encoding'] !== reference.headers['content-encoding']) {
-        throw new Error(`${t.name}: ${q.name}: content-encoding ${r.headers['content-encoding']} vs the store's ${reference.headers['content-encoding']}`);
+        throw new Error(
+          `${t.name}: ${q.name}: content-encoding ${r.headers['content-encoding']} vs the store's ${reference.headers['content-encoding']}`,
+        );
       }
       const other = decode(r).toString('utf8');
       if (other === body) continue;
       if (!closeEnough(JSON.parse(other), parsed)) {
-        throw new Error(`${label(t.name)}: ${q.name}: the answer differs from the store's own (after gunzip, sample values to 1e-9):\n  direct: ${body.slice(0, 300)}\n  ${t.name}: ${other.slice(0, 300)}`);
+        throw new Error(
+          `${label(t.name)}: ${q.name}: the answer differs from the store's own (after gunzip, sample values to 1e-9):\n  direct: ${body.slice(0, 300)}\n  ${t.name}: ${other.slice(0, 300)}`,
+        );
       }
       stable = false;
     }
     if (!stable) unstable.push(q.name);
-    sizes.push({ series: parsed.data.result.length, json: body.length, wire: reference.raw.length, encoding: reference.headers['content-encoding'] ?? 'identity', stable });
+    sizes.push({
+      series: parsed.data.result.length,
+      json: body.length,
+      wire: reference.raw.length,
+      encoding: reference.headers['content-encoding'] ?? 'identity',
+      stable,
+    });
   }
   return { sizes, unstable };
 }
@@ -458,7 +550,10 @@ async function checkAnswers(targets) {
 /** CPU ms of each process measured, and of this process, now. */
 function cpuSnapshot(pids) {
   const self = process.cpuUsage();
-  return { self: (self.user + self.system) / 1000, ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)])) };
+  return {
+    self: (self.user + self.system) / 1000,
+    ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)])),
+  };
 }
 const cpuDelta = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
 
@@ -580,7 +675,9 @@ try {
   const t0 = performance.now();
   const data = await loadData(short, long);
   const loadS = (performance.now() - t0) / 1000;
-  log(`loaded ${data.series} series, ${(data.samples / 1e6).toFixed(2)} M samples (${data.mb.toFixed(0)} MB of text) into the short store and ${data.longSeries} series (1/min) into the long one in ${loadS.toFixed(1)} s`);
+  log(
+    `loaded ${data.series} series, ${(data.samples / 1e6).toFixed(2)} M samples (${data.mb.toFixed(0)} MB of text) into the short store and ${data.longSeries} series (1/min) into the long one in ${loadS.toFixed(1)} s`,
+  );
 
   // The import leaves the store merging parts in the background for a while: wait until it idles,
   // so that the first rounds do not share the core with the merges.
@@ -605,11 +702,19 @@ try {
   const proxyLog = join(dir, 'proxy.log');
   const proxy = await startServer(
     'query proxy',
-    [process.execPath, ...nodeFlags, join(ROOT, 'bin', 'query-proxy'), `--bind-addr=127.0.0.1:${proxyPort}`, `--config=${configFile}`],
+    [
+      process.execPath,
+      ...nodeFlags,
+      join(ROOT, 'bin', 'query-proxy'),
+      `--bind-addr=127.0.0.1:${proxyPort}`,
+      `--config=${configFile}`,
+    ],
     proxyLog,
     async () => (await fetch(`http://127.0.0.1:${proxyPort}/-/ready`)).status === 200,
   );
-  log(`query proxy pid ${proxy.pid} on 127.0.0.1:${proxyPort}${OPTS.profile ? ' (under --cpu-prof: its figures are not comparable with a run without)' : ''}`);
+  log(
+    `query proxy pid ${proxy.pid} on 127.0.0.1:${proxyPort}${OPTS.profile ? ' (under --cpu-prof: its figures are not comparable with a run without)' : ''}`,
+  );
 
   let baseline;
   let baselinePort;
@@ -617,7 +722,13 @@ try {
     baselinePort = await freePort();
     baseline = await startServer(
       'query proxy (baseline)',
-      [process.execPath, ...profileFlags('baseline'), join(BASELINE.dir, 'bin', 'query-proxy'), `--bind-addr=127.0.0.1:${baselinePort}`, `--config=${configFile}`],
+      [
+        process.execPath,
+        ...profileFlags('baseline'),
+        join(BASELINE.dir, 'bin', 'query-proxy'),
+        `--bind-addr=127.0.0.1:${baselinePort}`,
+        `--config=${configFile}`,
+      ],
       join(dir, 'baseline.log'),
       async () => (await fetch(`http://127.0.0.1:${baselinePort}/-/ready`)).status === 200,
     );
@@ -629,7 +740,14 @@ try {
   if (OPTS.floor) {
     const floorLog = join(dir, 'floor.log');
     const fd = openSync(floorLog, 'a');
-    const [cmd, cmdArgs] = onCore0([process.execPath, ...profileFlags('floor'), join(HERE, 'floor.mjs'), `127.0.0.1:${short.port}`, 'nocache=1', ...(OPTS.floorPiped ? ['--pipe'] : [])]);
+    const [cmd, cmdArgs] = onCore0([
+      process.execPath,
+      ...profileFlags('floor'),
+      join(HERE, 'floor.mjs'),
+      `127.0.0.1:${short.port}`,
+      'nocache=1',
+      ...(OPTS.floorPiped ? ['--pipe'] : []),
+    ]);
     floor = track(spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', fd] }), 'floor');
     closeSync(fd);
     floorPort = await new Promise((resolve, reject) => {
@@ -643,19 +761,32 @@ try {
     log(`floor pid ${floor.pid} on 127.0.0.1:${floorPort}`);
   }
 
-  const target = (name, port, search, sockets, proxied = false) => ({ name, port, search, proxy: proxied, agent: new Agent({ keepAlive: true, maxSockets: sockets }) });
+  const target = (name, port, search, sockets, proxied = false) => ({
+    name,
+    port,
+    search,
+    proxy: proxied,
+    agent: new Agent({ keepAlive: true, maxSockets: sockets }),
+  });
   const targetsFor = (sockets) => [
     target('direct', short.port, '?nocache=1', sockets),
     target('proxy', proxyPort, '', sockets, true),
     ...(baseline ? [target('baseline', baselinePort, '', sockets, true)] : []),
     ...(OPTS.floor ? [target('floor', floorPort, '', sockets)] : []),
   ];
-  const pids = { store: short.pid, proxy: proxy.pid, ...(baseline ? { baseline: baseline.pid } : {}), ...(floor ? { floor: floor.pid } : {}) };
+  const pids = {
+    store: short.pid,
+    proxy: proxy.pid,
+    ...(baseline ? { baseline: baseline.pid } : {}),
+    ...(floor ? { floor: floor.pid } : {}),
+  };
 
   const { sizes, unstable } = await checkAnswers(targetsFor(1));
   log(
     `answers checked: every proxied answer (${baseline ? 'both proxies' : 'the proxy'}) routed single and byte-equal (after gunzip) to the store's, ${QUERIES.length} queries` +
-      (unstable.length ? `; the store's own answers to ${unstable.length} (${unstable.join(', ')}) differ in the last float digits from call to call, compared as JSON with values to 1e-9` : ''),
+      (unstable.length
+        ? `; the store's own answers to ${unstable.length} (${unstable.join(', ')}) differ in the last float digits from call to call, compared as JSON with values to 1e-9`
+        : ''),
   );
 
   // --- c=1
@@ -679,7 +810,9 @@ try {
   log(`c=${OPTS.concurrency}: ${OPTS.windows} windows of ${OPTS.window} s per path, paths alternating`);
   for (let r = 0; r < OPTS.windows; r++) {
     for (const t of rotate(par, r)) await windowed(t, OPTS.concurrency, OPTS.window, cN[t.name], pids);
-    log(`  window set ${r + 1}: ${par.map((t) => `${t.name} ${cN[t.name].windows.at(-1).toFixed(0)} req/s`).join(', ')}`);
+    log(
+      `  window set ${r + 1}: ${par.map((t) => `${t.name} ${cN[t.name].windows.at(-1).toFixed(0)} req/s`).join(', ')}`,
+    );
   }
   for (const t of par) t.agent.destroy();
 
@@ -688,9 +821,13 @@ try {
     const routed = await routedBy(port);
     const nonSingle = Object.entries(routed).filter(([d, n]) => d !== 'single' && n > 0);
     if (nonSingle.length > 0 || routed.single !== sentTo[name]) {
-      throw new Error(`${label(name)} counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo[name]}, all meant to route single`);
+      throw new Error(
+        `${label(name)} counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo[name]}, all meant to route single`,
+      );
     }
-    log(`${label(name)}: cachemon_query_proxy_requests_total ${routed.single} single, as many as sent, no other decision`);
+    log(
+      `${label(name)}: cachemon_query_proxy_requests_total ${routed.single} single, as many as sent, no other decision`,
+    );
   }
 
   const memory = { proxyHwmMb: statusKb(proxy.pid, 'VmHWM') / 1024, proxyRssMb: statusKb(proxy.pid, 'VmRSS') / 1024 };
@@ -701,7 +838,11 @@ try {
   let profile;
   if (OPTS.profile) {
     profile = [];
-    for (const [name, p] of [['proxy', proxy], ['baseline', baseline], ['floor', floor]]) {
+    for (const [name, p] of [
+      ['proxy', proxy],
+      ['baseline', baseline],
+      ['floor', floor],
+    ]) {
       if (!p) continue;
       await stopChild(p, 10_000);
       const from = join(dir, `profile-${name}`);
@@ -713,7 +854,9 @@ try {
       const keep = join(HERE, 'results', `${name}.cpuprofile`);
       mkdirSync(dirname(keep), { recursive: true });
       writeFileSync(keep, readFileSync(join(from, file)));
-      profile.push(`${name}: self time by package (startup included)\n${profileByPackage(keep)}\n\n${name}: top functions\n${summarizeProfile(keep, 15)}`);
+      profile.push(
+        `${name}: self time by package (startup included)\n${profileByPackage(keep)}\n\n${name}: top functions\n${summarizeProfile(keep, 15)}`,
+      );
     }
     profile = profile.join('\n\n');
   }
@@ -748,14 +891,22 @@ const out = (s = '') => lines.push(s);
 const table = (header, rows, align) => {
   const all = [header, ...rows].map((r) => r.map(String));
   const widths = header.map((_, i) => Math.max(3, ...all.map((r) => r[i].length)));
-  const line = (r) => `| ${r.map((c, i) => (align[i] === 'l' ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  const line = (r) =>
+    `| ${r.map((c, i) => (align[i] === 'l' ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
   out(line(all[0]));
   out(`|${widths.map((w, i) => (align[i] === 'l' ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
   for (const r of all.slice(1)) out(line(r));
 };
 
-const c1s = Object.fromEntries(paths.map((p) => [p, { p50: pct(c1[p].ms, 50), p99: pct(c1[p].ms, 99), mean: mean(c1[p].ms) }]));
-const cNs = Object.fromEntries(paths.map((p) => [p, { rps: cN[p].inWindow / (cN[p].windowMs / 1000), p50: pct(cN[p].ms, 50), p99: pct(cN[p].ms, 99) }]));
+const c1s = Object.fromEntries(
+  paths.map((p) => [p, { p50: pct(c1[p].ms, 50), p99: pct(c1[p].ms, 99), mean: mean(c1[p].ms) }]),
+);
+const cNs = Object.fromEntries(
+  paths.map((p) => [
+    p,
+    { rps: cN[p].inWindow / (cN[p].windowMs / 1000), p50: pct(cN[p].ms, 50), p99: pct(cN[p].ms, 99) },
+  ]),
+);
 /** Throughput ratios of the windows of one round (each path once, back to back): median, lowest, highest. */
 const paired = (p) => {
   const r = cN[p].windows.map((w, i) => w / cN.direct.windows[i]);
@@ -763,7 +914,12 @@ const paired = (p) => {
 };
 const perReq = (stats, key) => (stats.cpu[key] ?? NaN) / stats.requests;
 const selfPct = (stats) => (stats.cpu.self / stats.wallMs) * 100;
-const hwm = { direct: memory.storeHwmMb, proxy: memory.proxyHwmMb, baseline: memory.baselineHwmMb, floor: memory.floorHwmMb };
+const hwm = {
+  direct: memory.storeHwmMb,
+  proxy: memory.proxyHwmMb,
+  baseline: memory.baselineHwmMb,
+  floor: memory.floorHwmMb,
+};
 const blank = others.map(() => '');
 
 out(`## query proxy benchmark, single-group path`);
@@ -780,15 +936,31 @@ out(
     ` (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; each proxy's own counter: as many requests as sent, all single)` +
     `${paths.includes('floor') ? `; floor = bare node:http pass-through (floor.mjs${OPTS.floorPiped ? ' --pipe: answers piped chunk by chunk' : ', answers relayed as the proxy does: held up to 64 KB, written once'}), placed like the proxy` : ''}.`,
 );
-out(`c=1: ${OPTS.requests} requests per path in rounds of ${OPTS.round} after ${OPTS.warmup} warm-up; c=${OPTS.concurrency}: ${OPTS.windows} windows of ${OPTS.window} s per path; paths alternating, order rotated every round.`);
+out(
+  `c=1: ${OPTS.requests} requests per path in rounds of ${OPTS.round} after ${OPTS.warmup} warm-up; c=${OPTS.concurrency}: ${OPTS.windows} windows of ${OPTS.window} s per path; paths alternating, order rotated every round.`,
+);
 out();
 out('### c=1, per query (p50 ms)');
 out();
 table(
-  ['query', 'kind', 'series', 'wire KB', ...paths.map((p) => `${label(p)} p50`), ...others.map((p) => `${label(p)}/direct`)],
+  [
+    'query',
+    'kind',
+    'series',
+    'wire KB',
+    ...paths.map((p) => `${label(p)} p50`),
+    ...others.map((p) => `${label(p)}/direct`),
+  ],
   QUERIES.map((q, k) => {
     const p50 = Object.fromEntries(paths.map((p) => [p, pct(c1[p].perQuery[k], 50)]));
-    return [q.name, q.endpoint === 'query' ? 'instant' : 'range', sizes[k].series, f(sizes[k].wire / 1024, 1), ...paths.map((p) => f(p50[p], 3)), ...others.map((p) => x(ratio(p50[p], p50.direct)))];
+    return [
+      q.name,
+      q.endpoint === 'query' ? 'instant' : 'range',
+      sizes[k].series,
+      f(sizes[k].wire / 1024, 1),
+      ...paths.map((p) => f(p50[p], 3)),
+      ...others.map((p) => x(ratio(p50[p], p50.direct))),
+    ];
   }),
   ['l', 'l', 'r', 'r', ...paths.map(() => 'r'), ...others.map(() => 'r')],
 );
@@ -798,25 +970,47 @@ out();
 table(
   ['', ...paths.map(label), ...others.map((p) => `${label(p)}/direct`)],
   [
-    ...['p50', 'p99', 'mean'].map((s) => [`c=1 ${s} ms`, ...paths.map((p) => f(c1s[p][s], 3)), ...others.map((p) => x(ratio(c1s[p][s], c1s.direct[s])))]),
-    [`c=${OPTS.concurrency} req/s`, ...paths.map((p) => f(cNs[p].rps, 0)), ...others.map((p) => x(ratio(cNs[p].rps, cNs.direct.rps)))],
+    ...['p50', 'p99', 'mean'].map((s) => [
+      `c=1 ${s} ms`,
+      ...paths.map((p) => f(c1s[p][s], 3)),
+      ...others.map((p) => x(ratio(c1s[p][s], c1s.direct[s]))),
+    ]),
+    [
+      `c=${OPTS.concurrency} req/s`,
+      ...paths.map((p) => f(cNs[p].rps, 0)),
+      ...others.map((p) => x(ratio(cNs[p].rps, cNs.direct.rps))),
+    ],
     [
       `c=${OPTS.concurrency} req/s, windows lowest-highest; ratio per round: median (lowest-highest)`,
       ...paths.map((p) => `${f(Math.min(...cN[p].windows), 0)}-${f(Math.max(...cN[p].windows), 0)}`),
       ...others.map((p) => `${x(paired(p).median)} (${f(paired(p).min)}-${f(paired(p).max)})`),
     ],
-    ...['p50', 'p99'].map((s) => [`c=${OPTS.concurrency} ${s} ms`, ...paths.map((p) => f(cNs[p][s], 1)), ...others.map((p) => x(ratio(cNs[p][s], cNs.direct[s])))]),
+    ...['p50', 'p99'].map((s) => [
+      `c=${OPTS.concurrency} ${s} ms`,
+      ...paths.map((p) => f(cNs[p][s], 1)),
+      ...others.map((p) => x(ratio(cNs[p][s], cNs.direct[s]))),
+    ]),
     ['c=1 hop CPU ms/req', ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(c1[p], p), 3))), ...blank],
-    [`c=${OPTS.concurrency} hop CPU ms/req`, ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(cN[p], p), 3))), ...blank],
+    [
+      `c=${OPTS.concurrency} hop CPU ms/req`,
+      ...paths.map((p) => (p === 'direct' ? '-' : f(perReq(cN[p], p), 3))),
+      ...blank,
+    ],
     ['c=1 store CPU ms/req', ...paths.map((p) => f(perReq(c1[p], 'store'), 3)), ...blank],
     [`c=${OPTS.concurrency} store CPU ms/req`, ...paths.map((p) => f(perReq(cN[p], 'store'), 3)), ...blank],
-    [`load generator CPU, % of a core (c=1 / c=${OPTS.concurrency})`, ...paths.map((p) => `${f(selfPct(c1[p]), 0)} / ${f(selfPct(cN[p]), 0)}`), ...blank],
+    [
+      `load generator CPU, % of a core (c=1 / c=${OPTS.concurrency})`,
+      ...paths.map((p) => `${f(selfPct(c1[p]), 0)} / ${f(selfPct(cN[p]), 0)}`),
+      ...blank,
+    ],
     ['peak RSS (VmHWM) MB', ...paths.map((p) => `${f(hwm[p], 0)}${p === 'direct' ? ' (store)' : ''}`), ...blank],
   ],
   ['l', ...paths.map(() => 'r'), ...others.map(() => 'r')],
 );
 out();
-out('hop CPU: user+system CPU of the proxy (or floor) process over its own rounds/windows, per request; store CPU: the short store over the same time.');
+out(
+  'hop CPU: user+system CPU of the proxy (or floor) process over its own rounds/windows, per request; store CPU: the short store over the same time.',
+);
 out();
 const latOk = c1s.proxy.p50 <= LATENCY_GOAL * c1s.direct.p50 && c1s.proxy.p99 <= LATENCY_GOAL * c1s.direct.p99;
 const tputOk = cNs.proxy.rps >= THROUGHPUT_GOAL * cNs.direct.rps;
@@ -848,7 +1042,11 @@ if (paths.includes('baseline')) {
       row('c=1 p99 / direct', (p) => ratio(c1s[p].p99, c1s.direct.p99)),
       row(`c=${OPTS.concurrency} req/s / direct`, (p) => ratio(cNs[p].rps, cNs.direct.rps)),
       row(`c=${OPTS.concurrency} req/s / direct, per-round median`, (p) => paired(p).median),
-      [`c=1 / c=${OPTS.concurrency} hop CPU ms/req`, ...['baseline', 'proxy'].map((p) => `${f(perReq(c1[p], p), 3)} / ${f(perReq(cN[p], p), 3)}`), `${x(perReq(c1.proxy, 'proxy') / perReq(c1.baseline, 'baseline'))} / ${x(perReq(cN.proxy, 'proxy') / perReq(cN.baseline, 'baseline'))}`],
+      [
+        `c=1 / c=${OPTS.concurrency} hop CPU ms/req`,
+        ...['baseline', 'proxy'].map((p) => `${f(perReq(c1[p], p), 3)} / ${f(perReq(cN[p], p), 3)}`),
+        `${x(perReq(c1.proxy, 'proxy') / perReq(c1.baseline, 'baseline'))} / ${x(perReq(cN.proxy, 'proxy') / perReq(cN.baseline, 'baseline'))}`,
+      ],
       ['peak RSS (VmHWM) MB', f(hwm.baseline, 0), f(hwm.proxy, 0), x(hwm.proxy / hwm.baseline)],
     ],
     ['l', 'r', 'r', 'r'],
@@ -857,12 +1055,37 @@ if (paths.includes('baseline')) {
 const report = lines.join('\n');
 const totalS = (performance.now() - started) / 1000;
 process.stdout.write(`\n${report}\n\n(run took ${totalS.toFixed(0)} s)\n`);
-if (result.profile) process.stderr.write(`\nCPU profiles (results/*.cpuprofile; the processes ran under --cpu-prof, so the figures above are inflated):\n${result.profile}\n`);
+if (result.profile)
+  process.stderr.write(
+    `\nCPU profiles (results/*.cpuprofile; the processes ran under --cpu-prof, so the figures above are inflated):\n${result.profile}\n`,
+  );
 if (OPTS.out) {
   mkdirSync(dirname(OPTS.out), { recursive: true });
   if (OPTS.out.endsWith('.json')) {
-    const strip = (s) => Object.fromEntries(Object.entries(s).map(([p, v]) => [p, { requests: v.requests, wallMs: v.wallMs, bytes: v.bytes, cpu: v.cpu, windows: v.windows }]));
-    const json = { at: new Date().toISOString(), commit: COMMIT, baseline: BASELINE, options: OPTS, layout: layoutNote, data, sizes, c1: c1s, cN: cNs, c1raw: strip(c1), cNraw: strip(cN), memory, goals: { latency: latOk, throughput: tputOk }, versus, totalS };
+    const strip = (s) =>
+      Object.fromEntries(
+        Object.entries(s).map(([p, v]) => [
+          p,
+          { requests: v.requests, wallMs: v.wallMs, bytes: v.bytes, cpu: v.cpu, windows: v.windows },
+        ]),
+      );
+    const json = {
+      at: new Date().toISOString(),
+      commit: COMMIT,
+      baseline: BASELINE,
+      options: OPTS,
+      layout: layoutNote,
+      data,
+      sizes,
+      c1: c1s,
+      cN: cNs,
+      c1raw: strip(c1),
+      cNraw: strip(cN),
+      memory,
+      goals: { latency: latOk, throughput: tputOk },
+      versus,
+      totalS,
+    };
     writeFileSync(OPTS.out, `${JSON.stringify(json, null, 2)}\n`);
   } else writeFileSync(OPTS.out, `${report}\n`);
   log(`report written to ${OPTS.out}`);

@@ -49,7 +49,10 @@ const ok = async (url) => {
 };
 const run = (dir, command) =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'packages/stack/dist/src/demo.js'), command], { env: { ...process.env, DEMO_DIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'packages/stack/dist/src/demo.js'), command], {
+      env: { ...process.env, DEMO_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.stderr.on('data', (c) => (out += c));
@@ -57,7 +60,9 @@ const run = (dir, command) =>
   });
 const children = (pid) => {
   try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    return readdirSync(`/proc/${pid}/task`).flatMap((t) =>
+      readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+    );
   } catch {
     return [];
   }
@@ -71,12 +76,18 @@ for (let r = 1; r <= RUNS; r++) {
   const healthyAt = new Map();
   const demo = run(dir, 'start');
   while (healthyAt.size < HEALTH.length && performance.now() - started < 180_000) {
-    await Promise.all(HEALTH.filter(([name]) => !healthyAt.has(name)).map(async ([name, url]) => { if (await ok(url)) healthyAt.set(name, performance.now() - started); }));
+    await Promise.all(
+      HEALTH.filter(([name]) => !healthyAt.has(name)).map(async ([name, url]) => {
+        if (await ok(url)) healthyAt.set(name, performance.now() - started);
+      }),
+    );
     await sleep(50);
   }
   const { code, out } = await demo;
   if (code !== 0 || healthyAt.size < HEALTH.length) {
-    process.stderr.write(`run ${r}: the demo did not come up (exit ${code}; healthy: ${[...healthyAt.keys()].join(', ')})\n${out}\n`);
+    process.stderr.write(
+      `run ${r}: the demo did not come up (exit ${code}; healthy: ${[...healthyAt.keys()].join(', ')})\n${out}\n`,
+    );
     await run(dir, 'stop');
     rmSync(dir, { recursive: true, force: true });
     process.exit(1);
@@ -86,9 +97,15 @@ for (let r = 1; r <= RUNS; r++) {
   const install = join(dir, 'install');
   const processes = [];
   for (const [label, file] of [
-    ['short-term store', 'short_term_store/run/short.pid'], ['long-term store', 'short_term_store/run/long.pid'], ['alert router', 'alert_router/run/alert_router.pid'],
-    ['rule evaluator', 'rule_evaluator/run/rule_evaluator.pid'], ['host exporter', 'host_exporter/run/host_exporter.pid'], ['cache exporter', 'cache_exporter/run/demo.pid'],
-    ['coordination exporter', 'coordination_exporter/run/demo.pid'], ['topology provider', 'topology_provider/run/topology_provider.pid'], ['query proxy', 'query_proxy/run/query_proxy.pid'],
+    ['short-term store', 'short_term_store/run/short.pid'],
+    ['long-term store', 'short_term_store/run/long.pid'],
+    ['alert router', 'alert_router/run/alert_router.pid'],
+    ['rule evaluator', 'rule_evaluator/run/rule_evaluator.pid'],
+    ['host exporter', 'host_exporter/run/host_exporter.pid'],
+    ['cache exporter', 'cache_exporter/run/demo.pid'],
+    ['coordination exporter', 'coordination_exporter/run/demo.pid'],
+    ['topology provider', 'topology_provider/run/topology_provider.pid'],
+    ['query proxy', 'query_proxy/run/query_proxy.pid'],
   ]) {
     const pid = Number(readFileSync(join(install, file), 'utf8'));
     processes.push([label, pid]);
@@ -102,7 +119,14 @@ for (let r = 1; r <= RUNS; r++) {
   const stopMs = performance.now() - stopStarted;
   rmSync(dir, { recursive: true, force: true });
 
-  const lines = [`### run ${r}`, '', `\`npm run demo\` (install + demo cluster + every start.sh): command returned after ${(commandMs / 1000).toFixed(1)} s; all healthy after ${(Math.max(...healthyAt.values()) / 1000).toFixed(1)} s; \`demo:stop\` took ${(stopMs / 1000).toFixed(1)} s.`, '', '| component | healthy after (s) |', '|:--|--:|'];
+  const lines = [
+    `### run ${r}`,
+    '',
+    `\`npm run demo\` (install + demo cluster + every start.sh): command returned after ${(commandMs / 1000).toFixed(1)} s; all healthy after ${(Math.max(...healthyAt.values()) / 1000).toFixed(1)} s; \`demo:stop\` took ${(stopMs / 1000).toFixed(1)} s.`,
+    '',
+    '| component | healthy after (s) |',
+    '|:--|--:|',
+  ];
   for (const [name] of HEALTH) lines.push(`| ${name} | ${(healthyAt.get(name) / 1000).toFixed(2)} |`);
   lines.push('', `| process (after ${SETTLE_S} s running) | pid | RSS MB | peak RSS MB |`, '|:--|--:|--:|--:|');
   let total = 0;

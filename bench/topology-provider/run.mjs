@@ -24,7 +24,9 @@ import zookeeper from 'node-zookeeper-client';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
-const { startZooKeeper, freePort, fourLetterWord, seededRandom, serviceCodeData, mappingData } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
+const { startZooKeeper, freePort, fourLetterWord, seededRandom, serviceCodeData, mappingData } = await import(
+  join(ROOT, 'packages/testkit/dist/src/index.js')
+);
 const { cpuMs, percentile: pct, statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 
 const { parseArgs } = await import(join(HERE, '..', 'lib', 'args.mjs'));
@@ -43,9 +45,11 @@ const BENCH_SESSION_TIMEOUT_MS = 10_000; // the test kit's ZooKeeper caps sessio
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 for (const [name, value] of Object.entries({ ENSEMBLES, SERVICE_CODES, NODES, REQUESTS, CONCURRENCY, SECONDS })) {
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name.toLowerCase().replace('_', '-')} must be a positive integer`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name.toLowerCase().replace('_', '-')} must be a positive integer`);
 }
-if (SERVICE_CODES > 1000 || NODES > 10_000) throw new Error('at most 1000 service codes (svc-000..svc-999) and 10000 nodes per service code');
+if (SERVICE_CODES > 1000 || NODES > 10_000)
+  throw new Error('at most 1000 service codes (svc-000..svc-999) and 10000 nodes per service code');
 
 const svc = (i) => `svc-${String(i).padStart(3, '0')}`;
 const ensembleName = (i) => `e${i + 1}`;
@@ -71,7 +75,11 @@ const onCore0 = (argv) => (PIN ? ['taskset', ['-c', '0', ...argv]] : [argv[0], a
 // ZooKeeper: one session per server writes the whole ARCUS layout and owns the ephemeral nodes.
 
 function connectZk(address) {
-  const client = zookeeper.createClient(address, { sessionTimeout: BENCH_SESSION_TIMEOUT_MS, spinDelay: 100, retries: 2 });
+  const client = zookeeper.createClient(address, {
+    sessionTimeout: BENCH_SESSION_TIMEOUT_MS,
+    spinDelay: 100,
+    retries: 2,
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ZooKeeper session with ${address} within 15 s`)), 15_000);
     client.once('connected', () => {
@@ -84,7 +92,9 @@ function connectZk(address) {
 
 function create(client, path, data, mode = zookeeper.CreateMode.PERSISTENT) {
   return new Promise((resolve, reject) => {
-    client.create(path, data === undefined ? null : Buffer.from(data, 'utf8'), mode, (err) => (err ? reject(new Error(`create ${path}: ${err}`)) : resolve()));
+    client.create(path, data === undefined ? null : Buffer.from(data, 'utf8'), mode, (err) =>
+      err ? reject(new Error(`create ${path}: ${err}`)) : resolve(),
+    );
   });
 }
 
@@ -96,13 +106,38 @@ async function createAll(client, items) {
 }
 
 async function populate(client) {
-  for (const path of ['/arcus', '/arcus/cache_list', '/arcus/cache_server_mapping', '/arcus/cache_server_log', '/arcus/client_list']) await create(client, path);
+  for (const path of [
+    '/arcus',
+    '/arcus/cache_list',
+    '/arcus/cache_server_mapping',
+    '/arcus/cache_server_log',
+    '/arcus/client_list',
+  ])
+    await create(client, path);
   const codes = Array.from({ length: SERVICE_CODES }, (_, i) => svc(i));
-  await createAll(client, codes.map((code) => [`/arcus/cache_list/${code}`, serviceCodeData(code)]));
-  const nodes = codes.flatMap((code, c) => Array.from({ length: NODES }, (_, n) => ({ code, port: 20000 + c * NODES + n })));
-  await createAll(client, nodes.map(({ port }) => [`/arcus/cache_server_mapping/127.0.0.1:${port}`, mappingData(port)]));
-  await createAll(client, nodes.map(({ code, port }) => [`/arcus/cache_server_mapping/127.0.0.1:${port}/${code}`]));
-  await createAll(client, nodes.map(({ code, port }) => [`/arcus/cache_list/${code}/127.0.0.1:${port}-localhost`, '64MB', zookeeper.CreateMode.EPHEMERAL]));
+  await createAll(
+    client,
+    codes.map((code) => [`/arcus/cache_list/${code}`, serviceCodeData(code)]),
+  );
+  const nodes = codes.flatMap((code, c) =>
+    Array.from({ length: NODES }, (_, n) => ({ code, port: 20000 + c * NODES + n })),
+  );
+  await createAll(
+    client,
+    nodes.map(({ port }) => [`/arcus/cache_server_mapping/127.0.0.1:${port}`, mappingData(port)]),
+  );
+  await createAll(
+    client,
+    nodes.map(({ code, port }) => [`/arcus/cache_server_mapping/127.0.0.1:${port}/${code}`]),
+  );
+  await createAll(
+    client,
+    nodes.map(({ code, port }) => [
+      `/arcus/cache_list/${code}/127.0.0.1:${port}-localhost`,
+      '64MB',
+      zookeeper.CreateMode.EPHEMERAL,
+    ]),
+  );
 }
 
 async function zkPacketsReceived(servers) {
@@ -126,7 +161,9 @@ function send(agent, port, method, path, body) {
     const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
-      res.on('end', () => resolve({ ms: performance.now() - started, status: res.statusCode, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        resolve({ ms: performance.now() - started, status: res.statusCode, body: Buffer.concat(chunks) }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -141,15 +178,29 @@ async function sendOk(agent, port, method, path, body) {
 }
 
 const now = Date.now();
-const RANGE = { from: new Date(now - 6 * 3600_000).toISOString(), to: new Date(now).toISOString(), raw: { from: 'now-6h', to: 'now' } };
+const RANGE = {
+  from: new Date(now - 6 * 3600_000).toISOString(),
+  to: new Date(now).toISOString(),
+  raw: { from: 'now-6h', to: 'now' },
+};
 const variableBody = (target) => Buffer.from(JSON.stringify({ payload: { target }, range: RANGE }));
 const queryBody = (target) => Buffer.from(JSON.stringify({ range: RANGE, targets: [{ refId: 'A', target }] }));
 
 /** The query kinds: each builds one request from the seeded generator and checks its answer (untimed). */
 const KINDS = [
   { name: 'variable ensembles', path: '/variable', make: () => 'ensembles', expect: (a) => a.length === ENSEMBLES },
-  { name: 'variable service_codes', path: '/variable', make: (r) => `service_codes ensemble=${pickEnsemble(r)}`, expect: (a) => a.length === SERVICE_CODES },
-  { name: 'variable nodes', path: '/variable', make: (r) => `nodes ensemble=${pickEnsemble(r)} service_code=${pickCode(r)}`, expect: (a) => a.length === NODES },
+  {
+    name: 'variable service_codes',
+    path: '/variable',
+    make: (r) => `service_codes ensemble=${pickEnsemble(r)}`,
+    expect: (a) => a.length === SERVICE_CODES,
+  },
+  {
+    name: 'variable nodes',
+    path: '/variable',
+    make: (r) => `nodes ensemble=${pickEnsemble(r)} service_code=${pickCode(r)}`,
+    expect: (a) => a.length === NODES,
+  },
   {
     name: 'variable host_instances (2 svc)',
     path: '/variable',
@@ -161,8 +212,18 @@ const KINDS = [
     expect: (a) => a.length === 1, // every node's hostname is localhost: one localhost:9100
   },
   { name: 'variable scrape', path: '/variable', make: () => 'scrape', expect: (a) => a.length === 1 },
-  { name: 'query overview (1 svc)', path: '/query', make: (r) => `overview ensemble=${pickEnsemble(r)} service_code=${pickCode(r)}`, expect: (a) => a[0]?.rows?.length === NODES },
-  { name: 'query service_code_summary', path: '/query', make: (r) => `service_code_summary ensemble=${pickEnsemble(r)}`, expect: (a) => a[0]?.rows?.length === SERVICE_CODES },
+  {
+    name: 'query overview (1 svc)',
+    path: '/query',
+    make: (r) => `overview ensemble=${pickEnsemble(r)} service_code=${pickCode(r)}`,
+    expect: (a) => a[0]?.rows?.length === NODES,
+  },
+  {
+    name: 'query service_code_summary',
+    path: '/query',
+    make: (r) => `service_code_summary ensemble=${pickEnsemble(r)}`,
+    expect: (a) => a[0]?.rows?.length === SERVICE_CODES,
+  },
 ];
 const pickEnsemble = (r) => ensembleName(Math.floor(r() * ENSEMBLES));
 const pickCode = (r) => svc(Math.floor(r() * SERVICE_CODES));
@@ -170,7 +231,8 @@ const bodyOf = (kind, r) => (kind.path === '/variable' ? variableBody(kind.make(
 
 function check(kind, body, target) {
   const answer = JSON.parse(body.toString('utf8'));
-  if (!kind.expect(answer)) throw new Error(`${kind.name}: unexpected answer to ${target}: ${body.toString('utf8').slice(0, 300)}`);
+  if (!kind.expect(answer))
+    throw new Error(`${kind.name}: unexpected answer to ${target}: ${body.toString('utf8').slice(0, 300)}`);
 }
 
 function summary(ms) {
@@ -232,7 +294,9 @@ function cleanUp() {
     await stopProcess(floor);
     await stopProcess(daemon);
     for (const c of clients) c.close();
-    await Promise.all(servers.map((s) => s.stop().catch((err) => log(`stopping ZooKeeper ${s.address}: ${err.message}`))));
+    await Promise.all(
+      servers.map((s) => s.stop().catch((err) => log(`stopping ZooKeeper ${s.address}: ${err.message}`))),
+    );
     rmSync(dir, { recursive: true, force: true });
   })();
   return cleaning;
@@ -247,7 +311,8 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 // Last resort when this process ends without the clean-up (the test kit kills its ZooKeepers itself).
 process.on('exit', () => {
-  for (const p of [floor, daemon]) if (p && p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  for (const p of [floor, daemon])
+    if (p && p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
 });
 
 let result;
@@ -273,8 +338,19 @@ try {
   const port = await freePort();
   const configFile = join(dir, 'config.json');
   const ensembleByName = Object.fromEntries(servers.map((zk, i) => [ensembleName(i), [zk.address]]));
-  writeFileSync(configFile, JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName, rawRetention: '14d', log: { level: 'warn', filename: daemonLog } }, null, 2));
-  const [cmd, cmdArgs] = onCore0([process.execPath, join(ROOT, 'bin', 'topology-provider'), `-config-file=${configFile}`]);
+  writeFileSync(
+    configFile,
+    JSON.stringify(
+      { listen: `127.0.0.1:${port}`, ensembleByName, rawRetention: '14d', log: { level: 'warn', filename: daemonLog } },
+      null,
+      2,
+    ),
+  );
+  const [cmd, cmdArgs] = onCore0([
+    process.execPath,
+    join(ROOT, 'bin', 'topology-provider'),
+    `-config-file=${configFile}`,
+  ]);
   const t1 = performance.now();
   daemon = track(spawn(cmd, cmdArgs, { stdio: ['ignore', 'inherit', 'inherit'] }), 'topology-provider');
   log(`topology-provider pid ${daemon.child.pid}, listening on 127.0.0.1:${port}`);
@@ -288,8 +364,20 @@ try {
     try {
       if ((await send(agent, port, 'GET', '/-/ready')).status === 200) {
         const codes = await send(agent, port, 'POST', '/variable', variableBody(`service_codes ensemble=${lastE}`));
-        const nodes = await send(agent, port, 'POST', '/variable', variableBody(`nodes ensemble=${lastE} service_code=${lastSvc}`));
-        if (codes.status === 200 && nodes.status === 200 && JSON.parse(codes.body).length === SERVICE_CODES && JSON.parse(nodes.body).length === NODES) break;
+        const nodes = await send(
+          agent,
+          port,
+          'POST',
+          '/variable',
+          variableBody(`nodes ensemble=${lastE} service_code=${lastSvc}`),
+        );
+        if (
+          codes.status === 200 &&
+          nodes.status === 200 &&
+          JSON.parse(codes.body).length === SERVICE_CODES &&
+          JSON.parse(nodes.body).length === NODES
+        )
+          break;
       }
     } catch {
       // not listening yet
@@ -301,8 +389,11 @@ try {
 
   const zkReads = async () => {
     const text = (await sendOk(agent, port, 'GET', '/metrics')).body.toString('utf8');
-    const values = [...text.matchAll(/^cachemon_zookeeper_requests_total\{ensemble="[^"]*"\} (\S+)$/gm)].map((m) => Number(m[1]));
-    if (values.length !== ENSEMBLES) throw new Error(`expected ${ENSEMBLES} cachemon_zookeeper_requests_total series, found ${values.length}`);
+    const values = [...text.matchAll(/^cachemon_zookeeper_requests_total\{ensemble="[^"]*"\} (\S+)$/gm)].map((m) =>
+      Number(m[1]),
+    );
+    if (values.length !== ENSEMBLES)
+      throw new Error(`expected ${ENSEMBLES} cachemon_zookeeper_requests_total series, found ${values.length}`);
     return values.reduce((a, b) => a + b, 0);
   };
   const readsAtReady = await zkReads();
@@ -384,7 +475,9 @@ try {
     daemonCpuPercent: daemonCpu / 10 / elapsedS,
     loadGeneratorCpuPercent: (self.user + self.system) / 1000 / 10 / elapsedS,
   };
-  log(`throughput: ${throughput.perSecond.toFixed(0)} req/s, daemon ${throughput.daemonCpuMsPerRequest.toFixed(3)} CPU ms/request`);
+  log(
+    `throughput: ${throughput.perSecond.toFixed(0)} req/s, daemon ${throughput.daemonCpuMsPerRequest.toFixed(3)} CPU ms/request`,
+  );
 
   const readsAfter = await zkReads();
   const packetsAfter = await zkPacketsReceived(servers);
@@ -424,9 +517,15 @@ try {
   const nodesKind = KINDS.find((k) => k.name === 'variable nodes');
   for (let i = 0; i < WARMUP; i++) await sendOk(floorAgent, floorPort, 'POST', '/variable', bodyOf(nodesKind, rng));
   const floorMs = [];
-  for (let i = 0; i < REQUESTS; i++) floorMs.push((await sendOk(floorAgent, floorPort, 'POST', '/variable', bodyOf(nodesKind, rng))).ms);
+  for (let i = 0; i < REQUESTS; i++)
+    floorMs.push((await sendOk(floorAgent, floorPort, 'POST', '/variable', bodyOf(nodesKind, rng))).ms);
   floorAgent.destroy();
-  const floorResult = { kind: 'floor (bare node:http)', requests: REQUESTS, ...summary(floorMs), bytes: nodesAnswer.length };
+  const floorResult = {
+    kind: 'floor (bare node:http)',
+    requests: REQUESTS,
+    ...summary(floorMs),
+    bytes: nodesAnswer.length,
+  };
 
   result = {
     at: new Date().toISOString(),
@@ -469,9 +568,14 @@ console.log(
     `${REQUESTS} requests per kind after ${WARMUP} warm-up, one at a time over one keep-alive connection)`,
 );
 console.log(`${r.pinNote}`);
-console.log(`layout written in ${r.populateS.toFixed(1)} s; daemon ready with the whole topology after ${r.readyS.toFixed(1)} s (${r.zk.readsAtReady} ZooKeeper reads)\n`);
+console.log(
+  `layout written in ${r.populateS.toFixed(1)} s; daemon ready with the whole topology after ${r.readyS.toFixed(1)} s (${r.zk.readsAtReady} ZooKeeper reads)\n`,
+);
 console.log('kind                              requests   p50 ms   p99 ms   max ms   bytes');
-const row = (s) => console.log(`${s.kind.padEnd(32)}  ${String(s.requests).padStart(8)}  ${f(s.p50, 7)}  ${f(s.p99, 7)}  ${f(s.max, 7, 2)}  ${String(s.bytes ?? '').padStart(6)}`);
+const row = (s) =>
+  console.log(
+    `${s.kind.padEnd(32)}  ${String(s.requests).padStart(8)}  ${f(s.p50, 7)}  ${f(s.p99, 7)}  ${f(s.max, 7, 2)}  ${String(s.bytes ?? '').padStart(6)}`,
+  );
 for (const s of r.latency) row(s);
 row(r.latencyAll);
 row(r.floor);
@@ -488,7 +592,9 @@ console.log(
   `daemon memory: VmHWM ${r.rss.hwmMb.toFixed(1)} MB, VmRSS ${r.rss.rssMb.toFixed(1)} MB at the end; ` +
     `JS heap ${r.rss.heapUsedMb.toFixed(1)} MB used of ${r.rss.heapTotalMb.toFixed(1)} MB, external ${r.rss.externalMb.toFixed(1)} MB`,
 );
-console.log(`floor p50/p99 ${r.floor.p50.toFixed(3)}/${r.floor.p99.toFixed(3)} ms vs daemon variable nodes ${r.latency[2].p50.toFixed(3)}/${r.latency[2].p99.toFixed(3)} ms (same answer size)`);
+console.log(
+  `floor p50/p99 ${r.floor.p50.toFixed(3)}/${r.floor.p99.toFixed(3)} ms vs daemon variable nodes ${r.latency[2].p50.toFixed(3)}/${r.latency[2].p99.toFixed(3)} ms (same answer size)`,
+);
 
 console.log('\ngoal: p99 < 2 ms (variable and query), 0 ZooKeeper reads per request');
 let pass = true;
@@ -499,7 +605,9 @@ for (const s of r.latency) {
 }
 const zkOk = r.zk.readsDuringLoad === 0;
 pass &&= zkOk;
-console.log(`  ${zkOk ? 'PASS' : 'FAIL'}  ZooKeeper reads per request: ${r.zk.readsPerRequest.toFixed(4)} (${r.zk.readsDuringLoad} reads)`);
+console.log(
+  `  ${zkOk ? 'PASS' : 'FAIL'}  ZooKeeper reads per request: ${r.zk.readsPerRequest.toFixed(4)} (${r.zk.readsDuringLoad} reads)`,
+);
 r.goalsMet = pass;
 r.totalS = (performance.now() - started) / 1000;
 mkdirSync(dirname(OUT), { recursive: true });

@@ -43,16 +43,28 @@ test('floor.mjs: stats rounds read every reply; compressed rounds compress the g
 
   // A body shaped like /metrics, not a multiple of the node count, so the slices differ in size.
   const lines = [];
-  for (let i = 0; i < 4001; i++) lines.push(`arcus_commands_total{ensemble="e",node="127.0.0.1:${11211 + (i % 3)}",command="c${i % 60}"} ${i * 7919}\n`);
+  for (let i = 0; i < 4001; i++)
+    lines.push(
+      `arcus_commands_total{ensemble="e",node="127.0.0.1:${11211 + (i % 3)}",command="c${i % 60}"} ${i * 7919}\n`,
+    );
   const body = lines.join('');
   writeFileSync(join(dir, 'body.txt'), body);
-  assert.deepEqual(await call({ op: 'body', path: join(dir, 'body.txt') }), { op: 'body', bytes: Buffer.byteLength(body) });
+  assert.deepEqual(await call({ op: 'body', path: join(dir, 'body.txt') }), {
+    op: 'body',
+    bytes: Buffer.byteLength(body),
+  });
   for (let i = 0; i < 3; i++) {
     // Each round's output stands alone.
     const round = await call({ op: 'round', kind: 'compressed', check: true });
     assert.equal(round.verified, true, `round ${i}: the output inflates to the body`);
-    assert.ok(Math.abs(round.bytes - stats.bytes) < 200, `the same three stats replies (${round.bytes} bytes, ${stats.bytes} before)`);
-    assert.ok(round.compressedBytes > 0 && round.compressedBytes < Buffer.byteLength(body) / 4, `compressed to ${round.compressedBytes} bytes`);
+    assert.ok(
+      Math.abs(round.bytes - stats.bytes) < 200,
+      `the same three stats replies (${round.bytes} bytes, ${stats.bytes} before)`,
+    );
+    assert.ok(
+      round.compressedBytes > 0 && round.compressedBytes < Buffer.byteLength(body) / 4,
+      `compressed to ${round.compressedBytes} bytes`,
+    );
   }
   assert.equal((await call({ op: 'round', kind: 'compressed' })).verified, undefined, 'checked only when asked');
 });

@@ -15,7 +15,10 @@ test('parseArgs: --name=value (an = in the value kept), a bare --flag is true, a
     'exporter-flags': '-qos-interval=0 -x=1',
     out: '',
   });
-  assert.throws(() => parseArgs(['runs=2'], url), /unknown argument runs=2 \(see the header of args\.test\.mjs, or --help\)/);
+  assert.throws(
+    () => parseArgs(['runs=2'], url),
+    /unknown argument runs=2 \(see the header of args\.test\.mjs, or --help\)/,
+  );
   assert.throws(() => parseArgs(['-runs=2'], url), /unknown argument -runs=2/);
 });
 
@@ -30,7 +33,7 @@ test('--help prints the comment at the top of the script and exits', (t) => {
       '// A benchmark.',
       '//',
       '//   node run.mjs [--n=1]',
-      "import { parseArgs } from " + JSON.stringify(new URL('../../args.mjs', import.meta.url).href) + ';',
+      'import { parseArgs } from ' + JSON.stringify(new URL('../../args.mjs', import.meta.url).href) + ';',
       'parseArgs(process.argv.slice(2), import.meta.url);',
       "console.log('ran');",
       '',

@@ -12,51 +12,56 @@ async function listen(server) {
   return server.address().port;
 }
 
-for (const Client of [BareHttpClient, NodeHttpClient]) test(`${Client.name}: GET over one kept connection: Content-Length, chunked and gzipped bodies, the request headers sent`, async (t) => {
-  const big = 'x'.repeat(200_000) + 'end';
-  let connections = 0;
-  const seen = [];
-  const server = createServer((req, res) => {
-    seen.push({ url: req.url, timeout: req.headers['x-prometheus-scrape-timeout-seconds'], encoding: req.headers['accept-encoding'] });
-    if (req.url === '/fixed') {
-      res.setHeader('Content-Length', 5);
-      res.end('hello');
-    } else if (req.url === '/chunked') {
-      // No Content-Length: node:http sends it chunked, one chunk a write.
-      res.write('first ');
-      res.write(big);
-      setImmediate(() => res.end(' last'));
-    } else {
-      res.setHeader('Content-Encoding', 'gzip');
-      res.end(gzipSync('zipped body'));
-    }
+for (const Client of [BareHttpClient, NodeHttpClient])
+  test(`${Client.name}: GET over one kept connection: Content-Length, chunked and gzipped bodies, the request headers sent`, async (t) => {
+    const big = 'x'.repeat(200_000) + 'end';
+    let connections = 0;
+    const seen = [];
+    const server = createServer((req, res) => {
+      seen.push({
+        url: req.url,
+        timeout: req.headers['x-prometheus-scrape-timeout-seconds'],
+        encoding: req.headers['accept-encoding'],
+      });
+      if (req.url === '/fixed') {
+        res.setHeader('Content-Length', 5);
+        res.end('hello');
+      } else if (req.url === '/chunked') {
+        // No Content-Length: node:http sends it chunked, one chunk a write.
+        res.write('first ');
+        res.write(big);
+        setImmediate(() => res.end(' last'));
+      } else {
+        res.setHeader('Content-Encoding', 'gzip');
+        res.end(gzipSync('zipped body'));
+      }
+    });
+    server.on('connection', () => connections++);
+    const port = await listen(server);
+    t.after(() => server.close());
+    const client = new Client('127.0.0.1', port);
+    t.after(() => client.close());
+
+    const fixed = await client.get('/fixed', { 'X-Prometheus-Scrape-Timeout-Seconds': '5' });
+    assert.equal(fixed.status, 200);
+    assert.equal(fixed.body.toString(), 'hello');
+    assert.ok(fixed.ms > 0);
+
+    const chunked = await client.get('/chunked');
+    assert.equal(chunked.headers['transfer-encoding'], 'chunked');
+    assert.equal(chunked.body.toString(), `first ${big} last`);
+
+    const zipped = await client.get('/gz', { 'Accept-Encoding': 'gzip' });
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.equal(gunzipSync(zipped.body).toString(), 'zipped body');
+
+    assert.equal(connections, 1, 'all three requests on one connection');
+    assert.deepEqual(seen, [
+      { url: '/fixed', timeout: '5', encoding: undefined },
+      { url: '/chunked', timeout: undefined, encoding: undefined },
+      { url: '/gz', timeout: undefined, encoding: 'gzip' },
+    ]);
   });
-  server.on('connection', () => connections++);
-  const port = await listen(server);
-  t.after(() => server.close());
-  const client = new Client('127.0.0.1', port);
-  t.after(() => client.close());
-
-  const fixed = await client.get('/fixed', { 'X-Prometheus-Scrape-Timeout-Seconds': '5' });
-  assert.equal(fixed.status, 200);
-  assert.equal(fixed.body.toString(), 'hello');
-  assert.ok(fixed.ms > 0);
-
-  const chunked = await client.get('/chunked');
-  assert.equal(chunked.headers['transfer-encoding'], 'chunked');
-  assert.equal(chunked.body.toString(), `first ${big} last`);
-
-  const zipped = await client.get('/gz', { 'Accept-Encoding': 'gzip' });
-  assert.equal(zipped.headers['content-encoding'], 'gzip');
-  assert.equal(gunzipSync(zipped.body).toString(), 'zipped body');
-
-  assert.equal(connections, 1, 'all three requests on one connection');
-  assert.deepEqual(seen, [
-    { url: '/fixed', timeout: '5', encoding: undefined },
-    { url: '/chunked', timeout: undefined, encoding: undefined },
-    { url: '/gz', timeout: undefined, encoding: 'gzip' },
-  ]);
-});
 
 test('the reader assembles the same answer however the bytes are cut', () => {
   const body = 'a'.repeat(70) + '\r\n' + 'b'.repeat(33);

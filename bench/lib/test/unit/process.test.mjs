@@ -6,7 +6,22 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allowedCpus, cpuCensus, cpuMs, mainThreadSched, parseCpuList, percentile, pinProcess, pooledRatioInterval, ratioInterval, runQueueWait, shebangNodeFlags, splitCpus, statusKb, waitSummary } from '../../process.mjs';
+import {
+  allowedCpus,
+  cpuCensus,
+  cpuMs,
+  mainThreadSched,
+  parseCpuList,
+  percentile,
+  pinProcess,
+  pooledRatioInterval,
+  ratioInterval,
+  runQueueWait,
+  shebangNodeFlags,
+  splitCpus,
+  statusKb,
+  waitSummary,
+} from '../../process.mjs';
 
 test('percentile is nearest-rank', () => {
   const values = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted on purpose
@@ -34,8 +49,9 @@ test('waitSummary: the waits, the wait of the tail, and the p99 less the waits',
 
 test('ratioInterval brackets the ratio of the pooled p99s and is the same for the same seed', () => {
   let x = 1;
-  const rand = () => ((x = (x * 48271) % 2147483647) / 2147483647);
-  const blocks = (scale) => Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
+  const rand = () => (x = (x * 48271) % 2147483647) / 2147483647;
+  const blocks = (scale) =>
+    Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
   const exp = blocks(1.3);
   const floor = blocks(1);
   const point = percentile(exp.flat(), 99) / percentile(floor.flat(), 99);
@@ -47,8 +63,9 @@ test('ratioInterval brackets the ratio of the pooled p99s and is the same for th
 
 test('pooledRatioInterval: runs that disagree widen the interval beyond drawing their blocks alone', () => {
   let x = 3;
-  const rand = () => ((x = (x * 48271) % 2147483647) / 2147483647);
-  const blocks = (scale) => Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
+  const rand = () => (x = (x * 48271) % 2147483647) / 2147483647;
+  const blocks = (scale) =>
+    Array.from({ length: 40 }, () => Array.from({ length: 10 }, () => scale * (10 + 20 * rand() ** 4)));
   // Three runs: the floor's tail is light in one, heavy in another, so their ratios differ.
   const runs = [1, 1.6, 1.2].map((floorScale) => ({ expBlocks: blocks(1.3), floorBlocks: blocks(floorScale) }));
   const pooledExp = runs.flatMap((r) => r.expBlocks.flat());
@@ -57,11 +74,18 @@ test('pooledRatioInterval: runs that disagree widen the interval beyond drawing 
   const pooled = pooledRatioInterval(runs, { seed: 5 });
   assert.ok(pooled.low <= point && point <= pooled.high, `${pooled.low}..${pooled.high} holds ${point}`);
   // Drawing runs as well as blocks: the spread between runs is in the interval.
-  const flat = ratioInterval(runs.flatMap((r) => r.expBlocks), runs.flatMap((r) => r.floorBlocks), { seed: 5 });
+  const flat = ratioInterval(
+    runs.flatMap((r) => r.expBlocks),
+    runs.flatMap((r) => r.floorBlocks),
+    { seed: 5 },
+  );
   assert.ok(pooled.high - pooled.low > flat.high - flat.low, 'wider than drawing the pooled blocks alone');
   assert.deepEqual(pooledRatioInterval(runs, { seed: 5 }), pooled);
   // One run: the same as ratioInterval.
-  assert.deepEqual(pooledRatioInterval(runs.slice(0, 1), { seed: 5 }), ratioInterval(runs[0].expBlocks, runs[0].floorBlocks, { seed: 5 }));
+  assert.deepEqual(
+    pooledRatioInterval(runs.slice(0, 1), { seed: 5 }),
+    ratioInterval(runs[0].expBlocks, runs[0].floorBlocks, { seed: 5 }),
+  );
 });
 
 test('mainThreadSched reads this process: CPU grows with work, the wait never goes back', () => {
@@ -101,14 +125,17 @@ test('cpuMs and statusKb read /proc of this process', { skip: process.platform !
   assert.ok(Number.isNaN(statusKb(process.pid, 'NoSuchField')));
 });
 
-test('shebangNodeFlags reads the node flags of a script\'s first line', () => {
+test("shebangNodeFlags reads the node flags of a script's first line", () => {
   const dir = mkdtempSync(join(tmpdir(), 'shebang-'));
   try {
     const flags = (firstLine) => {
       writeFileSync(join(dir, 'bin'), `${firstLine}\nimport './main.js';\n`);
       return shebangNodeFlags(join(dir, 'bin'));
     };
-    assert.deepEqual(flags('#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=512'), ['--max-semi-space-size=8', '--max-old-space-size=512']);
+    assert.deepEqual(flags('#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=512'), [
+      '--max-semi-space-size=8',
+      '--max-old-space-size=512',
+    ]);
     assert.deepEqual(flags('#!/usr/local/bin/node --stack-size=900'), ['--stack-size=900']);
     assert.deepEqual(flags('#!/usr/bin/env node'), []);
     assert.deepEqual(flags('#!/bin/sh'), []);
@@ -117,19 +144,27 @@ test('shebangNodeFlags reads the node flags of a script\'s first line', () => {
     rmSync(dir, { recursive: true, force: true });
   }
   // The exporter as shipped runs with flags of its own.
-  assert.ok(shebangNodeFlags(new URL('../../../../bin/cache-exporter', import.meta.url)).some((flag) => flag.startsWith('--max-old-space-size=')));
+  assert.ok(
+    shebangNodeFlags(new URL('../../../../bin/cache-exporter', import.meta.url)).some((flag) =>
+      flag.startsWith('--max-old-space-size='),
+    ),
+  );
 });
 
 test('cpuCensus: what a busy child and this process used, and the rest as other', async () => {
   // Both spin for CPU time, not wall time, so a loaded machine only makes the test slower: the
   // child 300 ms (then says so and waits to be killed), this process 150 ms.
-  const spin = 'const u = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; }; const s = u(); while (u() - s < 300); process.stdout.write("done\\n"); setInterval(() => {}, 1000);';
+  const spin =
+    'const u = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; }; const s = u(); while (u() - s < 300); process.stdout.write("done\\n"); setInterval(() => {}, 1000);';
   const child = spawn(process.execPath, ['-e', spin], { stdio: ['ignore', 'pipe', 'ignore'] });
   try {
     const end = cpuCensus({ child: child.pid, self: process.pid });
     assert.notEqual(end, undefined, 'this kernel keeps schedstat');
     const childDone = new Promise((resolve) => child.stdout.once('data', resolve));
-    const own = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; };
+    const own = () => {
+      const c = process.cpuUsage();
+      return (c.user + c.system) / 1000;
+    };
     const start = own();
     while (own() - start < 150);
     await childDone;
@@ -144,7 +179,7 @@ test('cpuCensus: what a busy child and this process used, and the rest as other'
   }
 });
 
-test('parseCpuList reads the kernel\'s CPU lists and refuses anything else', () => {
+test("parseCpuList reads the kernel's CPU lists and refuses anything else", () => {
   assert.deepEqual(parseCpuList('0'), [0]);
   assert.deepEqual(parseCpuList('0-3,6,8-9'), [0, 1, 2, 3, 6, 8, 9]);
   assert.deepEqual(parseCpuList('4,0-1'), [0, 1, 4]);
@@ -158,17 +193,21 @@ test('splitCpus: the servers get the upper half, the rest the lower (the larger 
   assert.throws(() => splitCpus([0]), /at least 2 CPUs/);
 });
 
-test('pinProcess binds every thread of a process; allowedCpus reads it back', { skip: process.platform !== 'linux' && 'procfs only' }, async () => {
-  const cpus = allowedCpus(process.pid);
-  assert.ok(cpus.length >= 1 && cpus.every(Number.isInteger));
-  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
-  try {
-    await new Promise((resolve) => child.once('spawn', resolve));
-    const last = cpus.at(-1);
-    pinProcess(child.pid, String(last));
-    assert.deepEqual(allowedCpus(child.pid), [last]);
-    assert.throws(() => pinProcess(child.pid, 'x'), /taskset --pid/);
-  } finally {
-    child.kill('SIGKILL');
-  }
-});
+test(
+  'pinProcess binds every thread of a process; allowedCpus reads it back',
+  { skip: process.platform !== 'linux' && 'procfs only' },
+  async () => {
+    const cpus = allowedCpus(process.pid);
+    assert.ok(cpus.length >= 1 && cpus.every(Number.isInteger));
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => child.once('spawn', resolve));
+      const last = cpus.at(-1);
+      pinProcess(child.pid, String(last));
+      assert.deepEqual(allowedCpus(child.pid), [last]);
+      assert.throws(() => pinProcess(child.pid, 'x'), /taskset --pid/);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  },
+);
