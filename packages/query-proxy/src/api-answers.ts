@@ -75,6 +75,7 @@ export function apiErrorHandler(bodyLimitBytes: number) {
       request.log.error({ err, url: request.url }, 'request failed');
       error = new ApiError('internal', `internal error: ${errorMessage(err)}`);
     }
-    return reply.code(error.status).type(JSON_TYPE).send(errorBody(error));
+    // A route's error handler returns nothing; the reply is sent here.
+    void reply.code(error.status).type(JSON_TYPE).send(errorBody(error));
   };
 }

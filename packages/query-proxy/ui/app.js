@@ -216,6 +216,7 @@ function saveUrl() {
   history.replaceState(null, '', `${location.pathname}?${params}`);
 }
 
+// Callers need not wait or catch: a failed request is shown in the page.
 async function run() {
   saveUrl();
   const query = els.query.value;
@@ -280,17 +281,17 @@ function selectTab(name, runNow = true) {
     els.panels[key].hidden = !selected;
   }
   saveUrl();
-  if (runNow && els.query.value.trim()) run();
+  if (runNow && els.query.value.trim()) void run();
 }
 
 els.form.addEventListener('submit', (event) => {
   event.preventDefault();
-  run();
+  void run();
 });
 els.query.addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();
-    run();
+    void run();
   }
 });
 for (const [name, button] of Object.entries(els.tabs)) {
@@ -302,8 +303,8 @@ for (const [name, button] of Object.entries(els.tabs)) {
     selectTab(other);
   });
 }
-els.range.addEventListener('change', () => (tab === 'graph' ? run() : saveUrl()));
-els.time.addEventListener('change', () => (tab === 'table' ? run() : saveUrl()));
+els.range.addEventListener('change', () => (tab === 'graph' ? void run() : saveUrl()));
+els.time.addEventListener('change', () => (tab === 'table' ? void run() : saveUrl()));
 
 let resizeFrame = 0;
 window.addEventListener('resize', () => {
@@ -316,4 +317,4 @@ els.query.value = initial.get('q') ?? '';
 if (initial.get('range') in RANGES) els.range.value = initial.get('range');
 if (initial.get('time')) els.time.value = initial.get('time');
 selectTab(initial.get('tab') === 'graph' ? 'graph' : 'table', false);
-if (els.query.value.trim()) run();
+if (els.query.value.trim()) void run();

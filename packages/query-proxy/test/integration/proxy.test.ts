@@ -17,8 +17,15 @@ import type { QueryProxy } from '../../src/server.js';
 interface Answer {
   status: number;
   headers: Headers;
-  body: { status: string; data?: any; warnings?: string[]; errorType?: string; error?: string };
+  body: { status: string; data?: unknown; warnings?: string[]; errorType?: string; error?: string };
 }
+interface Series {
+  metric: Record<string, string>;
+  value?: [number, string];
+  values?: unknown[];
+}
+/** A query answer's data; other endpoints' data is cast where it is read. */
+const dataOf = (body: Answer['body']) => body.data as { resultType: string; result: Series[] };
 
 /** Two real stores: `short` holds scrape="short" series, `long` scrape="long" ones, as the stack does. */
 describe('query proxy against two real VictoriaMetrics stores', () => {
@@ -55,7 +62,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     for (const [k, v] of Object.entries(params)) for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
     const response =
       method === 'GET'
-        ? await fetch(`${proxy.url}${path}?${form}`, { headers })
+        ? await fetch(`${proxy.url}${path}?${form.toString()}`, { headers })
         : await fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: form.toString() });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: JSON.parse(text) as Answer['body'] };
@@ -63,7 +70,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   const query = (q: string, method: 'GET' | 'POST' = 'POST') => api('/api/v1/query', { query: q, time: String(now) }, method);
   const range = (q: string) => api('/api/v1/query_range', { query: q, start: String(start), end: String(now), step: '60' });
   const seriesOf = (answer: Answer) =>
-    (answer.body.data.result as Array<{ metric: Record<string, string>; value?: [number, string]; values?: unknown[] }>)
+    dataOf(answer.body).result
       .map((s) => `${s.metric['__name__'] ?? ''}{${Object.entries(s.metric).filter(([k]) => k !== '__name__').sort().map(([k, v]) => `${k}=${v}`).join(',')}}${s.value ? ` ${s.value[1]}` : ''}`)
       .sort();
 
@@ -137,7 +144,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       }).on('error', reject);
     });
     assert.equal(raw.encoding, 'gzip');
-    assert.equal((JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).data.result.length, 2);
+    assert.equal(dataOf(JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).result.length, 2);
     // The store sends it chunked; the proxy, having held the short answer whole, says its length.
     assert.equal(raw.length, String(raw.body.length));
     assert.equal(raw.chunked, undefined);
@@ -153,7 +160,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       const direct = (await (
         await fetch(`http://${host(short)}/api/v1/query`, { method: 'POST', body: new URLSearchParams({ query: q, time: String(now) }) })
       ).json()) as Answer['body'];
-      assert.equal(direct.data.result.length, 2, q);
+      assert.equal(dataOf(direct).result.length, 2, q);
       assert.deepEqual(seriesOf(answer), seriesOf({ status: 200, headers: new Headers(), body: direct }), q);
     }
   });
@@ -164,14 +171,14 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.deepEqual(get.body, post.body);
     const matrix = await range('arcus_up{scrape="short"}');
     assert.equal(matrix.status, 200);
-    assert.equal(matrix.body.data.resultType, 'matrix');
-    assert.equal(matrix.body.data.result.length, 2);
-    assert.equal(matrix.body.data.result[0].values.length, 11);
+    assert.equal(dataOf(matrix.body).resultType, 'matrix');
+    assert.equal(dataOf(matrix.body).result.length, 2);
+    assert.equal(dataOf(matrix.body).result[0]?.values?.length, 11);
     // The dashboard server's POST carries these beside the query.
     const grafana = await api('/api/v1/query_range', { query: 'sum by (scrape) (arcus_up)', start: String(start), end: String(now), step: '120', timeout: '30s' });
     assert.equal(grafana.status, 200);
     assert.deepEqual(
-      grafana.body.data.result.map((s: { metric: { scrape: string }; values: unknown[] }) => `${s.metric.scrape}:${s.values.length}`).sort(),
+      dataOf(grafana.body).result.map((s) => `${s.metric['scrape']}:${s.values?.length ?? 0}`).sort(),
       ['long:6', 'short:6'],
     );
   });
@@ -198,7 +205,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     ]);
     assert.equal(answer.body.warnings, undefined, 'distinct label sets: nothing to warn about');
     const matrix = await range('arcus_up');
-    assert.equal(matrix.body.data.result.length, 3);
+    assert.equal(dataOf(matrix.body).result.length, 3);
     // Kept apart by the routing label: no warning.
     const apart = await query('sum by (scrape) (arcus_up)');
     assert.deepEqual(seriesOf(apart), ['{scrape=long} 0', '{scrape=short} 2']);
@@ -210,17 +217,17 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(collision.status, 200);
     assert.deepEqual(seriesOf(collision), ['shared_name{node=n1} 5'], 'shown once, from the first group');
     assert.equal(collision.body.warnings?.length, 1);
-    assert.match(collision.body.warnings![0]!, /1 series returned by more than one server group \(shared_name\{node="n1"\}\); each is shown once, from group 0 \(scrape=short\)/);
+    assert.match(collision.body.warnings[0]!, /1 series returned by more than one server group \(shared_name\{node="n1"\}\); each is shown once, from group 0 \(scrape=short\)/);
 
     const summed = await query('sum(arcus_up)');
     assert.deepEqual(seriesOf(summed), ['{} 2']);
     assert.equal(summed.body.warnings?.length, 2);
-    assert.match(summed.body.warnings!.join('\n'), /returned by more than one server group \(\{\}\)/);
-    assert.match(summed.body.warnings!.join('\n'), /"sum" at 1:1 combines series across the server groups .* keep the groups apart with by \(scrape\)/);
+    assert.match(summed.body.warnings.join('\n'), /returned by more than one server group \(\{\}\)/);
+    assert.match(summed.body.warnings.join('\n'), /"sum" at 1:1 combines series across the server groups .* keep the groups apart with by \(scrape\)/);
 
     // topk over both: distinct label sets, but each group picked its own top: still a warning.
     const top = await query('topk(1, arcus_items)');
-    assert.equal(top.body.data.result.length, 2);
+    assert.equal(dataOf(top.body).result.length, 2);
     assert.match(top.body.warnings?.[0] ?? '', /"topk" at 1:1 combines series/);
   });
 
@@ -233,8 +240,8 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     // The empty answer has the type the query answers.
     const scalar = await query('scalar(arcus_items{scrape="short"}) + scalar(arcus_items{scrape="long"})');
     assert.equal(scalar.headers.get('x-cachemon-route'), 'spanning');
-    assert.equal(scalar.body.data.resultType, 'scalar');
-    assert.equal(scalar.body.data.result[1], 'NaN');
+    assert.equal(dataOf(scalar.body).resultType, 'scalar');
+    assert.equal(dataOf(scalar.body).result[1], 'NaN');
   });
 
   test('selectors no group can answer select nothing: the rest of the query is answered as a store answers it', async () => {
@@ -272,9 +279,9 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
 
   test('functions over every series, merged from several groups: sort() and sort_desc() sorted again, absent() and scalar() warned about', async () => {
     const ascending = await query('sort(arcus_up)');
-    assert.deepEqual(ascending.body.data.result.map((s: { metric: { scrape: string }; value: [number, string] }) => `${s.metric.scrape}:${s.value[1]}`), ['long:0', 'short:1', 'short:1']);
+    assert.deepEqual(dataOf(ascending.body).result.map((s) => `${s.metric['scrape']}:${s.value?.[1] ?? ''}`), ['long:0', 'short:1', 'short:1']);
     const descending = await query('sort_desc(-arcus_items)');
-    assert.deepEqual(descending.body.data.result.map((s: { metric: { scrape: string }; value: [number, string] }) => `${s.metric.scrape}:${s.value[1]}`), ['long:-40', 'short:-100']);
+    assert.deepEqual(dataOf(descending.body).result.map((s) => `${s.metric['scrape']}:${s.value?.[1] ?? ''}`), ['long:-40', 'short:-100']);
     assert.equal(descending.body.warnings, undefined);
     // Only the long-term group has svc-b's items; the short-term one says they are absent.
     const absent = await query('absent(arcus_items{service_code="svc-b"})');
@@ -294,7 +301,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     );
     const routed = await api('/api/v1/series', { 'match[]': 'arcus_up{scrape="long"}', start: String(start), end: String(now) }, 'GET');
     assert.equal(routed.headers.get('x-cachemon-route'), 'single');
-    assert.equal(routed.body.data.length, 1);
+    assert.equal((routed.body.data as unknown[]).length, 1);
 
     const labels = await api('/api/v1/labels', { start: String(start), end: String(now) }, 'GET');
     assert.deepEqual(labels.body.data, ['__name__', 'node', 'scrape', 'service_code']);
@@ -311,8 +318,8 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const metadata = await api('/api/v1/metadata', {}, 'GET');
     assert.equal(metadata.body.status, 'success');
     const build = await api('/api/v1/status/buildinfo', {}, 'GET');
-    assert.equal(build.body.data.version, '2.24.0');
-    assert.match(build.body.data.revision, /cachemon query proxy test/);
+    assert.equal((build.body.data as { version: string }).version, '2.24.0');
+    assert.match((build.body.data as { revision: string }).revision, /cachemon query proxy test/);
   });
 
   test('a group that is down is an error, or a warning with partial data when ignore_error', async () => {
@@ -338,7 +345,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
 
       // A dead replica beside a live one: the live one answers.
       await useGroups([group([`127.0.0.1:${deadPort}`, host(short)], 'short'), group(host(long), 'long')]);
-      for (let i = 0; i < 3; i++) assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+      for (let i = 0; i < 3; i++) assert.equal(dataOf((await query('arcus_up{scrape="short"}')).body).result.length, 2);
 
       const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
       assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'unavailable' })! >= 3);
@@ -381,7 +388,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
         const answer = await query(i % 2 === 0 ? 'arcus_up{scrape="short"}' : 'arcus_up');
         took.push(performance.now() - started);
         assert.equal(answer.status, 200, JSON.stringify(answer.body));
-        assert.equal(answer.body.data.result.length, i % 2 === 0 ? 2 : 3);
+        assert.equal(dataOf(answer.body).result.length, i % 2 === 0 ? 2 : 3);
       }
       assert.ok(took.every((ms) => ms < 1900), `within the timeout: ${took.map(Math.round).join(', ')} ms`);
       // The hung replica, once it missed its share, is passed over: the next requests do not wait for it.
@@ -511,7 +518,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       await useGroups([group(host(short), 'short'), group(store.target, 'long')]);
       const response = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
       assert.equal(response.status, 200);
-      const reader = response.body!.getReader();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       let first = '';
       while (first.length < 100_000) {
         const { value, done } = await reader.read();
@@ -638,7 +645,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.match(response.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)"/);
     const body = (await response.json()) as Answer['body'];
     assert.deepEqual(
-      (body.data.result as Array<{ metric: Record<string, string> }>).map((s) => `${s.metric['scrape']} ${s.metric['node']}`).sort(),
+      dataOf(body).result.map((s) => `${s.metric['scrape']} ${s.metric['node']}`).sort(),
       ['short 10.0.0.1:11211', 'short 10.0.0.2:11211'],
     );
   });
@@ -692,7 +699,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const refused = await fetch(`${proxy.url}/-/reload`, { method: 'POST' });
     assert.equal(refused.status, 400);
     assert.match(((await refused.json()) as { error: string }).error, /promxy\.server_groups\[0\]\.timeout/);
-    assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+    assert.equal(dataOf((await query('arcus_up{scrape="short"}')).body).result.length, 2);
     const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
     assert.equal(valueOf(exposition, 'cachemon_config_last_reload_successful', {}), 0);
     await useGroups(normalGroups());
