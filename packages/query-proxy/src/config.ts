@@ -21,7 +21,14 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { CachemonError, Errors, errorMessage, parseGoDuration, serverAddressSchema, validateConfig } from '@cachemon/core';
+import {
+  CachemonError,
+  Errors,
+  errorMessage,
+  parseGoDuration,
+  serverAddressSchema,
+  validateConfig,
+} from '@cachemon/core';
 
 export const DEFAULT_TIMEOUT = '5s';
 
@@ -39,20 +46,32 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
     return z.NEVER;
   }
   if (!(ms >= 1)) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is shorter than 1ms; a group needs a timeout (promxy reads 0 as none, which this proxy does not allow: a store that never answers would hold requests forever)` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${text}" is shorter than 1ms; a group needs a timeout (promxy reads 0 as none, which this proxy does not allow: a store that never answers would hold requests forever)`,
+    });
     return z.NEVER;
   }
   return ms;
 });
 
 /** promxy server-group keys this proxy reads. */
-const SUPPORTED_GROUP_KEYS = ['static_configs', 'scheme', 'path_prefix', 'timeout', 'query_params', 'labels', 'label_filter', 'ignore_error'] as const;
+const SUPPORTED_GROUP_KEYS = [
+  'static_configs',
+  'scheme',
+  'path_prefix',
+  'timeout',
+  'query_params',
+  'labels',
+  'label_filter',
+  'ignore_error',
+] as const;
 /**
  * Top-level keys of promxy.yml (promxy embeds a Prometheus config for its own rule engine) that this
  * proxy does not implement, with where that work is done in this stack.
  */
 const PROMXY_ONLY_TOP_KEYS: Readonly<Record<string, string>> = {
-  global: 'its evaluation settings and external labels serve promxy\'s rule engine; rules belong to the rule evaluator',
+  global: "its evaluation settings and external labels serve promxy's rule engine; rules belong to the rule evaluator",
   rule_files: 'rules belong to the rule evaluator',
   alerting: 'alerts are sent by the rule evaluator to the alert router',
   remote_write: 'rule results are written to the long-term store by the rule evaluator',
@@ -90,27 +109,29 @@ const PROMXY_ONLY_GROUP_KEYS: Readonly<Record<string, string | undefined>> = Obj
 const labelName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'not a label name');
 const labelValues = z.record(labelName, z.array(z.string()).min(1, 'empty list of values'));
 
-const groupSchema = z.object({
-  static_configs: z
-    .array(z.object({ targets: z.array(serverAddressSchema).min(1, 'no targets') }).passthrough())
-    .min(1, 'a server group needs static_configs with targets'),
-  scheme: z.enum(['http', 'https']).optional(),
-  path_prefix: z
-    .string()
-    .regex(/^(\/[^\s?#]*)?$/, 'a path starting with /, without query or fragment')
-    .optional(),
-  timeout: timeoutSchema.optional(),
-  query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
-  labels: z.record(labelName, z.string()).optional(),
-  label_filter: z
-    .object({
-      static_labels_include: labelValues.optional(),
-      static_labels_exclude: labelValues.optional(),
-    })
-    .passthrough()
-    .optional(),
-  ignore_error: z.boolean().optional(),
-}).passthrough();
+const groupSchema = z
+  .object({
+    static_configs: z
+      .array(z.object({ targets: z.array(serverAddressSchema).min(1, 'no targets') }).passthrough())
+      .min(1, 'a server group needs static_configs with targets'),
+    scheme: z.enum(['http', 'https']).optional(),
+    path_prefix: z
+      .string()
+      .regex(/^(\/[^\s?#]*)?$/, 'a path starting with /, without query or fragment')
+      .optional(),
+    timeout: timeoutSchema.optional(),
+    query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
+    labels: z.record(labelName, z.string()).optional(),
+    label_filter: z
+      .object({
+        static_labels_include: labelValues.optional(),
+        static_labels_exclude: labelValues.optional(),
+      })
+      .passthrough()
+      .optional(),
+    ignore_error: z.boolean().optional(),
+  })
+  .passthrough();
 
 const fileSchema = z
   .object({
@@ -140,8 +161,15 @@ export interface QueryProxyConfig {
   readonly warnings: readonly string[];
 }
 
-function groupName(index: number, labels: Readonly<Record<string, string>>, include: Readonly<Record<string, readonly string[]>>): string {
-  const shown = Object.keys(labels).length > 0 ? labels : Object.fromEntries(Object.entries(include).map(([k, v]) => [k, v.join('|')]));
+function groupName(
+  index: number,
+  labels: Readonly<Record<string, string>>,
+  include: Readonly<Record<string, readonly string[]>>,
+): string {
+  const shown =
+    Object.keys(labels).length > 0
+      ? labels
+      : Object.fromEntries(Object.entries(include).map(([k, v]) => [k, v.join('|')]));
   const text = Object.entries(shown)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
@@ -177,7 +205,14 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
   const groups = parsed.promxy.server_groups.map((group, index): ServerGroup => {
     const path = `promxy.server_groups[${index}]`;
     unknownKeys(group, SUPPORTED_GROUP_KEYS, path, warnings, PROMXY_ONLY_GROUP_KEYS);
-    if (group.label_filter) unknownKeys(group.label_filter, ['static_labels_include', 'static_labels_exclude'], `${path}.label_filter`, warnings, PROMXY_ONLY_FILTER_KEYS);
+    if (group.label_filter)
+      unknownKeys(
+        group.label_filter,
+        ['static_labels_include', 'static_labels_exclude'],
+        `${path}.label_filter`,
+        warnings,
+        PROMXY_ONLY_FILTER_KEYS,
+      );
     group.static_configs.forEach((c, i) =>
       unknownKeys(c, ['targets'], `${path}.static_configs[${i}]`, warnings, {
         labels: "target labels, which promxy uses only in relabel_configs; the group's own labels are its `labels` key",
@@ -187,7 +222,10 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
     const prefix = (group.path_prefix ?? '').replace(/\/+$/, '');
     const labels = group.labels ?? {};
     // A group's own labels are on every series it answers: they filter like a one-value include.
-    const include = { ...(group.label_filter?.static_labels_include ?? {}), ...Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, [v]])) };
+    const include = {
+      ...(group.label_filter?.static_labels_include ?? {}),
+      ...Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, [v]])),
+    };
     return {
       name: groupName(index, labels, include),
       index,

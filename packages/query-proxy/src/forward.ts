@@ -32,7 +32,10 @@ function onClientGone(reply: FastifyReply, calls: readonly GroupCall[]): void {
 }
 
 function failureAnswer(failure: GroupFailure): ApiError {
-  return new ApiError(failure.kind === 'timeout' ? 'timeout' : failure.kind === 'canceled' ? 'canceled' : 'unavailable', failure.message);
+  return new ApiError(
+    failure.kind === 'timeout' ? 'timeout' : failure.kind === 'canceled' ? 'canceled' : 'unavailable',
+    failure.message,
+  );
 }
 
 /** The warning of an answer given without a group that failed (ignore_error). */
@@ -60,7 +63,13 @@ export class Forwarder {
    * client accepts it) written straight to the client's socket as they arrive, past fastify's
    * reply pipeline: this is the path nearly every dashboard query takes.
    */
-  async forward(endpoint: Endpoint, group: ServerGroup, upstream: UpstreamRequest, reply: FastifyReply, empty: unknown): Promise<FastifyReply> {
+  async forward(
+    endpoint: Endpoint,
+    group: ServerGroup,
+    upstream: UpstreamRequest,
+    reply: FastifyReply,
+    empty: unknown,
+  ): Promise<FastifyReply> {
     const started = performance.now();
     const call = new GroupCall(group.timeoutMs);
     onClientGone(reply, [call]);
@@ -128,20 +137,38 @@ export class Forwarder {
         continue;
       }
       const { status, body } = result.answer;
-      const parsed = body as { status?: string; data?: unknown; warnings?: string[]; errorType?: string; error?: string };
+      const parsed = body as {
+        status?: string;
+        data?: unknown;
+        warnings?: string[];
+        errorType?: string;
+        error?: string;
+      };
       if (status >= 400 || parsed.status !== 'success') {
         // The store refused the request (a query it cannot run): the same for every group; say it as it did.
-        return reply.code(status >= 400 ? status : 502).type(JSON_TYPE).send(
-          JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error: `${result.group.name}: ${parsed.error ?? 'answered without data'}` }),
-        );
+        return reply
+          .code(status >= 400 ? status : 502)
+          .type(JSON_TYPE)
+          .send(
+            JSON.stringify({
+              status: 'error',
+              errorType: parsed.errorType ?? 'execution',
+              error: `${result.group.name}: ${parsed.error ?? 'answered without data'}`,
+            }),
+          );
       }
-      answers.push({ group: result.group, data: parsed.data, ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}) });
+      answers.push({
+        group: result.group,
+        data: parsed.data,
+        ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}),
+      });
     }
     let merged: Merged<T>;
     try {
       merged = merge(answers);
     } catch (err) {
-      if (err instanceof MergeError) throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
+      if (err instanceof MergeError)
+        throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
       throw err;
     }
     return this.success(reply, endpoint, merged.data, [...groupWarnings(answers), ...warnings, ...merged.warnings]);
@@ -156,12 +183,20 @@ export class Forwarder {
 
   /** An answer that broke off after it began: logged and counted (`passedOn`: part of it reached the client). */
   private brokeOff(endpoint: Endpoint, failure: GroupFailure, passedOn: boolean): void {
-    this.logger.warn({ group: failure.group.name, endpoint, error: failure.detail, passedOn }, 'a streamed answer broke off');
+    this.logger.warn(
+      { group: failure.group.name, endpoint, error: failure.detail, passedOn },
+      'a streamed answer broke off',
+    );
     this.metrics.groupErrors.inc({ group: failure.group.name, kind: failure.kind });
   }
 
   /** The answer for the one group of a query that failed: an empty result and a warning (ignore_error), or the error. */
-  private singleFailure(endpoint: Endpoint, group: ServerGroup, failure: GroupFailure, empty: unknown): { status: number; text: string } {
+  private singleFailure(
+    endpoint: Endpoint,
+    group: ServerGroup,
+    failure: GroupFailure,
+    empty: unknown,
+  ): { status: number; text: string } {
     if (group.ignoreError && failure.kind !== 'canceled') {
       this.metrics.warnings.inc({ endpoint });
       return { status: 200, text: successBody(empty, [missingPart(failure)]) };

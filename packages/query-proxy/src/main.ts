@@ -21,12 +21,19 @@ import { DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
 export const DEFAULT_LISTEN_ADDRESS = ':8082';
 
 const FLAGS = {
-  config: { type: 'string', description: 'Path of promxy.yml (server_groups with their targets, timeout, query_params, label_filter).' },
+  config: {
+    type: 'string',
+    description: 'Path of promxy.yml (server_groups with their targets, timeout, query_params, label_filter).',
+  },
   'bind-addr': {
     type: 'string',
     description: `Address to listen on, host:port or :port (default: $PROXY_LISTEN_ADDRESS, else ${DEFAULT_LISTEN_ADDRESS}).`,
   },
-  'query.max-length': { type: 'string', default: String(DEFAULT_MAX_QUERY_LENGTH), description: 'Longest query accepted, in characters; longer ones get a 400.' },
+  'query.max-length': {
+    type: 'string',
+    default: String(DEFAULT_MAX_QUERY_LENGTH),
+    description: 'Longest query accepted, in characters; longer ones get a 400.',
+  },
   'log.level': { type: 'string', default: 'info', description: `Log level: ${logLevels.join(', ')}.` },
   'log.file': {
     type: 'string',
@@ -55,7 +62,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const maxQueryLength = Number(values['query.max-length']);
   if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1) {
-    process.stderr.write(`${PROGRAM}: --query.max-length: "${values['query.max-length']}" is not a positive number of characters\n`);
+    process.stderr.write(
+      `${PROGRAM}: --query.max-length: "${values['query.max-length']}" is not a positive number of characters\n`,
+    );
     return 2;
   }
   const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
@@ -64,10 +73,15 @@ async function main(argv: string[]): Promise<number> {
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
     for (const warning of config.warnings) process.stdout.write(`${configFile}: warning: ${warning}\n`);
-    process.stdout.write(`${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`);
+    process.stdout.write(
+      `${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`,
+    );
     return 0;
   }
-  const logger = createLogger({ ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' }, { name: PROGRAM });
+  const logger = createLogger(
+    { ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' },
+    { name: PROGRAM },
+  );
   const processMetrics = createProcessMetrics();
   const proxy = await startQueryProxy(config, {
     logger,

@@ -34,7 +34,11 @@ export interface QueryData {
 const NAMED_COLLISIONS = 3;
 
 function labelKey(labels: Labels): string {
-  return JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]));
+  return JSON.stringify(
+    Object.keys(labels)
+      .sort()
+      .map((k) => [k, labels[k]]),
+  );
 }
 
 export function formatLabels(labels: Labels): string {
@@ -66,7 +70,9 @@ export class MergeError extends Error {
   }
 }
 
-function collisionWarning(collisions: ReadonlyArray<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }>): string | undefined {
+function collisionWarning(
+  collisions: ReadonlyArray<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }>,
+): string | undefined {
   if (collisions.length === 0) return undefined;
   const named = collisions
     .slice(0, NAMED_COLLISIONS)
@@ -84,17 +90,21 @@ function collisionWarning(collisions: ReadonlyArray<{ labels: Labels; kept: Serv
 export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryData> {
   const warnings: string[] = [];
   const parts = answers.map((a) => {
-    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string') throw new MergeError(`${a.group.name} answered without data.resultType`);
+    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string')
+      throw new MergeError(`${a.group.name} answered without data.resultType`);
     return { group: a.group, resultType: a.data['resultType'] as QueryData['resultType'], result: a.data['result'] };
   });
   const first = parts[0];
   if (first === undefined) return { data: { resultType: 'vector', result: [] }, warnings };
   const types = new Set(parts.map((p) => p.resultType));
-  if (types.size > 1) throw new MergeError(`the server groups answered different result types (${[...types].join(', ')})`);
+  if (types.size > 1)
+    throw new MergeError(`the server groups answered different result types (${[...types].join(', ')})`);
   if (first.resultType === 'scalar' || first.resultType === 'string') {
     const differing = parts.filter((p) => JSON.stringify(p.result) !== JSON.stringify(first.result));
     if (differing.length > 0) {
-      warnings.push(`the server groups answered different ${first.resultType}s; shown is ${first.group.name}'s, not ${differing.map((p) => p.group.name).join(', ')}'s`);
+      warnings.push(
+        `the server groups answered different ${first.resultType}s; shown is ${first.group.name}'s, not ${differing.map((p) => p.group.name).join(', ')}'s`,
+      );
     }
     return { data: { resultType: first.resultType, result: first.result }, warnings };
   }
@@ -102,9 +112,11 @@ export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryDat
   const collisions: Array<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }> = [];
   const result: SeriesResult[] = [];
   for (const part of parts) {
-    if (!Array.isArray(part.result)) throw new MergeError(`${part.group.name} answered a ${part.resultType} whose result is not a list`);
+    if (!Array.isArray(part.result))
+      throw new MergeError(`${part.group.name} answered a ${part.resultType} whose result is not a list`);
     for (const series of part.result as unknown[]) {
-      if (!isRecord(series) || !isRecord(series['metric'])) throw new MergeError(`${part.group.name} answered a series without its metric labels`);
+      if (!isRecord(series) || !isRecord(series['metric']))
+        throw new MergeError(`${part.group.name} answered a series without its metric labels`);
       const labels = withGroupLabels(series['metric'] as Labels, part.group);
       const key = labelKey(labels);
       const earlier = seen.get(key);
@@ -137,7 +149,8 @@ export function sortByValue(data: QueryData, descending: boolean): QueryData {
   if (data.resultType !== 'vector' || !Array.isArray(data.result)) return data;
   const keyed = (data.result as unknown[]).map((series) => ({ series, value: sampleValue(series) }));
   keyed.sort((a, b) => {
-    if (Number.isNaN(a.value) || Number.isNaN(b.value)) return Number(Number.isNaN(a.value)) - Number(Number.isNaN(b.value));
+    if (Number.isNaN(a.value) || Number.isNaN(b.value))
+      return Number(Number.isNaN(a.value)) - Number(Number.isNaN(b.value));
     return descending ? b.value - a.value || 0 : a.value - b.value || 0;
   });
   return { resultType: data.resultType, result: keyed.map((k) => k.series) };
@@ -148,7 +161,8 @@ export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[
   const seen = new Set<string>();
   const data: Labels[] = [];
   for (const answer of answers) {
-    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered series data that is not a list`);
+    if (!Array.isArray(answer.data))
+      throw new MergeError(`${answer.group.name} answered series data that is not a list`);
     for (const item of answer.data as unknown[]) {
       if (!isRecord(item)) throw new MergeError(`${answer.group.name} answered a series that is not a label set`);
       const labels = withGroupLabels(item as Labels, answer.group);
@@ -162,11 +176,15 @@ export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[
 }
 
 /** /api/v1/labels and /label/<name>/values: the sorted union of strings. */
-export function mergeStringLists(answers: readonly GroupAnswer[], extra: (group: ServerGroup) => readonly string[] = () => []): Merged<string[]> {
+export function mergeStringLists(
+  answers: readonly GroupAnswer[],
+  extra: (group: ServerGroup) => readonly string[] = () => [],
+): Merged<string[]> {
   const all = new Set<string>();
   for (const answer of answers) {
     if (answer.data === null) continue; // Prometheus answers null for "none"
-    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
+    if (!Array.isArray(answer.data))
+      throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
     for (const value of answer.data as unknown[]) {
       if (typeof value !== 'string') throw new MergeError(`${answer.group.name} answered a value that is not a string`);
       all.add(value);
@@ -183,7 +201,8 @@ export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<st
   for (const answer of answers) {
     if (!isRecord(answer.data)) throw new MergeError(`${answer.group.name} answered metadata that is not an object`);
     for (const [metric, entries] of Object.entries(answer.data)) {
-      if (!Array.isArray(entries)) throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
+      if (!Array.isArray(entries))
+        throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
       const keys = seen.get(metric) ?? new Set<string>();
       seen.set(metric, keys);
       const list = (data[metric] ??= []);
@@ -201,6 +220,7 @@ export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<st
 /** Warnings the groups themselves gave, each said once and attributed. */
 export function groupWarnings(answers: readonly GroupAnswer[]): string[] {
   const out: string[] = [];
-  for (const answer of answers) for (const w of answer.warnings ?? []) out.push(answers.length > 1 ? `${answer.group.name}: ${w}` : w);
+  for (const answer of answers)
+    for (const w of answer.warnings ?? []) out.push(answers.length > 1 ? `${answer.group.name}: ${w}` : w);
   return [...new Set(out)];
 }

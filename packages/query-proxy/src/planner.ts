@@ -88,7 +88,18 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
   return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1 };
 }
 
-const GO_ESCAPES: Readonly<Record<string, string>> = { a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"' };
+const GO_ESCAPES: Readonly<Record<string, string>> = {
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+};
 
 /** The value of a PromQL string literal: "…" and '…' with Go escapes, `…` raw. */
 export function unquote(literal: string): string {
@@ -97,7 +108,8 @@ export function unquote(literal: string): string {
   if (quote === '`') return body;
   return body.replace(/\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)/g, (_, escape: string) => {
     if (escape.length === 1) return GO_ESCAPES[escape] ?? escape;
-    if (escape[0] === 'x' || escape[0] === 'u' || escape[0] === 'U') return String.fromCodePoint(parseInt(escape.slice(1), 16));
+    if (escape[0] === 'x' || escape[0] === 'u' || escape[0] === 'U')
+      return String.fromCodePoint(parseInt(escape.slice(1), 16));
     return String.fromCharCode(parseInt(escape, 8));
   });
 }
@@ -124,17 +136,41 @@ function matcherOf(node: SyntaxNode, text: (n: SyntaxNode) => string): LabelMatc
 /** Functions answering a scalar (`hour()`, `month()`, ... answer a vector: `vector(time())` by default). */
 const SCALAR_FUNCTIONS = new Set(['scalar', 'time', 'pi']);
 /** Functions whose answer takes every series of their argument together, whatever its labels. */
-const ACROSS_SERIES_FUNCTIONS = new Set(['absent', 'absent_over_time', 'scalar', 'sort_by_label', 'sort_by_label_desc']);
+const ACROSS_SERIES_FUNCTIONS = new Set([
+  'absent',
+  'absent_over_time',
+  'scalar',
+  'sort_by_label',
+  'sort_by_label_desc',
+]);
 /** Functions that answer something when their argument selects nothing (as do those called without one). */
 const FROM_NOTHING_FUNCTIONS = new Set(['absent', 'absent_over_time', 'scalar', 'vector', 'time', 'pi']);
 /** The operator of a binary expression, among its children. */
-const BINARY_OPERATORS = new Set(['Pow', 'Mul', 'Div', 'Mod', 'Atan2', 'Add', 'Sub', 'Eql', 'Gte', 'Gtr', 'Lte', 'Lss', 'Neq', 'And', 'Or', 'Unless']);
+const BINARY_OPERATORS = new Set([
+  'Pow',
+  'Mul',
+  'Div',
+  'Mod',
+  'Atan2',
+  'Add',
+  'Sub',
+  'Eql',
+  'Gte',
+  'Gtr',
+  'Lte',
+  'Lss',
+  'Neq',
+  'And',
+  'Or',
+  'Unless',
+]);
 const SORTED_BY: Readonly<Record<string, ParsedQuery['sortedBy']>> = { sort: 'value', sort_desc: 'value descending' };
 
 function groupingOf(node: SyntaxNode, text: (n: SyntaxNode) => string): CombiningOperation['grouping'] | undefined {
   const labels = node.getChild('GroupingLabels')?.getChildren('LabelName').map(text) ?? [];
   for (const kind of ['By', 'Without', 'On', 'Ignoring'] as const) {
-    if (node.getChild(kind)) return { kind: kind.toLowerCase() as NonNullable<CombiningOperation['grouping']>['kind'], labels };
+    if (node.getChild(kind))
+      return { kind: kind.toLowerCase() as NonNullable<CombiningOperation['grouping']>['kind'], labels };
   }
   return undefined;
 }
@@ -207,7 +243,8 @@ export function parseQuery(query: string): ParsedQuery {
         if (ref.name === 'FunctionCall') {
           const name = text(node.getChild('FunctionIdentifier') ?? node);
           if (ACROSS_SERIES_FUNCTIONS.has(name)) combining.push({ operation: name, position: node.from });
-          if (FROM_NOTHING_FUNCTIONS.has(name) || !node.getChild('FunctionCallBody')?.firstChild) givesFromNothing = true;
+          if (FROM_NOTHING_FUNCTIONS.has(name) || !node.getChild('FunctionCallBody')?.firstChild)
+            givesFromNothing = true;
           return undefined;
         }
         if (ref.name === 'BinaryExpr') {
@@ -228,7 +265,13 @@ export function parseQuery(query: string): ParsedQuery {
           matchers.push(m);
           spans.push({ matcher: m, from: child.from, to: child.to });
         }
-        selectors.push({ from: node.from, to: node.to, matchers, spans, ...(braces ? { braces: { from: braces.from, to: braces.to } } : {}) });
+        selectors.push({
+          from: node.from,
+          to: node.to,
+          matchers,
+          spans,
+          ...(braces ? { braces: { from: braces.from, to: braces.to } } : {}),
+        });
         return undefined;
       },
       // A binary operation's type once its operands' are known (bottom-up: chains may be long).
@@ -242,7 +285,11 @@ export function parseQuery(query: string): ParsedQuery {
           // Two vectors, matched on all their labels.
           let op = node.firstChild?.nextSibling ?? null;
           while (op && !BINARY_OPERATORS.has(op.name)) op = op.nextSibling;
-          combining.push({ operation: text(op ?? node), position: (op ?? node).from, grouping: { kind: 'ignoring', labels: [] } });
+          combining.push({
+            operation: text(op ?? node),
+            position: (op ?? node).from,
+            grouping: { kind: 'ignoring', labels: [] },
+          });
         }
       },
     });
@@ -257,9 +304,17 @@ export function parseQuery(query: string): ParsedQuery {
     throw new PromQLParseError(error, query, found === '' ? 'unexpected end of input' : `unexpected "${found}"`);
   }
   const top = unparenthesized(parsed.tree.topNode.firstChild);
-  const sortedBy = top?.name === 'FunctionCall' ? SORTED_BY[text(top.getChild('FunctionIdentifier') ?? top)] : undefined;
+  const sortedBy =
+    top?.name === 'FunctionCall' ? SORTED_BY[text(top.getChild('FunctionIdentifier') ?? top)] : undefined;
   combining.sort((a, b) => a.position - b.position);
-  return { query, selectors, combining, instantResultType: typeOf(top, text, binaryTypes), givesFromNothing, ...(sortedBy ? { sortedBy } : {}) };
+  return {
+    query,
+    selectors,
+    combining,
+    instantResultType: typeOf(top, text, binaryTypes),
+    givesFromNothing,
+    ...(sortedBy ? { sortedBy } : {}),
+  };
 }
 
 function unreadQuery(query: string, why: string): ParsedQuery {
@@ -270,7 +325,11 @@ function unreadQuery(query: string, why: string): ParsedQuery {
 type BinaryTypes = Map<string, ParsedQuery['instantResultType']>;
 
 /** The type of what an expression answers; a binary expression's must already be known. */
-function typeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string, binaryTypes: BinaryTypes): ParsedQuery['instantResultType'] {
+function typeOf(
+  node: SyntaxNode | null,
+  text: (n: SyntaxNode) => string,
+  binaryTypes: BinaryTypes,
+): ParsedQuery['instantResultType'] {
   for (;;) {
     node = unparenthesized(node);
     if (node?.name !== 'UnaryExpr') break;
@@ -389,9 +448,16 @@ export function planQuery(query: string | ParsedQuery, groups: readonly ServerGr
   const parsed = typeof query === 'string' ? parseQuery(query) : query;
   if (parsed.unread !== undefined) {
     const warning = `the proxy could not read the query (${parsed.unread}); it was sent to every server group and their answers merged, which is wrong where it combines series of different groups`;
-    return { decision: groups.length > 1 ? 'several' : groups.length === 1 ? 'single' : 'none', groups, parsed, ...(groups.length > 1 ? { warning } : {}) };
+    return {
+      decision: groups.length > 1 ? 'several' : groups.length === 1 ? 'single' : 'none',
+      groups,
+      parsed,
+      ...(groups.length > 1 ? { warning } : {}),
+    };
   }
-  const answerable = parsed.selectors.map((s) => groups.filter((g) => groupCanAnswer(g, s))).filter((able) => able.length > 0);
+  const answerable = parsed.selectors
+    .map((s) => groups.filter((g) => groupCanAnswer(g, s)))
+    .filter((able) => able.length > 0);
   if (answerable.length === 0) {
     if (parsed.selectors.length > 0 && !parsed.givesFromNothing) return { decision: 'none', groups: [], parsed };
     return { decision: groups.length > 0 ? 'single' : 'none', groups: groups.slice(0, 1), parsed };
@@ -421,17 +487,32 @@ export interface MatchPlan {
  * when it can hold series of at least one of them; without any, every group is.
  */
 export function planMatches(matches: readonly string[], groups: readonly ServerGroup[]): MatchPlan {
-  if (matches.length === 0) return { decision: groups.length === 1 ? 'single' : groups.length === 0 ? 'none' : 'several', groups, matches: [] };
+  if (matches.length === 0)
+    return { decision: groups.length === 1 ? 'single' : groups.length === 0 ? 'none' : 'several', groups, matches: [] };
   const parsed = matches.map((m, index) => {
     const one = parseQuery(m);
     const [only] = one.selectors;
-    if (one.unread === undefined && (one.selectors.length !== 1 || !only || only.from !== m.length - m.trimStart().length || only.to !== m.trimEnd().length)) {
-      throw new PromQLParseError(0, m, `match[] number ${index + 1} must be a single series selector such as up{job="x"}`);
+    if (
+      one.unread === undefined &&
+      (one.selectors.length !== 1 ||
+        !only ||
+        only.from !== m.length - m.trimStart().length ||
+        only.to !== m.trimEnd().length)
+    ) {
+      throw new PromQLParseError(
+        0,
+        m,
+        `match[] number ${index + 1} must be a single series selector such as up{job="x"}`,
+      );
     }
     return one;
   });
   const asked = groups.filter((g) => parsed.some((m) => matchAnswerable(m, g)));
-  return { decision: asked.length === 0 ? 'none' : asked.length === 1 ? 'single' : 'several', groups: asked, matches: parsed };
+  return {
+    decision: asked.length === 0 ? 'none' : asked.length === 1 ? 'single' : 'several',
+    groups: asked,
+    matches: parsed,
+  };
 }
 
 function matchAnswerable(match: ParsedQuery, group: ServerGroup): boolean {
@@ -464,14 +545,22 @@ export function combiningProblem(parsed: ParsedQuery, groups: readonly ServerGro
 }
 
 /** The operation combiningProblem names (`"sum" at 1:1`), and its warning. */
-function unsafeCombining(parsed: ParsedQuery, groups: readonly ServerGroup[]): { operation: string; warning: string } | undefined {
+function unsafeCombining(
+  parsed: ParsedQuery,
+  groups: readonly ServerGroup[],
+): { operation: string; warning: string } | undefined {
   if (groups.length < 2) return undefined;
   const fixed = groups.map(fixedLabels);
   // Labels whose value tells every asked group's series apart.
-  const separating = [...(fixed[0]?.keys() ?? [])].filter((label) => new Set(fixed.map((f) => f.get(label))).size === groups.length && fixed.every((f) => f.has(label)));
+  const separating = [...(fixed[0]?.keys() ?? [])].filter(
+    (label) => new Set(fixed.map((f) => f.get(label))).size === groups.length && fixed.every((f) => f.has(label)),
+  );
   const unsafe = parsed.combining.find(({ grouping }) => {
     if (separating.length === 0 || grouping === undefined) return true;
-    const kept = grouping.kind === 'by' || grouping.kind === 'on' ? separating.some((l) => grouping.labels.includes(l)) : separating.some((l) => !grouping.labels.includes(l));
+    const kept =
+      grouping.kind === 'by' || grouping.kind === 'on'
+        ? separating.some((l) => grouping.labels.includes(l))
+        : separating.some((l) => !grouping.labels.includes(l));
     return !kept;
   });
   if (!unsafe) return undefined;
@@ -480,10 +569,21 @@ function unsafeCombining(parsed: ParsedQuery, groups: readonly ServerGroup[]): {
   const names = groups.map((g) => g.name).join(' and ');
   const separator = separating[0];
   if (unsafe.operation.startsWith('sort_by_label')) {
-    return { operation, warning: `${operation} sorts series, but the server groups ${names} each sorted their own: the merged series are in group order${separator ? `; select one group with a ${separator} matcher` : ''}` };
+    return {
+      operation,
+      warning: `${operation} sorts series, but the server groups ${names} each sorted their own: the merged series are in group order${separator ? `; select one group with a ${separator} matcher` : ''}`,
+    };
   }
-  const hint = separator === undefined ? '' : unsafe.grouping === undefined ? `; select one group with a ${separator} matcher` : `; keep the groups apart with by (${separator}) or select one with a ${separator} matcher`;
-  return { operation, warning: `${operation} combines series across the server groups ${names}, but each group computed it over its own series only, so the merged numbers may be wrong${hint}` };
+  const hint =
+    separator === undefined
+      ? ''
+      : unsafe.grouping === undefined
+        ? `; select one group with a ${separator} matcher`
+        : `; keep the groups apart with by (${separator}) or select one with a ${separator} matcher`;
+  return {
+    operation,
+    warning: `${operation} combines series across the server groups ${names}, but each group computed it over its own series only, so the merged numbers may be wrong${hint}`,
+  };
 }
 
 /**
@@ -509,11 +609,15 @@ export function queryForGroup(parsed: ParsedQuery, group: ServerGroup): string {
       continue;
     }
     if (!selector.braces || !selector.spans.some((s) => own.includes(s.matcher.label))) continue;
-    const kept = selector.spans.filter((s) => !own.includes(s.matcher.label)).map((s) => parsed.query.slice(s.from, s.to));
+    const kept = selector.spans
+      .filter((s) => !own.includes(s.matcher.label))
+      .map((s) => parsed.query.slice(s.from, s.to));
     // A selector needs one matcher: with nothing left and no metric name before the braces (the
     // one matcher without a span), select every series.
     const named = selector.matchers.length > selector.spans.length;
-    out += parsed.query.slice(at, selector.braces.from) + (kept.length === 0 && !named ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
+    out +=
+      parsed.query.slice(at, selector.braces.from) +
+      (kept.length === 0 && !named ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
     at = selector.braces.to;
   }
   return out + parsed.query.slice(at);

@@ -5,7 +5,14 @@
  */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { createHttpServer, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import {
+  createHttpServer,
+  loadForReload,
+  oneAtATime,
+  postWithoutBody,
+  reloadWebConfigFor,
+  sendExposition,
+} from '@cachemon/core';
 import type { Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { ApiError, apiErrorHandler, errorBody, JSON_TYPE } from './api-answers.js';
@@ -65,11 +72,18 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     name: 'query proxy',
     logger,
     bodyLimitBytes,
-    ...(options.webConfig ? { webConfig: options.webConfig, ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }) } : {}),
+    ...(options.webConfig
+      ? {
+          webConfig: options.webConfig,
+          ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }),
+        }
+      : {}),
   });
   const { app } = server;
   allowLongRequestLines(app.server, headerRoom(maxQueryLength));
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
+    done(null, body),
+  );
 
   const api = installApiRoutes(app, {
     config: () => config,
@@ -99,7 +113,9 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     logger.info({ groups: result.groups }, 'configuration reloaded');
     return result;
   });
-  postWithoutBody(app, '/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
+  postWithoutBody(app, '/-/reload', async (_request, reply) =>
+    reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })),
+  );
 
   let bound;
   try {
@@ -110,7 +126,14 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   }
   server.setReady(true);
   for (const warning of config.warnings) logger.warn({ warning }, 'configuration warning');
-  logger.info({ address: bound.url, version: options.version, groups: config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`) }, 'query proxy listening');
+  logger.info(
+    {
+      address: bound.url,
+      version: options.version,
+      groups: config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`),
+    },
+    'query proxy listening',
+  );
   return {
     url: bound.url,
     metrics,
@@ -151,8 +174,16 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
     }
     // As node:http answers it: the answer written, the connection closed.
     if (socket.writable) {
-      const body = errorBody(new ApiError('bad_data', `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`, 431));
-      socket.write(`HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      const body = errorBody(
+        new ApiError(
+          'bad_data',
+          `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`,
+          431,
+        ),
+      );
+      socket.write(
+        `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     socket.destroy(err);
   });

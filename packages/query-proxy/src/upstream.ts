@@ -139,7 +139,10 @@ interface GroupParams {
 
 function groupParams(params: Readonly<Record<string, string>>): GroupParams {
   const names = Object.keys(params).map((name) => encodeURIComponent(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return { encoded: new URLSearchParams(params).toString(), present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`) };
+  return {
+    encoded: new URLSearchParams(params).toString(),
+    present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`),
+  };
 }
 
 /** Per group (a reload makes new ones): its encoded query_params. */
@@ -187,7 +190,12 @@ function storeTarget(base: string): Target {
   if (target === undefined) {
     const url = new URL(base);
     const https = url.protocol === 'https:';
-    target = { https, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (https ? 443 : 80), prefix: url.pathname.replace(/\/$/, '') };
+    target = {
+      https,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port) || (https ? 443 : 80),
+      prefix: url.pathname.replace(/\/$/, ''),
+    };
     targets.set(base, target);
   }
   return target;
@@ -208,8 +216,18 @@ async function readPrefix(body: Readable, limit: number): Promise<string> {
 }
 
 export class Upstreams {
-  private readonly http = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
-  private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
+  private readonly http = new HttpAgent({
+    keepAlive: true,
+    maxSockets: CONNECTIONS_PER_STORE,
+    maxFreeSockets: CONNECTIONS_PER_STORE,
+    timeout: 60_000,
+  });
+  private readonly https = new HttpsAgent({
+    keepAlive: true,
+    maxSockets: CONNECTIONS_PER_STORE,
+    maxFreeSockets: CONNECTIONS_PER_STORE,
+    timeout: 60_000,
+  });
   private readonly failedAt = new Map<string, number>();
   /** Per group (a reload makes new ones): the next replica to start with. */
   private readonly next = new WeakMap<ServerGroup, number>();
@@ -236,10 +254,13 @@ export class Upstreams {
       const send = https ? httpsRequest : httpRequest;
       const attempt = (): void => {
         let answered = false;
-        const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, (answer) => {
-          answered = true;
-          resolve(answer);
-        });
+        const req = send(
+          { hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http },
+          (answer) => {
+            answered = true;
+            resolve(answer);
+          },
+        );
         req.once('error', (err: NodeJS.ErrnoException) => {
           if (!answered && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) attempt();
           else reject(err);
@@ -285,10 +306,18 @@ export class Upstreams {
         throw callFailure(group, call, [`${target}: ${errorMessage(err)}`]);
       }
       const status = answer.statusCode ?? 0;
-      if (status >= 500) throw callFailure(group, call, [`${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`]);
+      if (status >= 500)
+        throw callFailure(group, call, [
+          `${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`,
+        ]);
       return answerOf(answer, status, target);
     }
-    return this.race(group, targets, (target, started) => this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started), call);
+    return this.race(
+      group,
+      targets,
+      (target, started) => this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started),
+      call,
+    );
   }
 
   /**
@@ -378,13 +407,22 @@ export class Upstreams {
         text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
-        if (call.timedOut) throw new GroupFailure(group, 'timeout', `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`);
+        if (call.timedOut)
+          throw new GroupFailure(
+            group,
+            'timeout',
+            `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`,
+          );
         throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
       }
       try {
         return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
       } catch {
-        throw new GroupFailure(group, 'unavailable', `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`);
+        throw new GroupFailure(
+          group,
+          'unavailable',
+          `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`,
+        );
       }
     } finally {
       call.done();
@@ -398,10 +436,15 @@ export class Upstreams {
 }
 
 /** Why a call failed before its answer began: the client gone, the timeout, or (when neither) every replica's problem. */
-function callFailure(group: ServerGroup, ended: { readonly canceled: boolean; readonly timedOut: boolean }, problems: readonly string[]): GroupFailure {
+function callFailure(
+  group: ServerGroup,
+  ended: { readonly canceled: boolean; readonly timedOut: boolean },
+  problems: readonly string[],
+): GroupFailure {
   if (ended.canceled) return new GroupFailure(group, 'canceled', 'the client went away');
   const said = problems.length > 0 ? ` (${problems.join('; ')})` : '';
-  if (ended.timedOut) return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
+  if (ended.timedOut)
+    return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
   return new GroupFailure(group, 'unavailable', `no replica answered${said}`);
 }
 
