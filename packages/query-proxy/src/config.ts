@@ -1,22 +1,8 @@
 /**
- * The query proxy's config, in the format of promxy's config file (`promxy.yml`), so operators'
- * files keep working:
- *
- *   promxy:
- *     server_groups:
- *       - static_configs: [{ targets: ["127.0.0.1:8428"] }]
- *         scheme: http                    # or https
- *         path_prefix: /select/0/prometheus
- *         timeout: 5s
- *         query_params: { nocache: 1 }
- *         labels: { sg: short }           # added to every series the group answers
- *         label_filter:
- *           static_labels_include: { scrape: [short] }
- *           static_labels_exclude: { ... }
- *         ignore_error: false
- *
- * Keys promxy knows and this proxy does not implement are warned about (saying so) and ignored;
- * unknown keys are warned about; invalid values are refused with their key path.
+ * The query proxy's config, in the format of promxy's config file (`promxy.yml`, described in
+ * docs/query-proxy.md), so operators' files keep working. Keys promxy knows and this proxy does not
+ * implement are warned about (saying so) and ignored; unknown keys are warned about; invalid values
+ * are refused with their key path.
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
@@ -55,17 +41,6 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
   return ms;
 });
 
-/** promxy server-group keys this proxy reads. */
-const SUPPORTED_GROUP_KEYS = [
-  'static_configs',
-  'scheme',
-  'path_prefix',
-  'timeout',
-  'query_params',
-  'labels',
-  'label_filter',
-  'ignore_error',
-] as const;
 /**
  * Top-level keys of promxy.yml (promxy embeds a Prometheus config for its own rule engine) that this
  * proxy does not implement, with where that work is done in this stack.
@@ -85,29 +60,21 @@ const PROMXY_ONLY_FILTER_KEYS: Readonly<Record<string, string>> = {
 };
 /** promxy server-group keys that exist there and are ignored here (warned about). */
 const PROMXY_ONLY_GROUP_KEYS: Readonly<Record<string, string | undefined>> = Object.fromEntries(
-  [
-    'remote_read',
-    'remote_read_path',
-    'http_client',
-    'anti_affinity',
-    'relabel_configs',
-    'metrics_relabel_configs',
-    'kubernetes_sd_configs',
-    'consul_sd_configs',
-    'dns_sd_configs',
-    'file_sd_configs',
-    'hosts',
-    'query_params_by_action',
-    'prefer_max',
-    'max_idle_conns',
-    'max_idle_conns_per_host',
-    'absent_metric_disabled',
-    'instant_query_range',
-  ].map((key) => [key, undefined]),
+  (
+    'remote_read remote_read_path http_client anti_affinity relabel_configs metrics_relabel_configs ' +
+    'kubernetes_sd_configs consul_sd_configs dns_sd_configs file_sd_configs hosts query_params_by_action ' +
+    'prefer_max max_idle_conns max_idle_conns_per_host absent_metric_disabled instant_query_range'
+  )
+    .split(' ')
+    .map((key) => [key, undefined]),
 );
 
 const labelName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'not a label name');
 const labelValues = z.record(labelName, z.array(z.string()).min(1, 'empty list of values'));
+
+const filterSchema = z
+  .object({ static_labels_include: labelValues.optional(), static_labels_exclude: labelValues.optional() })
+  .passthrough();
 
 const groupSchema = z
   .object({
@@ -122,13 +89,7 @@ const groupSchema = z
     timeout: timeoutSchema.optional(),
     query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
     labels: z.record(labelName, z.string()).optional(),
-    label_filter: z
-      .object({
-        static_labels_include: labelValues.optional(),
-        static_labels_exclude: labelValues.optional(),
-      })
-      .passthrough()
-      .optional(),
+    label_filter: filterSchema.optional(),
     ignore_error: z.boolean().optional(),
   })
   .passthrough();
@@ -204,11 +165,11 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
   unknownKeys(parsed.promxy, ['server_groups'], 'promxy', warnings);
   const groups = parsed.promxy.server_groups.map((group, index): ServerGroup => {
     const path = `promxy.server_groups[${index}]`;
-    unknownKeys(group, SUPPORTED_GROUP_KEYS, path, warnings, PROMXY_ONLY_GROUP_KEYS);
+    unknownKeys(group, Object.keys(groupSchema.shape), path, warnings, PROMXY_ONLY_GROUP_KEYS);
     if (group.label_filter)
       unknownKeys(
         group.label_filter,
-        ['static_labels_include', 'static_labels_exclude'],
+        Object.keys(filterSchema.shape),
         `${path}.label_filter`,
         warnings,
         PROMXY_ONLY_FILTER_KEYS,

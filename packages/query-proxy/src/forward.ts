@@ -58,11 +58,7 @@ export class Forwarder {
     return reply.type(JSON_TYPE).send(successBody(data, warnings));
   }
 
-  /**
-   * The one-group path: the request forwarded untouched, the answer's bytes (compressed when the
-   * client accepts it) written straight to the client's socket as they arrive, past fastify's
-   * reply pipeline: this is the path nearly every dashboard query takes.
-   */
+  /** The one-group path: the request forwarded untouched, the store's answer relayed as it is. */
   async forward(
     endpoint: Endpoint,
     group: ServerGroup,
@@ -216,19 +212,10 @@ interface EarlyAnswer {
 /**
  * Relays a store's answer to the client, resolving once it is all written or either side is
  * gone. The client going away drops the store's answer. The store breaking off mid-answer is
- * reported to `onBreak`, told whether any of the answer was passed on: if not, the client gets
- * what onBreak returns (an error in the API's shape); if so, the client's connection is closed,
- * since a cut answer must not look complete. By hand rather than stream.pipeline, which makes and
- * aborts an AbortController (and its DOMException, stack trace included) for every answer:
- * measurable on the path every query takes.
- *
- * Buffered up to RELAY_BUFFER_BYTES, then streamed, as a reverse proxy such as nginx does by
- * default. VictoriaMetrics sends even a 100-byte answer chunked, in two reads (its gzipped body,
- * then the end of it); relayed chunk by chunk that is three writes to the client's socket, each a
- * system call and a wake-up of the client, which on loopback cost about as much as the rest of the
- * hop. An answer that ends within the buffer (nearly every dashboard query) is written once: status
- * line, headers (with its Content-Length) and body together. Past the buffer, the rest is written
- * as it arrives, the socket corked while one read's chunks are written so that they leave together.
+ * reported to `onBreak`, told whether any of it was passed on: if not, the client gets what
+ * onBreak returns; if so, its connection is closed, since a cut answer must not look complete.
+ * An answer that ends within RELAY_BUFFER_BYTES is written once, with its Content-Length; a longer
+ * one is streamed, as a reverse proxy such as nginx does by default.
  */
 function relay(
   status: number,
@@ -277,20 +264,10 @@ function relay(
       settle();
     });
     let heldBytes = 0;
-    let corked = false;
-    const uncork = (): void => {
-      corked = false;
-      raw.uncork();
-    };
     const resume = (): void => {
       body.resume();
     };
     const write = (chunk: Buffer): void => {
-      if (!corked) {
-        corked = true;
-        raw.cork();
-        setImmediate(uncork);
-      }
       if (!raw.write(chunk)) {
         body.pause();
         raw.once('drain', resume);
@@ -313,7 +290,7 @@ function relay(
     });
     body.once('end', () => {
       if (held === undefined) {
-        raw.end(); // with what is corked, in one write
+        raw.end();
         return;
       }
       const whole = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes);

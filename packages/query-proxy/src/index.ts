@@ -5,7 +5,6 @@ export {
   groupCanAnswer,
   matchesForGroup,
   parseQuery,
-  parseSelectors,
   planMatches,
   planQuery,
   PromQLParseError,

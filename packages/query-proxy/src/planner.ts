@@ -146,24 +146,7 @@ const ACROSS_SERIES_FUNCTIONS = new Set([
 /** Functions that answer something when their argument selects nothing (as do those called without one). */
 const FROM_NOTHING_FUNCTIONS = new Set(['absent', 'absent_over_time', 'scalar', 'vector', 'time', 'pi']);
 /** The operator of a binary expression, among its children. */
-const BINARY_OPERATORS = new Set([
-  'Pow',
-  'Mul',
-  'Div',
-  'Mod',
-  'Atan2',
-  'Add',
-  'Sub',
-  'Eql',
-  'Gte',
-  'Gtr',
-  'Lte',
-  'Lss',
-  'Neq',
-  'And',
-  'Or',
-  'Unless',
-]);
+const BINARY_OPERATORS = new Set('Pow Mul Div Mod Atan2 Add Sub Eql Gte Gtr Lte Lss Neq And Or Unless'.split(' '));
 const SORTED_BY: Readonly<Record<string, ParsedQuery['sortedBy']>> = { sort: 'value', sort_desc: 'value descending' };
 
 function groupingOf(node: SyntaxNode, text: (n: SyntaxNode) => string): CombiningOperation['grouping'] | undefined {
@@ -188,12 +171,10 @@ interface LezerParse {
 const LEZER_CUT_DEPTH = 8400;
 
 /**
- * The syntax tree of a query, and whether the parser hit its depth limit. @lezer/lr keeps its
- * trees shallow by forcing a long left-associative chain (`a or b or c ...`: a couple of hundred
- * terms of a few dozen characters) out of its production, and a very deep nesting out of its
- * stack; either shows as a syntax error where Prometheus' parser finds none. The first is switched
- * off here (its counter reset before each step: walking the tree needs no recursion); the second
- * is reported.
+ * The syntax tree of a query, and whether the parser hit its depth limit. @lezer/lr cuts short a
+ * long left-associative chain (`a or b or c ...`) and a very deep nesting, either showing as a
+ * syntax error where Prometheus' parser finds none. The first is switched off here (its counter
+ * reset before each step); the second is reported.
  */
 function parseTree(query: string): { tree: Tree; depthLimited: boolean } {
   const parse = parser.startParse(query);
@@ -354,11 +335,6 @@ function operandTypeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string)
     default:
       return 'vector';
   }
-}
-
-/** Parses a query; throws PromQLParseError at the first syntax error. Returns its vector selectors. */
-export function parseSelectors(query: string): Selector[] {
-  return [...parseQuery(query).selectors];
 }
 
 /** Matcher tests, compiled once per matcher of a planned query (plans are cached). */

@@ -1,13 +1,9 @@
 /**
- * Requests to the stores of a server group. Connections are kept alive and bounded per store
- * (node:http's keep-alive agents, which measured cheaper per request here than undici). A group's
- * replicas are tried in turn, starting with the next one after the last used (so equal replicas
- * share the load), all within the group's `timeout`: a replica that cannot be reached or answers
- * 5xx is passed over for a while and the next one asked at once; one that has not answered within
- * its share of the timeout (timeout / replicas) is not given up, but the next one is asked beside
- * it, and whichever answers first answers for the group (a replica that hangs costs its share, not
- * the group's answer). The first replica with a 2xx or 4xx answer answers for the group; one asked
- * before it that had not answered is passed over for a while.
+ * Requests to the stores of a server group over kept-alive connections. A group's replicas are
+ * tried in turn, starting after the last one used, within the group's `timeout`: one that fails or
+ * answers 5xx is passed over for a while and the next asked at once; one silent for its share of
+ * the timeout (timeout / replicas) is kept waiting while the next is asked beside it. The first
+ * 2xx or 4xx answer answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -22,6 +18,12 @@ const REPLICA_BACKOFF_MS = 5000;
 const ERROR_BODY_BYTES = 4096;
 /** Connections per store; dashboards run a panel's queries at once, so not one. */
 const CONNECTIONS_PER_STORE = 64;
+const AGENT_OPTIONS = {
+  keepAlive: true,
+  maxSockets: CONNECTIONS_PER_STORE,
+  maxFreeSockets: CONNECTIONS_PER_STORE,
+  timeout: 60_000,
+};
 /** Answer headers from the store passed back to the client on the streamed path. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
 
@@ -53,15 +55,12 @@ export interface UpstreamRequest {
 
 /**
  * One request to one group, and the two ways it can end early: the group's timeout and the client
- * going away. Either destroys the request under way (and with it the answer being read). One timer
- * and no abort signal: this is on every request, and an AbortController costs a DOMException,
- * stack trace included, every time it aborts, and listeners on every request it is given to.
+ * going away. Either destroys the requests under way (and with them the answer being read).
  */
 export class GroupCall {
   private readonly timer: NodeJS.Timeout;
-  private request: ClientRequest | undefined;
-  /** Requests to further replicas, asked beside the first (rare: only while one is slow). */
-  private more: ClientRequest[] | undefined;
+  /** The request to each replica asked. */
+  private readonly requests: ClientRequest[] = [];
   private stopped = false;
   timedOut = false;
   canceled = false;
@@ -75,8 +74,7 @@ export class GroupCall {
 
   /** A request now under way: one a timeout or a cancel destroys. */
   attach(request: ClientRequest): void {
-    if (this.request === undefined) this.request = request;
-    else (this.more ??= []).push(request);
+    this.requests.push(request);
     if (this.stopped) request.destroy(this.reason());
   }
 
@@ -96,8 +94,7 @@ export class GroupCall {
   private stop(): void {
     this.stopped = true;
     // A request whose answer was read to the end (its socket back with the agent) ignores this.
-    this.request?.destroy(this.reason());
-    if (this.more) for (const request of this.more) request.destroy(this.reason());
+    for (const request of this.requests) request.destroy(this.reason());
   }
 
   private reason(): Error {
@@ -123,39 +120,16 @@ export interface JsonAnswer {
  * The query string a group's stores receive: the client's with the group's query_params. When the
  * client set none of them (the usual case) they are appended, leaving its string as it was.
  */
-function withParams(search: string, params: Readonly<Record<string, string>>, own: GroupParams): string {
-  if (own.encoded === '') return search;
-  if (!own.present.test(search)) return search === '' ? own.encoded : `${search}&${own.encoded}`;
-  const merged = new URLSearchParams(search);
-  for (const name of Object.keys(params)) merged.set(name, params[name]!);
-  return merged.toString();
-}
-
-/** A group's query_params, encoded once, and how to tell whether a query string sets one of them. */
-interface GroupParams {
-  readonly encoded: string;
-  readonly present: RegExp;
-}
-
-function groupParams(params: Readonly<Record<string, string>>): GroupParams {
-  const names = Object.keys(params).map((name) => encodeURIComponent(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return {
-    encoded: new URLSearchParams(params).toString(),
-    present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`),
-  };
-}
-
-/** Per group (a reload makes new ones): its encoded query_params. */
-const paramsOf = new WeakMap<ServerGroup, GroupParams>();
-
-/** The query string the group's stores receive for the client's `search` (without `?`). */
 function groupSearch(group: ServerGroup, search: string): string {
-  let own = paramsOf.get(group);
-  if (own === undefined) {
-    own = groupParams(group.queryParams);
-    paramsOf.set(group, own);
+  const own = Object.entries(group.queryParams);
+  if (own.length === 0) return search;
+  const merged = new URLSearchParams(search);
+  if (own.some(([name]) => merged.has(name))) {
+    for (const [name, value] of own) merged.set(name, value);
+    return merged.toString();
   }
-  return withParams(search, group.queryParams, own);
+  const encoded = new URLSearchParams(own).toString();
+  return search === '' ? encoded : `${search}&${encoded}`;
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -173,32 +147,16 @@ function answerOf(answer: IncomingMessage, status: number, target: string): Upst
   return { status, headers: passed, body: answer, target };
 }
 
-/** A replica's base URL, parsed once: what each request to it needs. */
-interface Target {
-  readonly https: boolean;
-  readonly hostname: string;
-  readonly port: number;
-  /** The group's path_prefix. */
-  readonly prefix: string;
-}
-
-const targets = new Map<string, Target>();
-
-/** A replica's base URL (a group's target), parsed. */
-function storeTarget(base: string): Target {
-  let target = targets.get(base);
-  if (target === undefined) {
-    const url = new URL(base);
-    const https = url.protocol === 'https:';
-    target = {
-      https,
-      hostname: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port) || (https ? 443 : 80),
-      prefix: url.pathname.replace(/\/$/, ''),
-    };
-    targets.set(base, target);
-  }
-  return target;
+/** A replica's base URL (a group's target), parsed; `prefix` is the group's path_prefix. */
+function storeTarget(base: string): { https: boolean; hostname: string; port: number; prefix: string } {
+  const url = new URL(base);
+  const https = url.protocol === 'https:';
+  return {
+    https,
+    hostname: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port) || (https ? 443 : 80),
+    prefix: url.pathname.replace(/\/$/, ''),
+  };
 }
 
 async function readPrefix(body: Readable, limit: number): Promise<string> {
@@ -216,18 +174,8 @@ async function readPrefix(body: Readable, limit: number): Promise<string> {
 }
 
 export class Upstreams {
-  private readonly http = new HttpAgent({
-    keepAlive: true,
-    maxSockets: CONNECTIONS_PER_STORE,
-    maxFreeSockets: CONNECTIONS_PER_STORE,
-    timeout: 60_000,
-  });
-  private readonly https = new HttpsAgent({
-    keepAlive: true,
-    maxSockets: CONNECTIONS_PER_STORE,
-    maxFreeSockets: CONNECTIONS_PER_STORE,
-    timeout: 60_000,
-  });
+  private readonly http = new HttpAgent(AGENT_OPTIONS);
+  private readonly https = new HttpsAgent(AGENT_OPTIONS);
   private readonly failedAt = new Map<string, number>();
   /** Per group (a reload makes new ones): the next replica to start with. */
   private readonly next = new WeakMap<ServerGroup, number>();
@@ -247,7 +195,7 @@ export class Upstreams {
     headers: Record<string, string>,
     body: string | undefined,
     call: GroupCall,
-    started?: (request: ClientRequest) => void,
+    started: (request: ClientRequest) => void,
   ): Promise<IncomingMessage> {
     const { https, hostname, port, prefix } = storeTarget(base);
     return new Promise((resolve, reject) => {
@@ -266,7 +214,7 @@ export class Upstreams {
           else reject(err);
         });
         call.attach(req);
-        started?.(req);
+        started(req);
         req.end(body);
       };
       attempt();
@@ -296,22 +244,6 @@ export class Upstreams {
     if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const body = req.method === 'POST' ? (req.body ?? '') : undefined;
     const targets = this.order(group);
-    if (targets.length === 1) {
-      // One store: nothing to try beside it.
-      const [target] = targets as [string];
-      let answer: IncomingMessage;
-      try {
-        answer = await this.requestOnce(target, pathAndQuery, req.method, headers, body, call);
-      } catch (err) {
-        throw callFailure(group, call, [`${target}: ${errorMessage(err)}`]);
-      }
-      const status = answer.statusCode ?? 0;
-      if (status >= 500)
-        throw callFailure(group, call, [
-          `${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`,
-        ]);
-      return answerOf(answer, status, target);
-    }
     return this.race(
       group,
       targets,

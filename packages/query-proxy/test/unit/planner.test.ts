@@ -6,13 +6,14 @@ import {
   matchesForGroup,
   parseQuery,
   parseQueryProxyConfig,
-  parseSelectors,
   planMatches,
   planQuery,
   PromQLParseError,
   queryForGroup,
   unquote,
 } from '../../src/index.js';
+
+const parseSelectors = (query: string) => parseQuery(query).selectors;
 
 const config = parseQueryProxyConfig('promxy.yml', {
   promxy: {
