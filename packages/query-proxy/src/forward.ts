@@ -217,7 +217,7 @@ interface EarlyAnswer {
  * An answer that ends within RELAY_BUFFER_BYTES is written once, with its Content-Length; a longer
  * one is streamed, as a reverse proxy such as nginx does by default.
  */
-function relay(
+async function relay(
   status: number,
   headers: OutgoingHttpHeaders,
   body: Readable,
@@ -225,78 +225,59 @@ function relay(
   closing: () => boolean,
   onBreak: (err: Error, sent: boolean) => EarlyAnswer | undefined,
 ): Promise<void> {
-  return new Promise((resolve) => {
-    const writeHead = (code: number, fields: OutgoingHttpHeaders): void => {
-      if (closing()) raw.shouldKeepAlive = false;
-      raw.writeHead(code, fields);
-    };
-    let settled = false;
-    let broken = false;
-    /** The answer so far, until it is too long to hold (then undefined: streaming). */
-    let held: Buffer[] | undefined = [];
-    const settle = (): void => {
-      settled = true;
-      resolve();
-    };
-    const broke = (err: Error): void => {
-      if (settled || broken) return;
-      broken = true;
-      const sent = held === undefined;
-      held = undefined;
-      const early = onBreak(err, sent);
-      if (early === undefined || raw.destroyed) {
-        raw.destroy();
-        settle();
-        return;
-      }
-      writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
-      raw.end(early.text); // settles on finish
-    };
-    const closedEarly = (): Error => new Error('the store closed the connection before the end of its answer');
-    // node:http says `aborted` (ECONNRESET) when the store's connection ends mid-answer.
-    body.once('error', (err: NodeJS.ErrnoException) => broke(err.code === 'ECONNRESET' ? closedEarly() : err));
-    body.once('close', () => {
-      if (!body.readableEnded) broke(closedEarly());
-    });
-    raw.once('finish', settle);
-    raw.once('close', () => {
-      if (!raw.writableFinished) body.destroy();
-      settle();
-    });
-    let heldBytes = 0;
-    const resume = (): void => {
-      body.resume();
-    };
-    const write = (chunk: Buffer): void => {
-      if (!raw.write(chunk)) {
-        body.pause();
-        raw.once('drain', resume);
-      }
-    };
-    body.on('data', (chunk: Buffer) => {
-      if (broken) return;
-      if (held === undefined) {
-        write(chunk);
-        return;
-      }
-      held.push(chunk);
-      heldBytes += chunk.length;
-      if (heldBytes <= RELAY_BUFFER_BYTES) return;
-      // Too long to hold: stream it (chunked, unless the store said its length).
-      writeHead(status, headers);
-      const chunks = held;
-      held = undefined;
-      for (const piece of chunks) write(piece);
-    });
-    body.once('end', () => {
-      if (held === undefined) {
-        raw.end();
-        return;
-      }
-      const whole = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes);
-      held = undefined;
-      writeHead(status, { ...headers, 'content-length': whole.length });
-      raw.end(whole);
-    });
+  const writeHead = (code: number, fields: OutgoingHttpHeaders): void => {
+    if (closing()) raw.shouldKeepAlive = false;
+    raw.writeHead(code, fields);
+  };
+  const finished = new Promise((resolve) => {
+    raw.once('finish', resolve);
+    raw.once('close', resolve);
   });
+  let clientGone = false;
+  raw.once('close', () => {
+    if (raw.writableFinished) return;
+    clientGone = true;
+    body.destroy();
+  });
+  /** The answer so far, until it is too long to hold (then undefined: streaming). */
+  let held: Buffer[] | undefined = [];
+  let heldBytes = 0;
+  try {
+    for await (const read of body as AsyncIterable<Buffer>) {
+      let chunk = read;
+      if (held !== undefined) {
+        held.push(read);
+        heldBytes += read.length;
+        if (heldBytes <= RELAY_BUFFER_BYTES) continue;
+        // Too long to hold: stream it (chunked, unless the store said its length).
+        writeHead(status, headers);
+        chunk = Buffer.concat(held, heldBytes);
+        held = undefined;
+      }
+      if (!raw.write(chunk)) await Promise.race([new Promise((resolve) => raw.once('drain', resolve)), finished]);
+    }
+  } catch (err) {
+    if (clientGone) return;
+    // node:http says `aborted` (ECONNRESET) when the store's connection ends mid-answer.
+    const code = (err as NodeJS.ErrnoException).code;
+    const closedEarly = code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+    const early = onBreak(
+      closedEarly ? new Error('the store closed the connection before the end of its answer') : (err as Error),
+      held === undefined,
+    );
+    if (early === undefined) raw.destroy();
+    else {
+      writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
+      raw.end(early.text);
+    }
+    await finished;
+    return;
+  }
+  if (held === undefined) raw.end();
+  else {
+    const whole = Buffer.concat(held, heldBytes);
+    writeHead(status, { ...headers, 'content-length': whole.length });
+    raw.end(whole);
+  }
+  await finished;
 }
