@@ -1,12 +1,7 @@
 /**
- * Which server groups a PromQL query goes to. The query is parsed with the Prometheus project's
- * own grammar (@prometheus-io/lezer-promql); every vector selector's matchers are checked against
- * each group's label filter. Pure: no I/O.
- *
- * A group can answer a selector when, for every label its filter names, the selector's matchers
- * on that label can all match one of the group's allowed values (a selector without a matcher on
- * the label can match any). A selector no group can answer selects nothing on any store, so it
- * does not choose groups; the others do (see planQuery).
+ * Which server groups a PromQL query goes to: the query parsed with Prometheus' own grammar
+ * (@prometheus-io/lezer-promql), each vector selector's matchers checked against each group's
+ * label filter. Pure: no I/O.
  */
 import { parser } from '@prometheus-io/lezer-promql';
 import { RE2JS } from 're2js';
@@ -32,21 +27,13 @@ export interface Selector {
   readonly braces?: { readonly from: number; readonly to: number };
 }
 
-/**
- * A place where the query combines series with each other: an aggregation, or a binary operation
- * whose `on`/`ignoring` clause matches series regardless of some labels. Asked of several groups,
- * each group computes it over its own series only.
- */
+/** Where the query combines series (an aggregation, a vector match, a function over all series). */
 export interface CombiningOperation {
   /** `sum`, `topk`, `/ on(...)`, `absent`, ... as written. */
   readonly operation: string;
   /** 0-based offset. */
   readonly position: number;
-  /**
-   * Labels the operation keeps apart (`by`), or drops (`without`, `ignoring`); a binary operation
-   * without `on`/`ignoring` matches on every label (`ignoring()`). None: it takes every series
-   * together, whatever their labels (`absent`, `scalar`).
-   */
+  /** The labels it keeps apart (`by`, `on`) or drops (`without`, `ignoring`); none: all series together. */
   readonly grouping?: { readonly kind: 'by' | 'without' | 'on' | 'ignoring'; readonly labels: readonly string[] };
 }
 
@@ -56,17 +43,11 @@ export interface ParsedQuery {
   readonly combining: readonly CombiningOperation[];
   /** What an instant query of it answers when no group is asked. */
   readonly instantResultType: 'vector' | 'matrix' | 'scalar' | 'string';
-  /**
-   * Whether it can answer something when every selector selects nothing (`absent(x)`,
-   * `count(x) or vector(0)`, `scalar(x)`); if not, its answer is then empty.
-   */
+  /** Whether it answers something when every selector selects nothing (`absent(x)`, `... or vector(0)`). */
   readonly givesFromNothing: boolean;
   /** The whole query is `sort(...)` or `sort_desc(...)`: the order its instant answer must keep. */
   readonly sortedBy?: 'value' | 'value descending';
-  /**
-   * Set when the query is too deeply nested for the parser to read, though it may be valid: then
-   * nothing above is known (no selectors) and this says why.
-   */
+  /** Why the parser could not read it (too deeply nested, maybe valid): then nothing above is known. */
   readonly unread?: string;
 }
 
@@ -158,10 +139,7 @@ function groupingOf(node: SyntaxNode, text: (n: SyntaxNode) => string): Combinin
   return undefined;
 }
 
-/**
- * What this file steers of @lezer/lr's Parse, whose type the library does not export. Each is
- * checked before use: a version without them parses as the library does by itself.
- */
+/** What this file steers of @lezer/lr's Parse (not exported); checked before use. */
 interface LezerParse {
   bigReductionCount?: number;
   stacks?: ReadonlyArray<{ readonly stack?: { readonly length: number } }>;
@@ -193,10 +171,7 @@ function unparenthesized(node: SyntaxNode | null): SyntaxNode | null {
   return node;
 }
 
-/**
- * Parses a query; throws PromQLParseError at the first syntax error. A query nested too deeply
- * for the parser (which may well be valid) comes back with `unread` set.
- */
+/** Parses a query; throws PromQLParseError at the first syntax error. */
 export function parseQuery(query: string): ParsedQuery {
   if (query.trim() === '') throw new PromQLParseError(0, query, 'no expression found in input');
   const text = (n: SyntaxNode) => query.slice(n.from, n.to);
@@ -341,10 +316,8 @@ function operandTypeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string)
 const compiled = new WeakMap<LabelMatcher, (value: string) => boolean>();
 
 /**
- * A matcher's test. A regular expression is read as the stores read it: RE2 syntax (re2js, a port
- * of RE2; `(?i)`, `\Q...\E`, `[[:alpha:]]` and `\pL` as the stores take them) and fully anchored.
- * One RE2 does not compile matches every value: routing then asks more groups, never fewer, and
- * the stores answer the query with their own error.
+ * A matcher's test. A regular expression is read as the stores read it: RE2 (re2js), fully anchored.
+ * One that does not compile matches every value: more groups are asked, and the stores refuse it.
  */
 function test(matcher: LabelMatcher): (value: string) => boolean {
   let known = compiled.get(matcher);
@@ -394,31 +367,22 @@ export interface Plan {
   /** The groups that receive the query. */
   readonly groups: readonly ServerGroup[];
   readonly parsed: ParsedQuery;
-  /**
-   * For `spanning`: the query's selectors need different groups, and it combines their series, so
-   * no single store holds all it combines; a number computed from each group's part would be wrong.
-   */
+  /** For `spanning`: why no group can compute it. */
   readonly reason?: string;
   /** A warning every answer to it carries (a query the proxy could not read, sent to every group). */
   readonly warning?: string;
 }
 
 /**
- * Routes a query. Selectors no group can answer select nothing anywhere: they do not choose
- * groups. The others do:
+ * Routes a query. Selectors no group can answer select nothing anywhere: they do not choose groups.
  *   single    one group can answer every selector: forward untouched;
- *   several   more than one can answer every selector: ask each, merge (with warnings where
- *             merging may be wrong, see combiningProblem); also when the selectors need different
- *             groups but each group's answer is exact (`x or y{scrape="short"}`: nothing is
- *             combined across groups), then every group a selector needs is asked;
- *   spanning  the selectors need different groups and the query combines their series
- *             (`sum(x) / on() y{scrape="short"}`): an empty answer with a warning, never a number
- *             computed from part of the data;
- *   none      every selector is unanswerable and the query then answers nothing: empty.
- * A query without selectors (`1+1`, `time()`), or whose every selector is unanswerable but which
- * answers something all the same (`absent(x{scrape="medium"})`, `count(...) or vector(0)`), goes
- * to the first group: any store answers it alike. A query the proxy could not read goes to every
- * group (the merged answer with a warning).
+ *   several   several can, or the selectors need different groups but nothing is combined across
+ *             them (`x or y{scrape="short"}`): ask each, merge;
+ *   spanning  the selectors need different groups and the query combines their series: an empty
+ *             answer with a warning, never a number computed from part of the data;
+ *   none      every selector is unanswerable and the query then answers nothing.
+ * A query without answerable selectors that answers something all the same (`1+1`, `absent(x)`)
+ * goes to the first group; one the proxy could not read goes to every group, with a warning.
  */
 export function planQuery(query: string | ParsedQuery, groups: readonly ServerGroup[]): Plan {
   const parsed = typeof query === 'string' ? parseQuery(query) : query;
@@ -458,23 +422,16 @@ export interface MatchPlan {
   readonly matches: readonly ParsedQuery[];
 }
 
-/**
- * Routes the `match[]` selectors of /series, /labels and /label/<name>/values: a group is asked
- * when it can hold series of at least one of them; without any, every group is.
- */
+/** Routes the `match[]` of the listings: the groups that can hold any of them; without any, all. */
 export function planMatches(matches: readonly string[], groups: readonly ServerGroup[]): MatchPlan {
   if (matches.length === 0)
     return { decision: groups.length === 1 ? 'single' : groups.length === 0 ? 'none' : 'several', groups, matches: [] };
   const parsed = matches.map((m, index) => {
     const one = parseQuery(m);
-    const [only] = one.selectors;
-    if (
-      one.unread === undefined &&
-      (one.selectors.length !== 1 ||
-        !only ||
-        only.from !== m.length - m.trimStart().length ||
-        only.to !== m.trimEnd().length)
-    ) {
+    const [only, ...more] = one.selectors;
+    const whole =
+      only && more.length === 0 && only.from === m.length - m.trimStart().length && only.to === m.trimEnd().length;
+    if (one.unread === undefined && !whole) {
       throw new PromQLParseError(
         0,
         m,
@@ -510,11 +467,8 @@ function fixedLabels(group: ServerGroup): Map<string, string> {
 }
 
 /**
- * Why merging the groups' answers may give a wrong number, if it may: each group computed the
- * query's aggregations, `on`/`ignoring` matches, binary operations between vectors and functions
- * over all series (`absent`, `scalar`, `sort_by_label`) over its own series only. An operation that
- * keeps the groups' series apart (`by` a label with a different value in each group, `without`
- * none of those labels, a binary operation matching on one of them) is safe.
+ * Why merging the groups' answers may give a wrong number, if it may: each group combined its own
+ * series only. An operation that keeps the groups apart (`by` a label that tells them apart) is safe.
  */
 export function combiningProblem(parsed: ParsedQuery, groups: readonly ServerGroup[]): string | undefined {
   return unsafeCombining(parsed, groups)?.warning;
@@ -563,12 +517,9 @@ function unsafeCombining(
 }
 
 /**
- * The query as a group must receive it when it has `labels`: matchers on those labels are the
- * proxy's to apply (routing did), the store has no such labels, so they are taken out. A selector
- * the group cannot answer (routing asked the group for the query's other selectors) must select
- * nothing there, whatever the store holds: `__name__=""` is added to it (its metric name moved
- * into the braces, as a selector may name its metric only once). Unchanged for a group without
- * labels: a selector its filter rules out selects nothing in its stores already.
+ * The query as a group with `labels` receives it: matchers on those labels (which its store does not
+ * have) taken out, and a selector the group cannot answer made to select nothing (`__name__=""`).
+ * A group without labels gets the query unchanged: its stores hold nothing its filter rules out.
  */
 export function queryForGroup(parsed: ParsedQuery, group: ServerGroup): string {
   const own = Object.keys(group.labels);

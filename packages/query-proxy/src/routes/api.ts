@@ -72,6 +72,12 @@ function emptyResult(
   };
 }
 
+/** The one group asked, when its store's answer can be relayed as it is (no labels of its own to add). */
+function relayable(groups: readonly ServerGroup[]): ServerGroup | undefined {
+  const [only, ...more] = groups;
+  return only && more.length === 0 && Object.keys(only.labels).length === 0 ? only : undefined;
+}
+
 /** The client's request as the single path forwards it: same method, parameters and body. */
 function asIs(request: FastifyRequest, path: string, search: string, body: string | undefined): UpstreamRequest {
   const accept = request.headers['accept-encoding'];
@@ -83,6 +89,8 @@ function asIs(request: FastifyRequest, path: string, search: string, body: strin
     ...(accept ? { acceptEncoding: accept } : {}),
   };
 }
+
+const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
 
 /** Installs /api/v1/*: GET and POST (form-encoded) alike. */
 export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): ApiRoutes {
@@ -142,9 +150,8 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     if (planned.decision === 'none') return forwarder.success(reply, endpoint, empty, []);
     if (planned.decision === 'spanning') return forwarder.success(reply, endpoint, empty, [planned.reason!]);
     const path = `/api/v1/${endpoint}`;
-    const [only] = planned.groups;
-    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0)
-      return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
+    const only = relayable(planned.groups);
+    if (only) return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
     const warnings = [planned.warning, combiningProblem(planned.parsed, planned.groups)].filter((w) => w !== undefined);
     const sortedBy = endpoint === 'query' && planned.groups.length > 1 ? planned.parsed.sortedBy : undefined;
     const requestFor = (group: ServerGroup): UpstreamRequest => {
@@ -169,8 +176,7 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   /** /series, /labels, /label/<name>/values, /metadata: routed by match[], answers united. */
   const listHandler =
     <T>(
-      endpoint: Endpoint,
-      path: (request: FastifyRequest) => string,
+      endpoint: Exclude<Endpoint, 'query' | 'query_range'>,
       merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>,
       empty: unknown,
     ) =>
@@ -183,10 +189,12 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
         return planMatches(matches, config().groups);
       });
       if (route.groups.length === 0) return forwarder.success(reply, endpoint, empty, []);
-      const upstreamPath = path(request);
-      const [only] = route.groups;
-      if (route.groups.length === 1 && only && Object.keys(only.labels).length === 0)
-        return forwarder.forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
+      const upstreamPath =
+        endpoint === 'label_values'
+          ? `/api/v1/label/${encodeURIComponent(labelName(request))}/values`
+          : `/api/v1/${endpoint}`;
+      const only = relayable(route.groups);
+      if (only) return forwarder.forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
       // Each group gets the match[] it can answer, written for it (its own labels' matchers out).
       const requestFor = (group: ServerGroup): UpstreamRequest => {
         const form = new URLSearchParams(params);
@@ -205,37 +213,18 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   };
   api('/api/v1/query', queryHandler('query'));
   api('/api/v1/query_range', queryHandler('query_range'));
-  api(
-    '/api/v1/series',
-    listHandler('series', () => '/api/v1/series', mergeSeriesData, []),
-  );
+  api('/api/v1/series', listHandler('series', mergeSeriesData, []));
   api(
     '/api/v1/labels',
-    listHandler(
-      'labels',
-      () => '/api/v1/labels',
-      (a) => mergeStringLists(a, (g) => Object.keys(g.labels)),
-      [],
-    ),
+    listHandler('labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []),
   );
-  const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+  // A group's own labels are not in its store: their value is the group's.
+  const ownValue = (group: ServerGroup, name: string) => (group.labels[name] === undefined ? [] : [group.labels[name]]);
   api(
     '/api/v1/label/:name/values',
-    listHandler(
-      'label_values',
-      (request) => `/api/v1/label/${encodeURIComponent(labelName(request))}/values`,
-      // A group's own labels are not in its store: their value is the group's.
-      (answers, request) =>
-        mergeStringLists(answers, (g) =>
-          g.labels[labelName(request)] === undefined ? [] : [g.labels[labelName(request)]!],
-        ),
-      [],
-    ),
+    listHandler('label_values', (a, request) => mergeStringLists(a, (g) => ownValue(g, labelName(request))), []),
   );
-  api(
-    '/api/v1/metadata',
-    listHandler('metadata', () => '/api/v1/metadata', mergeMetadata, {}),
-  );
+  api('/api/v1/metadata', listHandler('metadata', mergeMetadata, {}));
   api('/api/v1/status/buildinfo', async (_request, reply) =>
     forwarder.success(
       reply,
