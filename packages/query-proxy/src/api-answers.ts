@@ -65,6 +65,7 @@ export function serverTiming(timings: readonly Timing[]): string {
 /** The API's error handler: errors in Prometheus' shape, whatever threw them (a body too large included). */
 export function apiErrorHandler(bodyLimitBytes: number) {
   return (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { code, statusCode } = err as { code?: unknown; statusCode?: unknown };
     let error: ApiError;
     if (err instanceof ApiError) error = err;
     else if (isCachemonError(err) && err.status < 500) {
@@ -74,13 +75,10 @@ export function apiErrorHandler(bodyLimitBytes: number) {
         err.message,
         err.status,
       );
-    } else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    } else if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       error = new ApiError('bad_data', `the request body is larger than ${bodyLimitBytes} bytes`, 413);
-    } else if (
-      typeof (err as { statusCode?: number }).statusCode === 'number' &&
-      (err as { statusCode: number }).statusCode < 500
-    ) {
-      error = new ApiError('bad_data', errorMessage(err), (err as { statusCode: number }).statusCode);
+    } else if (typeof statusCode === 'number' && statusCode < 500) {
+      error = new ApiError('bad_data', errorMessage(err), statusCode);
     } else {
       request.log.error({ err, url: request.url }, 'request failed');
       error = new ApiError('internal', `internal error: ${errorMessage(err)}`);

@@ -1,10 +1,7 @@
 /**
- * Merging the answers of several server groups into one Prometheus API answer. Pure: the groups'
- * parsed JSON bodies in, one body's `data` and its warnings out.
- *
- * A series two groups both return (the same label set) is shown once, from the first group in
- * config order, and a warning names it: two different numbers for one series are never silently
- * blended or dropped.
+ * Merging the answers of several server groups into one Prometheus API answer. Pure. A series two
+ * groups both return is shown once, from the first group, and a warning names it: two numbers for
+ * one series are never silently blended or dropped.
  */
 import type { ServerGroup } from './config.js';
 
@@ -34,11 +31,7 @@ export interface QueryData {
 const NAMED_COLLISIONS = 3;
 
 function labelKey(labels: Labels): string {
-  return JSON.stringify(
-    Object.keys(labels)
-      .sort()
-      .map((k) => [k, labels[k]]),
-  );
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
 export function formatLabels(labels: Labels): string {
@@ -52,10 +45,9 @@ export function formatLabels(labels: Labels): string {
 
 /** A group's `labels` added to a series' labels (the series' own value wins, as in promxy). */
 export function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
-  const own = Object.entries(group.labels);
-  if (own.length === 0) return labels;
+  if (Object.keys(group.labels).length === 0) return labels;
   const out: Labels = { ...labels };
-  for (const [k, v] of own) if (!(k in out)) out[k] = v;
+  for (const [k, v] of Object.entries(group.labels)) out[k] ??= v;
   return out;
 }
 

@@ -174,13 +174,8 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
     }
     // As node:http answers it: the answer written, the connection closed.
     if (socket.writable) {
-      const body = errorBody(
-        new ApiError(
-          'bad_data',
-          `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`,
-          431,
-        ),
-      );
+      const message = `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`;
+      const body = errorBody(new ApiError('bad_data', message, 431));
       socket.write(
         `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );

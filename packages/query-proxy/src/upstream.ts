@@ -233,36 +233,21 @@ export class Upstreams {
   }
 
   /**
-   * Sends the request to the group; resolves with the first 2xx or 4xx answer, its body unread
-   * (the caller streams or reads it, and says when the call is done).
+   * Sends the request to the group's replicas in turn: the next at once when one fails, or beside
+   * the ones still waiting when they have had their share of the timeout. Resolves with the first
+   * 2xx or 4xx answer, its body unread (the caller reads it, and says when the call is done); the
+   * requests still waiting are given up, and those asked before the winner passed over for a while.
    */
-  async send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
+  send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
     const search = groupSearch(group, req.search);
     const pathAndQuery = search === '' ? req.path : `${req.path}?${search}`;
     const headers: Record<string, string> = {};
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
     if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const body = req.method === 'POST' ? (req.body ?? '') : undefined;
+    const ask = (target: string, started: (request: ClientRequest) => void) =>
+      this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started);
     const targets = this.order(group);
-    return this.race(
-      group,
-      targets,
-      (target, started) => this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started),
-      call,
-    );
-  }
-
-  /**
-   * The group's replicas asked in turn: the next at once when one fails, or beside the ones still
-   * waiting when they have had their share of the timeout. The first 2xx or 4xx answer wins; the
-   * requests still waiting are given up, and those asked before the winner passed over for a while.
-   */
-  private race(
-    group: ServerGroup,
-    targets: readonly string[],
-    ask: (target: string, started: (request: ClientRequest) => void) => Promise<IncomingMessage>,
-    call: GroupCall,
-  ): Promise<UpstreamAnswer> {
     return new Promise((resolve, reject) => {
       const share = group.timeoutMs / targets.length;
       const problems: string[] = [];
@@ -339,22 +324,15 @@ export class Upstreams {
         text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
-        if (call.timedOut)
-          throw new GroupFailure(
-            group,
-            'timeout',
-            `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`,
-          );
+        const timeout = `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`;
+        if (call.timedOut) throw new GroupFailure(group, 'timeout', timeout);
         throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
       }
       try {
         return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
       } catch {
-        throw new GroupFailure(
-          group,
-          'unavailable',
-          `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`,
-        );
+        const problem = `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`;
+        throw new GroupFailure(group, 'unavailable', problem);
       }
     } finally {
       call.done();
