@@ -16,7 +16,7 @@ import {
   validateConfig,
 } from '@cachemon/core';
 
-export const DEFAULT_TIMEOUT = '5s';
+const DEFAULT_TIMEOUT = '5s';
 
 /**
  * A group's timeout in milliseconds: a Go duration as promxy reads it (`1.5s`, `1m30s`, `500ms`),

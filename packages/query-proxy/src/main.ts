@@ -18,7 +18,7 @@ import { loadQueryProxyConfig } from './config.js';
 import { DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
 
 /** Where the proxy listens when neither --bind-addr nor PROXY_LISTEN_ADDRESS says. */
-export const DEFAULT_LISTEN_ADDRESS = ':8082';
+const DEFAULT_LISTEN_ADDRESS = ':8082';
 
 const FLAGS = {
   config: {

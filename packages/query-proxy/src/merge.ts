@@ -34,7 +34,7 @@ function labelKey(labels: Labels): string {
   return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
-export function formatLabels(labels: Labels): string {
+function formatLabels(labels: Labels): string {
   const name = labels['__name__'] ?? '';
   const rest = Object.keys(labels)
     .filter((k) => k !== '__name__')
@@ -44,7 +44,7 @@ export function formatLabels(labels: Labels): string {
 }
 
 /** A group's `labels` added to a series' labels (the series' own value wins, as in promxy). */
-export function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
+function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
   if (Object.keys(group.labels).length === 0) return labels;
   const out: Labels = { ...labels };
   for (const [k, v] of Object.entries(group.labels)) out[k] ??= v;

@@ -345,7 +345,7 @@ function test(matcher: LabelMatcher): (value: string) => boolean {
 }
 
 /** Whether a group can hold series a selector selects. */
-export function groupCanAnswer(group: ServerGroup, selector: Selector): boolean {
+function groupCanAnswer(group: ServerGroup, selector: Selector): boolean {
   for (const [label, allowed] of Object.entries(group.include)) {
     const tests = selector.matchers.filter((m) => m.label === label).map(test);
     if (tests.length === 0) continue;

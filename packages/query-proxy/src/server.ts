@@ -24,7 +24,7 @@ import { ProxyMetrics } from './self-metrics.js';
 import { Upstreams } from './upstream.js';
 
 /** Largest request body: a dashboard's POSTed query with every node of a variable in a regex. */
-export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** Longest query accepted; the stores have their own limit (VictoriaMetrics' -search.maxQueryLen). */
 export const DEFAULT_MAX_QUERY_LENGTH = 256 * 1024;
 

@@ -27,7 +27,7 @@ const AGENT_OPTIONS = {
 /** Answer headers from the store passed back to the client on the streamed path. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
 
-export type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
+type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
 
 /** A group gave no usable answer: every replica failed, or the time ran out. */
 export class GroupFailure extends Error {
@@ -102,7 +102,7 @@ export class GroupCall {
   }
 }
 
-export interface UpstreamAnswer {
+interface UpstreamAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: Readable;
@@ -110,7 +110,7 @@ export interface UpstreamAnswer {
   readonly target: string;
 }
 
-export interface JsonAnswer {
+interface JsonAnswer {
   readonly status: number;
   readonly body: unknown;
   readonly target: string;

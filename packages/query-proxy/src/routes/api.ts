@@ -26,9 +26,9 @@ import type { UpstreamRequest } from '../upstream.js';
 /** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
 const PLAN_CACHE_SIZE = 2048;
 /** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
-export const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
+const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
 
-export interface ApiRoutesOptions {
+interface ApiRoutesOptions {
   readonly config: () => QueryProxyConfig;
   readonly forwarder: Forwarder;
   readonly metrics: ProxyMetrics;
@@ -38,7 +38,7 @@ export interface ApiRoutesOptions {
   readonly errorHandler: ReturnType<typeof apiErrorHandler>;
 }
 
-export interface ApiRoutes {
+interface ApiRoutes {
   /** Forgets the plans made for the config before (after a reload). */
   clearPlans(): void;
 }
