@@ -142,16 +142,12 @@ export class Forwarder {
       };
       if (status >= 400 || parsed.status !== 'success') {
         // The store refused the request (a query it cannot run): the same for every group; say it as it did.
+        const error = `${result.group.name}: ${parsed.error ?? 'answered without data'}`;
+        const refusal = JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error });
         return reply
           .code(status >= 400 ? status : 502)
           .type(JSON_TYPE)
-          .send(
-            JSON.stringify({
-              status: 'error',
-              errorType: parsed.errorType ?? 'execution',
-              error: `${result.group.name}: ${parsed.error ?? 'answered without data'}`,
-            }),
-          );
+          .send(refusal);
       }
       answers.push({
         group: result.group,

@@ -69,6 +69,7 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
   return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1 };
 }
 
+/** Go's one-letter escapes; any other escaped character stands for itself. */
 const GO_ESCAPES: Readonly<Record<string, string>> = {
   a: '\x07',
   b: '\b',
@@ -77,9 +78,6 @@ const GO_ESCAPES: Readonly<Record<string, string>> = {
   r: '\r',
   t: '\t',
   v: '\v',
-  '\\': '\\',
-  "'": "'",
-  '"': '"',
 };
 
 /** The value of a PromQL string literal: "…" and '…' with Go escapes, `…` raw. */

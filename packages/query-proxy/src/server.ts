@@ -147,16 +147,12 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   };
 }
 
-/** Node's own limit on a request's header section (its request line included). */
-const NODE_MAX_HEADER_BYTES = 16 * 1024;
-
 /**
- * Room for a request's header section: a GET carries its query in the request line, where each
- * character of the longest query accepted takes up to 3 bytes percent-encoded (non-ASCII ones more:
- * such a query may need POST), beside the usual headers.
+ * Room for a request's header section: node's own 16 KiB for the usual headers, and a GET's query
+ * in the request line, each character up to 3 bytes percent-encoded (non-ASCII ones more: POST).
  */
 function headerRoom(maxQueryLength: number): number {
-  return Math.max(NODE_MAX_HEADER_BYTES, 3 * maxQueryLength + NODE_MAX_HEADER_BYTES);
+  return 3 * maxQueryLength + 16 * 1024;
 }
 
 /**

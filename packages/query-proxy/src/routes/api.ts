@@ -58,18 +58,11 @@ function requestParams(request: FastifyRequest): { search: string; body: string 
 }
 
 /** What a query answers when no group has anything for it, in the shape its result would have. */
-function emptyResult(
-  endpoint: 'query' | 'query_range',
-  parsed: Plan['parsed'],
-): { resultType: string; result: unknown[] } {
+function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']) {
   const resultType = endpoint === 'query_range' ? 'matrix' : parsed.instantResultType;
-  return {
-    resultType,
-    result:
-      resultType === 'scalar' || resultType === 'string'
-        ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : '']
-        : [],
-  };
+  if (resultType === 'scalar') return { resultType, result: [Date.now() / 1000, 'NaN'] };
+  if (resultType === 'string') return { resultType, result: [Date.now() / 1000, ''] };
+  return { resultType, result: [] };
 }
 
 /** The one group asked, when its store's answer can be relayed as it is (no labels of its own to add). */
@@ -225,20 +218,10 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     listHandler('label_values', (a, request) => mergeStringLists(a, (g) => ownValue(g, labelName(request))), []),
   );
   api('/api/v1/metadata', listHandler('metadata', mergeMetadata, {}));
+  const buildInfo = { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}` };
+  const unknownBuild = { branch: '', buildUser: '', buildDate: '', goVersion: '' };
   api('/api/v1/status/buildinfo', async (_request, reply) =>
-    forwarder.success(
-      reply,
-      'metadata',
-      {
-        version: PROMETHEUS_COMPATIBLE_VERSION,
-        revision: `cachemon query proxy ${options.version}`,
-        branch: '',
-        buildUser: '',
-        buildDate: '',
-        goVersion: '',
-      },
-      [],
-    ),
+    forwarder.success(reply, 'metadata', { ...buildInfo, ...unknownBuild }, []),
   );
   api('/api/v1/query_exemplars', async (_request, reply) => forwarder.success(reply, 'query', [], []));
   app.route({
