@@ -1,9 +1,7 @@
 /**
- * The query proxy's calls to its server groups, through its one upstream client (upstream.ts):
- * the single-group path, which relays a store's answer to the client as it is, and the
- * several-group path, which asks each group at once and merges their answers. Both time each group
- * (metrics and `Server-Timing`), cancel the calls when the client goes away, and answer failures
- * in the API's shape.
+ * The query proxy's calls to its server groups: one group's answer relayed as it is, or several
+ * groups' merged. Both time each group, cancel the calls when the client goes away, and answer
+ * failures in the API's shape.
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -18,10 +16,7 @@ import type { ProxyMetrics } from './self-metrics.js';
 import { breakFailure, GroupCall, GroupFailure } from './upstream.js';
 import type { UpstreamRequest, Upstreams } from './upstream.js';
 
-/**
- * Most of a store's answer held back before it is relayed: an answer that ends within this many
- * bytes goes to the client in one write; a longer one is streamed from there on.
- */
+/** Most of a store's answer held back, to be sent in one write with its length; past it, streamed. */
 const RELAY_BUFFER_BYTES = 64 * 1024;
 
 /** Calls to cancel when the client goes away before its answer is complete. */

@@ -6,7 +6,7 @@
  * 2xx or 4xx answer answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '@cachemon/core';
@@ -132,16 +132,11 @@ function groupSearch(group: ServerGroup, search: string): string {
   return search === '' ? encoded : `${search}&${encoded}`;
 }
 
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** A replica's answer, with the headers passed on. */
 function answerOf(answer: IncomingMessage, status: number, target: string): UpstreamAnswer {
   const passed: Record<string, string> = {};
   for (const name of PASSED_HEADERS) {
-    const value = header(answer.headers, name);
+    const value = answer.headers[name];
     if (value !== undefined) passed[name] = value;
   }
   return { status, headers: passed, body: answer, target };
