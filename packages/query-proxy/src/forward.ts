@@ -194,11 +194,7 @@ export class Forwarder {
 }
 
 /** What the client is told instead of an answer that broke off before any of it was passed on. */
-interface EarlyAnswer {
-  readonly status: number;
-  readonly headers: OutgoingHttpHeaders;
-  readonly text: string;
-}
+type EarlyAnswer = { readonly status: number; readonly headers: OutgoingHttpHeaders; readonly text: string };
 
 /**
  * Relays a store's answer to the client, resolving once it is all written or either side is

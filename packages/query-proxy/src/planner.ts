@@ -289,12 +289,9 @@ function typeOf(
     if (node?.name !== 'UnaryExpr') break;
     node = node.lastChild;
   }
-  if (node?.name === 'BinaryExpr') return binaryTypes.get(`${node.from}-${node.to}`) ?? 'vector';
-  return operandTypeOf(node, text);
-}
-
-function operandTypeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string): ParsedQuery['instantResultType'] {
   switch (node?.name) {
+    case 'BinaryExpr':
+      return binaryTypes.get(`${node.from}-${node.to}`) ?? 'vector';
     case 'MatrixSelector':
     case 'SubqueryExpr':
       return 'matrix';

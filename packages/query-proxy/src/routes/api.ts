@@ -38,11 +38,6 @@ interface ApiRoutesOptions {
   readonly errorHandler: ReturnType<typeof apiErrorHandler>;
 }
 
-interface ApiRoutes {
-  /** Forgets the plans made for the config before (after a reload). */
-  clearPlans(): void;
-}
-
 /**
  * The request's parameters as the stores read them (Go's Request.Form): a form-encoded body's
  * first, then the query string's, so where both set one (`query`) the body's is the one used.
@@ -86,7 +81,8 @@ function asIs(request: FastifyRequest, path: string, search: string, body: strin
 const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
 
 /** Installs /api/v1/*: GET and POST (form-encoded) alike. */
-export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): ApiRoutes {
+/** Returns clearPlans: forgets the plans made for the config before (after a reload). */
+export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): { clearPlans(): void } {
   const { config, forwarder, metrics, maxQueryLength } = options;
   const plans = new Map<string, Plan>();
 
