@@ -50,23 +50,19 @@ const VERSION = packageVersion(import.meta.url);
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
   if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  /** A usage error: said on stderr, exit status 2. */
+  const refuse = (message: string): number => {
+    process.stderr.write(`${PROGRAM}: ${message}\n`);
+    return 2;
+  };
   const configFile = values.config;
-  if (!configFile) {
-    process.stderr.write(`${PROGRAM}: --config=<promxy.yml> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
-    return 2;
-  }
+  if (!configFile) return refuse(`--config=<promxy.yml> is required\n\n${formatUsage(PROGRAM, FLAGS).slice(0, -1)}`);
   const level = values['log.level'] as LogLevel;
-  if (!logLevels.includes(level)) {
-    process.stderr.write(`${PROGRAM}: --log.level: "${values['log.level']}" is not one of ${logLevels.join(', ')}\n`);
-    return 2;
-  }
+  if (!logLevels.includes(level))
+    return refuse(`--log.level: "${values['log.level']}" is not one of ${logLevels.join(', ')}`);
   const maxQueryLength = Number(values['query.max-length']);
-  if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1) {
-    process.stderr.write(
-      `${PROGRAM}: --query.max-length: "${values['query.max-length']}" is not a positive number of characters\n`,
-    );
-    return 2;
-  }
+  if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1)
+    return refuse(`--query.max-length: "${values['query.max-length']}" is not a positive number of characters`);
   const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
   const config = loadQueryProxyConfig(configFile);
   // Checked with the config (and by -check-config): a web config that would refuse the start.
