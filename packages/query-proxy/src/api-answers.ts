@@ -8,7 +8,8 @@ import type { ServerGroup } from './config.js';
 
 export type Endpoint = 'query' | 'query_range' | 'series' | 'labels' | 'label_values' | 'metadata';
 /** Prometheus' error types, and the web config's refusals (basic auth, client certificate). */
-type ErrorType = 'bad_data' | 'timeout' | 'unavailable' | 'canceled' | 'internal' | 'execution' | 'unauthorized' | 'forbidden';
+type ErrorType =
+  'bad_data' | 'timeout' | 'unavailable' | 'canceled' | 'internal' | 'execution' | 'unauthorized' | 'forbidden';
 
 export const JSON_TYPE = 'application/json';
 const STATUS_OF: Readonly<Record<ErrorType, number>> = {
@@ -53,7 +54,9 @@ export function errorBody(error: ApiError): string {
 export function serverTiming(timings: readonly Timing[]): string {
   return timings
     .map((t) => {
-      const desc = (t.failure ? `${t.group.name} failed: ${t.failure}` : t.group.name).replace(/[\\"]/g, '\\$&').replace(/[\r\n]+/g, ' ');
+      const desc = (t.failure ? `${t.group.name} failed: ${t.failure}` : t.group.name)
+        .replace(/[\\"]/g, '\\$&')
+        .replace(/[\r\n]+/g, ' ');
       return `g${t.group.index};desc="${desc}";dur=${t.ms.toFixed(2)}`;
     })
     .join(', ');
@@ -62,19 +65,25 @@ export function serverTiming(timings: readonly Timing[]): string {
 /** The API's error handler: errors in Prometheus' shape, whatever threw them (a body too large included). */
 export function apiErrorHandler(bodyLimitBytes: number) {
   return (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { code, statusCode } = err as { code?: unknown; statusCode?: unknown };
     let error: ApiError;
     if (err instanceof ApiError) error = err;
     else if (isCachemonError(err) && err.status < 500) {
       // The web config's checks, run before the route: a refusal to answer, not a failure of the proxy.
-      error = new ApiError(err.status === 401 ? 'unauthorized' : err.status === 403 ? 'forbidden' : 'bad_data', err.message, err.status);
-    } else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      error = new ApiError(
+        err.status === 401 ? 'unauthorized' : err.status === 403 ? 'forbidden' : 'bad_data',
+        err.message,
+        err.status,
+      );
+    } else if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       error = new ApiError('bad_data', `the request body is larger than ${bodyLimitBytes} bytes`, 413);
-    } else if (typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500) {
-      error = new ApiError('bad_data', errorMessage(err), (err as { statusCode: number }).statusCode);
+    } else if (typeof statusCode === 'number' && statusCode < 500) {
+      error = new ApiError('bad_data', errorMessage(err), statusCode);
     } else {
       request.log.error({ err, url: request.url }, 'request failed');
       error = new ApiError('internal', `internal error: ${errorMessage(err)}`);
     }
-    return reply.code(error.status).type(JSON_TYPE).send(errorBody(error));
+    // A route's error handler returns nothing; the reply is sent here.
+    void reply.code(error.status).type(JSON_TYPE).send(errorBody(error));
   };
 }

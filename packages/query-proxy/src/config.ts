@@ -1,29 +1,22 @@
 /**
- * The query proxy's config, in the format of promxy's config file (`promxy.yml`), so operators'
- * files keep working:
- *
- *   promxy:
- *     server_groups:
- *       - static_configs: [{ targets: ["127.0.0.1:8428"] }]
- *         scheme: http                    # or https
- *         path_prefix: /select/0/prometheus
- *         timeout: 5s
- *         query_params: { nocache: 1 }
- *         labels: { sg: short }           # added to every series the group answers
- *         label_filter:
- *           static_labels_include: { scrape: [short] }
- *           static_labels_exclude: { ... }
- *         ignore_error: false
- *
- * Keys promxy knows and this proxy does not implement are warned about (saying so) and ignored;
- * unknown keys are warned about; invalid values are refused with their key path.
+ * The query proxy's config, in the format of promxy's config file (`promxy.yml`, described in
+ * docs/query-proxy.md), so operators' files keep working. Keys promxy knows and this proxy does not
+ * implement are warned about (saying so) and ignored; unknown keys are warned about; invalid values
+ * are refused with their key path.
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { CachemonError, Errors, errorMessage, parseGoDuration, serverAddressSchema, validateConfig } from '@cachemon/core';
+import {
+  CachemonError,
+  Errors,
+  errorMessage,
+  parseGoDuration,
+  serverAddressSchema,
+  validateConfig,
+} from '@cachemon/core';
 
-export const DEFAULT_TIMEOUT = '5s';
+const DEFAULT_TIMEOUT = '5s';
 
 /**
  * A group's timeout in milliseconds: a Go duration as promxy reads it (`1.5s`, `1m30s`, `500ms`),
@@ -39,20 +32,21 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
     return z.NEVER;
   }
   if (!(ms >= 1)) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is shorter than 1ms; a group needs a timeout (promxy reads 0 as none, which this proxy does not allow: a store that never answers would hold requests forever)` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${text}" is shorter than 1ms; a group needs a timeout (promxy reads 0 as none, which this proxy does not allow: a store that never answers would hold requests forever)`,
+    });
     return z.NEVER;
   }
   return ms;
 });
 
-/** promxy server-group keys this proxy reads. */
-const SUPPORTED_GROUP_KEYS = ['static_configs', 'scheme', 'path_prefix', 'timeout', 'query_params', 'labels', 'label_filter', 'ignore_error'] as const;
 /**
  * Top-level keys of promxy.yml (promxy embeds a Prometheus config for its own rule engine) that this
  * proxy does not implement, with where that work is done in this stack.
  */
 const PROMXY_ONLY_TOP_KEYS: Readonly<Record<string, string>> = {
-  global: 'its evaluation settings and external labels serve promxy\'s rule engine; rules belong to the rule evaluator',
+  global: "its evaluation settings and external labels serve promxy's rule engine; rules belong to the rule evaluator",
   rule_files: 'rules belong to the rule evaluator',
   alerting: 'alerts are sent by the rule evaluator to the alert router',
   remote_write: 'rule results are written to the long-term store by the rule evaluator',
@@ -66,51 +60,39 @@ const PROMXY_ONLY_FILTER_KEYS: Readonly<Record<string, string>> = {
 };
 /** promxy server-group keys that exist there and are ignored here (warned about). */
 const PROMXY_ONLY_GROUP_KEYS: Readonly<Record<string, string | undefined>> = Object.fromEntries(
-  [
-    'remote_read',
-    'remote_read_path',
-    'http_client',
-    'anti_affinity',
-    'relabel_configs',
-    'metrics_relabel_configs',
-    'kubernetes_sd_configs',
-    'consul_sd_configs',
-    'dns_sd_configs',
-    'file_sd_configs',
-    'hosts',
-    'query_params_by_action',
-    'prefer_max',
-    'max_idle_conns',
-    'max_idle_conns_per_host',
-    'absent_metric_disabled',
-    'instant_query_range',
-  ].map((key) => [key, undefined]),
+  (
+    'remote_read remote_read_path http_client anti_affinity relabel_configs metrics_relabel_configs ' +
+    'kubernetes_sd_configs consul_sd_configs dns_sd_configs file_sd_configs hosts query_params_by_action ' +
+    'prefer_max max_idle_conns max_idle_conns_per_host absent_metric_disabled instant_query_range'
+  )
+    .split(' ')
+    .map((key) => [key, undefined]),
 );
 
 const labelName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'not a label name');
 const labelValues = z.record(labelName, z.array(z.string()).min(1, 'empty list of values'));
 
-const groupSchema = z.object({
-  static_configs: z
-    .array(z.object({ targets: z.array(serverAddressSchema).min(1, 'no targets') }).passthrough())
-    .min(1, 'a server group needs static_configs with targets'),
-  scheme: z.enum(['http', 'https']).optional(),
-  path_prefix: z
-    .string()
-    .regex(/^(\/[^\s?#]*)?$/, 'a path starting with /, without query or fragment')
-    .optional(),
-  timeout: timeoutSchema.optional(),
-  query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
-  labels: z.record(labelName, z.string()).optional(),
-  label_filter: z
-    .object({
-      static_labels_include: labelValues.optional(),
-      static_labels_exclude: labelValues.optional(),
-    })
-    .passthrough()
-    .optional(),
-  ignore_error: z.boolean().optional(),
-}).passthrough();
+const filterSchema = z
+  .object({ static_labels_include: labelValues.optional(), static_labels_exclude: labelValues.optional() })
+  .passthrough();
+
+const groupSchema = z
+  .object({
+    static_configs: z
+      .array(z.object({ targets: z.array(serverAddressSchema).min(1, 'no targets') }).passthrough())
+      .min(1, 'a server group needs static_configs with targets'),
+    scheme: z.enum(['http', 'https']).optional(),
+    path_prefix: z
+      .string()
+      .regex(/^(\/[^\s?#]*)?$/, 'a path starting with /, without query or fragment')
+      .optional(),
+    timeout: timeoutSchema.optional(),
+    query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
+    labels: z.record(labelName, z.string()).optional(),
+    label_filter: filterSchema.optional(),
+    ignore_error: z.boolean().optional(),
+  })
+  .passthrough();
 
 const fileSchema = z
   .object({
@@ -140,8 +122,15 @@ export interface QueryProxyConfig {
   readonly warnings: readonly string[];
 }
 
-function groupName(index: number, labels: Readonly<Record<string, string>>, include: Readonly<Record<string, readonly string[]>>): string {
-  const shown = Object.keys(labels).length > 0 ? labels : Object.fromEntries(Object.entries(include).map(([k, v]) => [k, v.join('|')]));
+function groupName(
+  index: number,
+  labels: Readonly<Record<string, string>>,
+  include: Readonly<Record<string, readonly string[]>>,
+): string {
+  const shown =
+    Object.keys(labels).length > 0
+      ? labels
+      : Object.fromEntries(Object.entries(include).map(([k, v]) => [k, v.join('|')]));
   const text = Object.entries(shown)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
@@ -176,8 +165,15 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
   unknownKeys(parsed.promxy, ['server_groups'], 'promxy', warnings);
   const groups = parsed.promxy.server_groups.map((group, index): ServerGroup => {
     const path = `promxy.server_groups[${index}]`;
-    unknownKeys(group, SUPPORTED_GROUP_KEYS, path, warnings, PROMXY_ONLY_GROUP_KEYS);
-    if (group.label_filter) unknownKeys(group.label_filter, ['static_labels_include', 'static_labels_exclude'], `${path}.label_filter`, warnings, PROMXY_ONLY_FILTER_KEYS);
+    unknownKeys(group, Object.keys(groupSchema.shape), path, warnings, PROMXY_ONLY_GROUP_KEYS);
+    if (group.label_filter)
+      unknownKeys(
+        group.label_filter,
+        Object.keys(filterSchema.shape),
+        `${path}.label_filter`,
+        warnings,
+        PROMXY_ONLY_FILTER_KEYS,
+      );
     group.static_configs.forEach((c, i) =>
       unknownKeys(c, ['targets'], `${path}.static_configs[${i}]`, warnings, {
         labels: "target labels, which promxy uses only in relabel_configs; the group's own labels are its `labels` key",
@@ -187,7 +183,10 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
     const prefix = (group.path_prefix ?? '').replace(/\/+$/, '');
     const labels = group.labels ?? {};
     // A group's own labels are on every series it answers: they filter like a one-value include.
-    const include = { ...(group.label_filter?.static_labels_include ?? {}), ...Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, [v]])) };
+    const include = {
+      ...(group.label_filter?.static_labels_include ?? {}),
+      ...Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, [v]])),
+    };
     return {
       name: groupName(index, labels, include),
       index,

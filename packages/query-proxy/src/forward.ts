@@ -1,9 +1,7 @@
 /**
- * The query proxy's calls to its server groups, through its one upstream client (upstream.ts):
- * the single-group path, which relays a store's answer to the client as it is, and the
- * several-group path, which asks each group at once and merges their answers. Both time each group
- * (metrics and `Server-Timing`), cancel the calls when the client goes away, and answer failures
- * in the API's shape.
+ * The query proxy's calls to its server groups: one group's answer relayed as it is, or several
+ * groups' merged. Both time each group, cancel the calls when the client goes away, and answer
+ * failures in the API's shape.
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -18,10 +16,7 @@ import type { ProxyMetrics } from './self-metrics.js';
 import { breakFailure, GroupCall, GroupFailure } from './upstream.js';
 import type { UpstreamRequest, Upstreams } from './upstream.js';
 
-/**
- * Most of a store's answer held back before it is relayed: an answer that ends within this many
- * bytes goes to the client in one write; a longer one is streamed from there on.
- */
+/** Most of a store's answer held back, to be sent in one write with its length; past it, streamed. */
 const RELAY_BUFFER_BYTES = 64 * 1024;
 
 /** Calls to cancel when the client goes away before its answer is complete. */
@@ -32,7 +27,10 @@ function onClientGone(reply: FastifyReply, calls: readonly GroupCall[]): void {
 }
 
 function failureAnswer(failure: GroupFailure): ApiError {
-  return new ApiError(failure.kind === 'timeout' ? 'timeout' : failure.kind === 'canceled' ? 'canceled' : 'unavailable', failure.message);
+  return new ApiError(
+    failure.kind === 'timeout' ? 'timeout' : failure.kind === 'canceled' ? 'canceled' : 'unavailable',
+    failure.message,
+  );
 }
 
 /** The warning of an answer given without a group that failed (ignore_error). */
@@ -55,12 +53,14 @@ export class Forwarder {
     return reply.type(JSON_TYPE).send(successBody(data, warnings));
   }
 
-  /**
-   * The one-group path: the request forwarded untouched, the answer's bytes (compressed when the
-   * client accepts it) written straight to the client's socket as they arrive, past fastify's
-   * reply pipeline: this is the path nearly every dashboard query takes.
-   */
-  async forward(endpoint: Endpoint, group: ServerGroup, upstream: UpstreamRequest, reply: FastifyReply, empty: unknown): Promise<FastifyReply> {
+  /** The one-group path: the request forwarded untouched, the store's answer relayed as it is. */
+  async forward(
+    endpoint: Endpoint,
+    group: ServerGroup,
+    upstream: UpstreamRequest,
+    reply: FastifyReply,
+    empty: unknown,
+  ): Promise<FastifyReply> {
     const started = performance.now();
     const call = new GroupCall(group.timeoutMs);
     onClientGone(reply, [call]);
@@ -128,20 +128,34 @@ export class Forwarder {
         continue;
       }
       const { status, body } = result.answer;
-      const parsed = body as { status?: string; data?: unknown; warnings?: string[]; errorType?: string; error?: string };
+      const parsed = body as {
+        status?: string;
+        data?: unknown;
+        warnings?: string[];
+        errorType?: string;
+        error?: string;
+      };
       if (status >= 400 || parsed.status !== 'success') {
         // The store refused the request (a query it cannot run): the same for every group; say it as it did.
-        return reply.code(status >= 400 ? status : 502).type(JSON_TYPE).send(
-          JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error: `${result.group.name}: ${parsed.error ?? 'answered without data'}` }),
-        );
+        const error = `${result.group.name}: ${parsed.error ?? 'answered without data'}`;
+        const refusal = JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error });
+        return reply
+          .code(status >= 400 ? status : 502)
+          .type(JSON_TYPE)
+          .send(refusal);
       }
-      answers.push({ group: result.group, data: parsed.data, ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}) });
+      answers.push({
+        group: result.group,
+        data: parsed.data,
+        ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}),
+      });
     }
     let merged: Merged<T>;
     try {
       merged = merge(answers);
     } catch (err) {
-      if (err instanceof MergeError) throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
+      if (err instanceof MergeError)
+        throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
       throw err;
     }
     return this.success(reply, endpoint, merged.data, [...groupWarnings(answers), ...warnings, ...merged.warnings]);
@@ -156,12 +170,20 @@ export class Forwarder {
 
   /** An answer that broke off after it began: logged and counted (`passedOn`: part of it reached the client). */
   private brokeOff(endpoint: Endpoint, failure: GroupFailure, passedOn: boolean): void {
-    this.logger.warn({ group: failure.group.name, endpoint, error: failure.detail, passedOn }, 'a streamed answer broke off');
+    this.logger.warn(
+      { group: failure.group.name, endpoint, error: failure.detail, passedOn },
+      'a streamed answer broke off',
+    );
     this.metrics.groupErrors.inc({ group: failure.group.name, kind: failure.kind });
   }
 
   /** The answer for the one group of a query that failed: an empty result and a warning (ignore_error), or the error. */
-  private singleFailure(endpoint: Endpoint, group: ServerGroup, failure: GroupFailure, empty: unknown): { status: number; text: string } {
+  private singleFailure(
+    endpoint: Endpoint,
+    group: ServerGroup,
+    failure: GroupFailure,
+    empty: unknown,
+  ): { status: number; text: string } {
     if (group.ignoreError && failure.kind !== 'canceled') {
       this.metrics.warnings.inc({ endpoint });
       return { status: 200, text: successBody(empty, [missingPart(failure)]) };
@@ -172,30 +194,17 @@ export class Forwarder {
 }
 
 /** What the client is told instead of an answer that broke off before any of it was passed on. */
-interface EarlyAnswer {
-  readonly status: number;
-  readonly headers: OutgoingHttpHeaders;
-  readonly text: string;
-}
+type EarlyAnswer = { readonly status: number; readonly headers: OutgoingHttpHeaders; readonly text: string };
 
 /**
  * Relays a store's answer to the client, resolving once it is all written or either side is
  * gone. The client going away drops the store's answer. The store breaking off mid-answer is
- * reported to `onBreak`, told whether any of the answer was passed on: if not, the client gets
- * what onBreak returns (an error in the API's shape); if so, the client's connection is closed,
- * since a cut answer must not look complete. By hand rather than stream.pipeline, which makes and
- * aborts an AbortController (and its DOMException, stack trace included) for every answer:
- * measurable on the path every query takes.
- *
- * Buffered up to RELAY_BUFFER_BYTES, then streamed, as a reverse proxy such as nginx does by
- * default. VictoriaMetrics sends even a 100-byte answer chunked, in two reads (its gzipped body,
- * then the end of it); relayed chunk by chunk that is three writes to the client's socket, each a
- * system call and a wake-up of the client, which on loopback cost about as much as the rest of the
- * hop. An answer that ends within the buffer (nearly every dashboard query) is written once: status
- * line, headers (with its Content-Length) and body together. Past the buffer, the rest is written
- * as it arrives, the socket corked while one read's chunks are written so that they leave together.
+ * reported to `onBreak`, told whether any of it was passed on: if not, the client gets what
+ * onBreak returns; if so, its connection is closed, since a cut answer must not look complete.
+ * An answer that ends within RELAY_BUFFER_BYTES is written once, with its Content-Length; a longer
+ * one is streamed, as a reverse proxy such as nginx does by default.
  */
-function relay(
+async function relay(
   status: number,
   headers: OutgoingHttpHeaders,
   body: Readable,
@@ -203,88 +212,59 @@ function relay(
   closing: () => boolean,
   onBreak: (err: Error, sent: boolean) => EarlyAnswer | undefined,
 ): Promise<void> {
-  return new Promise((resolve) => {
-    const writeHead = (code: number, fields: OutgoingHttpHeaders): void => {
-      if (closing()) raw.shouldKeepAlive = false;
-      raw.writeHead(code, fields);
-    };
-    let settled = false;
-    let broken = false;
-    /** The answer so far, until it is too long to hold (then undefined: streaming). */
-    let held: Buffer[] | undefined = [];
-    const settle = (): void => {
-      settled = true;
-      resolve();
-    };
-    const broke = (err: Error): void => {
-      if (settled || broken) return;
-      broken = true;
-      const sent = held === undefined;
-      held = undefined;
-      const early = onBreak(err, sent);
-      if (early === undefined || raw.destroyed) {
-        raw.destroy();
-        settle();
-        return;
-      }
-      writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
-      raw.end(early.text); // settles on finish
-    };
-    const closedEarly = (): Error => new Error('the store closed the connection before the end of its answer');
-    // node:http says `aborted` (ECONNRESET) when the store's connection ends mid-answer.
-    body.once('error', (err: NodeJS.ErrnoException) => broke(err.code === 'ECONNRESET' ? closedEarly() : err));
-    body.once('close', () => {
-      if (!body.readableEnded) broke(closedEarly());
-    });
-    raw.once('finish', settle);
-    raw.once('close', () => {
-      if (!raw.writableFinished) body.destroy();
-      settle();
-    });
-    let heldBytes = 0;
-    let corked = false;
-    const uncork = (): void => {
-      corked = false;
-      raw.uncork();
-    };
-    const resume = (): void => {
-      body.resume();
-    };
-    const write = (chunk: Buffer): void => {
-      if (!corked) {
-        corked = true;
-        raw.cork();
-        setImmediate(uncork);
-      }
-      if (!raw.write(chunk)) {
-        body.pause();
-        raw.once('drain', resume);
-      }
-    };
-    body.on('data', (chunk: Buffer) => {
-      if (broken) return;
-      if (held === undefined) {
-        write(chunk);
-        return;
-      }
-      held.push(chunk);
-      heldBytes += chunk.length;
-      if (heldBytes <= RELAY_BUFFER_BYTES) return;
-      // Too long to hold: stream it (chunked, unless the store said its length).
-      writeHead(status, headers);
-      const chunks = held;
-      held = undefined;
-      for (const piece of chunks) write(piece);
-    });
-    body.once('end', () => {
-      if (held === undefined) {
-        raw.end(); // with what is corked, in one write
-        return;
-      }
-      const whole = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes);
-      held = undefined;
-      writeHead(status, { ...headers, 'content-length': whole.length });
-      raw.end(whole);
-    });
+  const writeHead = (code: number, fields: OutgoingHttpHeaders): void => {
+    if (closing()) raw.shouldKeepAlive = false;
+    raw.writeHead(code, fields);
+  };
+  const finished = new Promise((resolve) => {
+    raw.once('finish', resolve);
+    raw.once('close', resolve);
   });
+  let clientGone = false;
+  raw.once('close', () => {
+    if (raw.writableFinished) return;
+    clientGone = true;
+    body.destroy();
+  });
+  /** The answer so far, until it is too long to hold (then undefined: streaming). */
+  let held: Buffer[] | undefined = [];
+  let heldBytes = 0;
+  try {
+    for await (const read of body as AsyncIterable<Buffer>) {
+      let chunk = read;
+      if (held !== undefined) {
+        held.push(read);
+        heldBytes += read.length;
+        if (heldBytes <= RELAY_BUFFER_BYTES) continue;
+        // Too long to hold: stream it (chunked, unless the store said its length).
+        writeHead(status, headers);
+        chunk = Buffer.concat(held, heldBytes);
+        held = undefined;
+      }
+      if (!raw.write(chunk)) await Promise.race([new Promise((resolve) => raw.once('drain', resolve)), finished]);
+    }
+  } catch (err) {
+    if (clientGone) return;
+    // node:http says `aborted` (ECONNRESET) when the store's connection ends mid-answer.
+    const code = (err as NodeJS.ErrnoException).code;
+    const closedEarly = code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+    const early = onBreak(
+      closedEarly ? new Error('the store closed the connection before the end of its answer') : (err as Error),
+      held === undefined,
+    );
+    if (early === undefined) raw.destroy();
+    else {
+      writeHead(early.status, { ...early.headers, 'content-length': Buffer.byteLength(early.text) });
+      raw.end(early.text);
+    }
+    await finished;
+    return;
+  }
+  if (held === undefined) raw.end();
+  else {
+    const whole = Buffer.concat(held, heldBytes);
+    writeHead(status, { ...headers, 'content-length': whole.length });
+    raw.end(whole);
+  }
+  await finished;
 }

@@ -18,15 +18,22 @@ import { loadQueryProxyConfig } from './config.js';
 import { DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
 
 /** Where the proxy listens when neither --bind-addr nor PROXY_LISTEN_ADDRESS says. */
-export const DEFAULT_LISTEN_ADDRESS = ':8082';
+const DEFAULT_LISTEN_ADDRESS = ':8082';
 
 const FLAGS = {
-  config: { type: 'string', description: 'Path of promxy.yml (server_groups with their targets, timeout, query_params, label_filter).' },
+  config: {
+    type: 'string',
+    description: 'Path of promxy.yml (server_groups with their targets, timeout, query_params, label_filter).',
+  },
   'bind-addr': {
     type: 'string',
     description: `Address to listen on, host:port or :port (default: $PROXY_LISTEN_ADDRESS, else ${DEFAULT_LISTEN_ADDRESS}).`,
   },
-  'query.max-length': { type: 'string', default: String(DEFAULT_MAX_QUERY_LENGTH), description: 'Longest query accepted, in characters; longer ones get a 400.' },
+  'query.max-length': {
+    type: 'string',
+    default: String(DEFAULT_MAX_QUERY_LENGTH),
+    description: 'Longest query accepted, in characters; longer ones get a 400.',
+  },
   'log.level': { type: 'string', default: 'info', description: `Log level: ${logLevels.join(', ')}.` },
   'log.file': {
     type: 'string',
@@ -43,31 +50,34 @@ const VERSION = packageVersion(import.meta.url);
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
   if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  /** A usage error: said on stderr, exit status 2. */
+  const refuse = (message: string): number => {
+    process.stderr.write(`${PROGRAM}: ${message}\n`);
+    return 2;
+  };
   const configFile = values.config;
-  if (!configFile) {
-    process.stderr.write(`${PROGRAM}: --config=<promxy.yml> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
-    return 2;
-  }
+  if (!configFile) return refuse(`--config=<promxy.yml> is required\n\n${formatUsage(PROGRAM, FLAGS).slice(0, -1)}`);
   const level = values['log.level'] as LogLevel;
-  if (!logLevels.includes(level)) {
-    process.stderr.write(`${PROGRAM}: --log.level: "${values['log.level']}" is not one of ${logLevels.join(', ')}\n`);
-    return 2;
-  }
+  if (!logLevels.includes(level))
+    return refuse(`--log.level: "${values['log.level']}" is not one of ${logLevels.join(', ')}`);
   const maxQueryLength = Number(values['query.max-length']);
-  if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1) {
-    process.stderr.write(`${PROGRAM}: --query.max-length: "${values['query.max-length']}" is not a positive number of characters\n`);
-    return 2;
-  }
+  if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1)
+    return refuse(`--query.max-length: "${values['query.max-length']}" is not a positive number of characters`);
   const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
   const config = loadQueryProxyConfig(configFile);
   // Checked with the config (and by -check-config): a web config that would refuse the start.
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
   if (values['check-config']) {
     for (const warning of config.warnings) process.stdout.write(`${configFile}: warning: ${warning}\n`);
-    process.stdout.write(`${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`);
+    process.stdout.write(
+      `${configFile}: valid (${config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`).join('; ')})\n`,
+    );
     return 0;
   }
-  const logger = createLogger({ ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' }, { name: PROGRAM });
+  const logger = createLogger(
+    { ...defaultLogBlock, level, filename: values['log.file'] || 'stdout' },
+    { name: PROGRAM },
+  );
   const processMetrics = createProcessMetrics();
   const proxy = await startQueryProxy(config, {
     logger,

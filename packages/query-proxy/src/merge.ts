@@ -1,10 +1,7 @@
 /**
- * Merging the answers of several server groups into one Prometheus API answer. Pure: the groups'
- * parsed JSON bodies in, one body's `data` and its warnings out.
- *
- * A series two groups both return (the same label set) is shown once, from the first group in
- * config order, and a warning names it: two different numbers for one series are never silently
- * blended or dropped.
+ * Merging the answers of several server groups into one Prometheus API answer. Pure. A series two
+ * groups both return is shown once, from the first group, and a warning names it: two numbers for
+ * one series are never silently blended or dropped.
  */
 import type { ServerGroup } from './config.js';
 
@@ -34,10 +31,10 @@ export interface QueryData {
 const NAMED_COLLISIONS = 3;
 
 function labelKey(labels: Labels): string {
-  return JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]));
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
-export function formatLabels(labels: Labels): string {
+function formatLabels(labels: Labels): string {
   const name = labels['__name__'] ?? '';
   const rest = Object.keys(labels)
     .filter((k) => k !== '__name__')
@@ -47,11 +44,10 @@ export function formatLabels(labels: Labels): string {
 }
 
 /** A group's `labels` added to a series' labels (the series' own value wins, as in promxy). */
-export function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
-  const own = Object.entries(group.labels);
-  if (own.length === 0) return labels;
+function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
+  if (Object.keys(group.labels).length === 0) return labels;
   const out: Labels = { ...labels };
-  for (const [k, v] of own) if (!(k in out)) out[k] = v;
+  for (const [k, v] of Object.entries(group.labels)) out[k] ??= v;
   return out;
 }
 
@@ -66,7 +62,9 @@ export class MergeError extends Error {
   }
 }
 
-function collisionWarning(collisions: ReadonlyArray<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }>): string | undefined {
+function collisionWarning(
+  collisions: ReadonlyArray<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }>,
+): string | undefined {
   if (collisions.length === 0) return undefined;
   const named = collisions
     .slice(0, NAMED_COLLISIONS)
@@ -84,17 +82,21 @@ function collisionWarning(collisions: ReadonlyArray<{ labels: Labels; kept: Serv
 export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryData> {
   const warnings: string[] = [];
   const parts = answers.map((a) => {
-    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string') throw new MergeError(`${a.group.name} answered without data.resultType`);
+    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string')
+      throw new MergeError(`${a.group.name} answered without data.resultType`);
     return { group: a.group, resultType: a.data['resultType'] as QueryData['resultType'], result: a.data['result'] };
   });
   const first = parts[0];
   if (first === undefined) return { data: { resultType: 'vector', result: [] }, warnings };
   const types = new Set(parts.map((p) => p.resultType));
-  if (types.size > 1) throw new MergeError(`the server groups answered different result types (${[...types].join(', ')})`);
+  if (types.size > 1)
+    throw new MergeError(`the server groups answered different result types (${[...types].join(', ')})`);
   if (first.resultType === 'scalar' || first.resultType === 'string') {
     const differing = parts.filter((p) => JSON.stringify(p.result) !== JSON.stringify(first.result));
     if (differing.length > 0) {
-      warnings.push(`the server groups answered different ${first.resultType}s; shown is ${first.group.name}'s, not ${differing.map((p) => p.group.name).join(', ')}'s`);
+      warnings.push(
+        `the server groups answered different ${first.resultType}s; shown is ${first.group.name}'s, not ${differing.map((p) => p.group.name).join(', ')}'s`,
+      );
     }
     return { data: { resultType: first.resultType, result: first.result }, warnings };
   }
@@ -102,9 +104,11 @@ export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryDat
   const collisions: Array<{ labels: Labels; kept: ServerGroup; dropped: ServerGroup }> = [];
   const result: SeriesResult[] = [];
   for (const part of parts) {
-    if (!Array.isArray(part.result)) throw new MergeError(`${part.group.name} answered a ${part.resultType} whose result is not a list`);
+    if (!Array.isArray(part.result))
+      throw new MergeError(`${part.group.name} answered a ${part.resultType} whose result is not a list`);
     for (const series of part.result as unknown[]) {
-      if (!isRecord(series) || !isRecord(series['metric'])) throw new MergeError(`${part.group.name} answered a series without its metric labels`);
+      if (!isRecord(series) || !isRecord(series['metric']))
+        throw new MergeError(`${part.group.name} answered a series without its metric labels`);
       const labels = withGroupLabels(series['metric'] as Labels, part.group);
       const key = labelKey(labels);
       const earlier = seen.get(key);
@@ -137,7 +141,8 @@ export function sortByValue(data: QueryData, descending: boolean): QueryData {
   if (data.resultType !== 'vector' || !Array.isArray(data.result)) return data;
   const keyed = (data.result as unknown[]).map((series) => ({ series, value: sampleValue(series) }));
   keyed.sort((a, b) => {
-    if (Number.isNaN(a.value) || Number.isNaN(b.value)) return Number(Number.isNaN(a.value)) - Number(Number.isNaN(b.value));
+    if (Number.isNaN(a.value) || Number.isNaN(b.value))
+      return Number(Number.isNaN(a.value)) - Number(Number.isNaN(b.value));
     return descending ? b.value - a.value || 0 : a.value - b.value || 0;
   });
   return { resultType: data.resultType, result: keyed.map((k) => k.series) };
@@ -148,7 +153,8 @@ export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[
   const seen = new Set<string>();
   const data: Labels[] = [];
   for (const answer of answers) {
-    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered series data that is not a list`);
+    if (!Array.isArray(answer.data))
+      throw new MergeError(`${answer.group.name} answered series data that is not a list`);
     for (const item of answer.data as unknown[]) {
       if (!isRecord(item)) throw new MergeError(`${answer.group.name} answered a series that is not a label set`);
       const labels = withGroupLabels(item as Labels, answer.group);
@@ -162,11 +168,15 @@ export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[
 }
 
 /** /api/v1/labels and /label/<name>/values: the sorted union of strings. */
-export function mergeStringLists(answers: readonly GroupAnswer[], extra: (group: ServerGroup) => readonly string[] = () => []): Merged<string[]> {
+export function mergeStringLists(
+  answers: readonly GroupAnswer[],
+  extra: (group: ServerGroup) => readonly string[] = () => [],
+): Merged<string[]> {
   const all = new Set<string>();
   for (const answer of answers) {
     if (answer.data === null) continue; // Prometheus answers null for "none"
-    if (!Array.isArray(answer.data)) throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
+    if (!Array.isArray(answer.data))
+      throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
     for (const value of answer.data as unknown[]) {
       if (typeof value !== 'string') throw new MergeError(`${answer.group.name} answered a value that is not a string`);
       all.add(value);
@@ -183,7 +193,8 @@ export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<st
   for (const answer of answers) {
     if (!isRecord(answer.data)) throw new MergeError(`${answer.group.name} answered metadata that is not an object`);
     for (const [metric, entries] of Object.entries(answer.data)) {
-      if (!Array.isArray(entries)) throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
+      if (!Array.isArray(entries))
+        throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
       const keys = seen.get(metric) ?? new Set<string>();
       seen.set(metric, keys);
       const list = (data[metric] ??= []);
@@ -201,6 +212,7 @@ export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<st
 /** Warnings the groups themselves gave, each said once and attributed. */
 export function groupWarnings(answers: readonly GroupAnswer[]): string[] {
   const out: string[] = [];
-  for (const answer of answers) for (const w of answer.warnings ?? []) out.push(answers.length > 1 ? `${answer.group.name}: ${w}` : w);
+  for (const answer of answers)
+    for (const w of answer.warnings ?? []) out.push(answers.length > 1 ? `${answer.group.name}: ${w}` : w);
   return [...new Set(out)];
 }

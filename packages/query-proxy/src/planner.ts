@@ -1,12 +1,7 @@
 /**
- * Which server groups a PromQL query goes to. The query is parsed with the Prometheus project's
- * own grammar (@prometheus-io/lezer-promql); every vector selector's matchers are checked against
- * each group's label filter. Pure: no I/O.
- *
- * A group can answer a selector when, for every label its filter names, the selector's matchers
- * on that label can all match one of the group's allowed values (a selector without a matcher on
- * the label can match any). A selector no group can answer selects nothing on any store, so it
- * does not choose groups; the others do (see planQuery).
+ * Which server groups a PromQL query goes to: the query parsed with Prometheus' own grammar
+ * (@prometheus-io/lezer-promql), each vector selector's matchers checked against each group's
+ * label filter. Pure: no I/O.
  */
 import { parser } from '@prometheus-io/lezer-promql';
 import { RE2JS } from 're2js';
@@ -32,21 +27,13 @@ export interface Selector {
   readonly braces?: { readonly from: number; readonly to: number };
 }
 
-/**
- * A place where the query combines series with each other: an aggregation, or a binary operation
- * whose `on`/`ignoring` clause matches series regardless of some labels. Asked of several groups,
- * each group computes it over its own series only.
- */
+/** Where the query combines series (an aggregation, a vector match, a function over all series). */
 export interface CombiningOperation {
   /** `sum`, `topk`, `/ on(...)`, `absent`, ... as written. */
   readonly operation: string;
   /** 0-based offset. */
   readonly position: number;
-  /**
-   * Labels the operation keeps apart (`by`), or drops (`without`, `ignoring`); a binary operation
-   * without `on`/`ignoring` matches on every label (`ignoring()`). None: it takes every series
-   * together, whatever their labels (`absent`, `scalar`).
-   */
+  /** The labels it keeps apart (`by`, `on`) or drops (`without`, `ignoring`); none: all series together. */
   readonly grouping?: { readonly kind: 'by' | 'without' | 'on' | 'ignoring'; readonly labels: readonly string[] };
 }
 
@@ -56,17 +43,11 @@ export interface ParsedQuery {
   readonly combining: readonly CombiningOperation[];
   /** What an instant query of it answers when no group is asked. */
   readonly instantResultType: 'vector' | 'matrix' | 'scalar' | 'string';
-  /**
-   * Whether it can answer something when every selector selects nothing (`absent(x)`,
-   * `count(x) or vector(0)`, `scalar(x)`); if not, its answer is then empty.
-   */
+  /** Whether it answers something when every selector selects nothing (`absent(x)`, `... or vector(0)`). */
   readonly givesFromNothing: boolean;
   /** The whole query is `sort(...)` or `sort_desc(...)`: the order its instant answer must keep. */
   readonly sortedBy?: 'value' | 'value descending';
-  /**
-   * Set when the query is too deeply nested for the parser to read, though it may be valid: then
-   * nothing above is known (no selectors) and this says why.
-   */
+  /** Why the parser could not read it (too deeply nested, maybe valid): then nothing above is known. */
   readonly unread?: string;
 }
 
@@ -88,7 +69,16 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
   return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1 };
 }
 
-const GO_ESCAPES: Readonly<Record<string, string>> = { a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"' };
+/** Go's one-letter escapes; any other escaped character stands for itself. */
+const GO_ESCAPES: Readonly<Record<string, string>> = {
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+};
 
 /** The value of a PromQL string literal: "…" and '…' with Go escapes, `…` raw. */
 export function unquote(literal: string): string {
@@ -97,7 +87,8 @@ export function unquote(literal: string): string {
   if (quote === '`') return body;
   return body.replace(/\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)/g, (_, escape: string) => {
     if (escape.length === 1) return GO_ESCAPES[escape] ?? escape;
-    if (escape[0] === 'x' || escape[0] === 'u' || escape[0] === 'U') return String.fromCodePoint(parseInt(escape.slice(1), 16));
+    if (escape[0] === 'x' || escape[0] === 'u' || escape[0] === 'U')
+      return String.fromCodePoint(parseInt(escape.slice(1), 16));
     return String.fromCharCode(parseInt(escape, 8));
   });
 }
@@ -124,25 +115,29 @@ function matcherOf(node: SyntaxNode, text: (n: SyntaxNode) => string): LabelMatc
 /** Functions answering a scalar (`hour()`, `month()`, ... answer a vector: `vector(time())` by default). */
 const SCALAR_FUNCTIONS = new Set(['scalar', 'time', 'pi']);
 /** Functions whose answer takes every series of their argument together, whatever its labels. */
-const ACROSS_SERIES_FUNCTIONS = new Set(['absent', 'absent_over_time', 'scalar', 'sort_by_label', 'sort_by_label_desc']);
+const ACROSS_SERIES_FUNCTIONS = new Set([
+  'absent',
+  'absent_over_time',
+  'scalar',
+  'sort_by_label',
+  'sort_by_label_desc',
+]);
 /** Functions that answer something when their argument selects nothing (as do those called without one). */
 const FROM_NOTHING_FUNCTIONS = new Set(['absent', 'absent_over_time', 'scalar', 'vector', 'time', 'pi']);
 /** The operator of a binary expression, among its children. */
-const BINARY_OPERATORS = new Set(['Pow', 'Mul', 'Div', 'Mod', 'Atan2', 'Add', 'Sub', 'Eql', 'Gte', 'Gtr', 'Lte', 'Lss', 'Neq', 'And', 'Or', 'Unless']);
+const BINARY_OPERATORS = new Set('Pow Mul Div Mod Atan2 Add Sub Eql Gte Gtr Lte Lss Neq And Or Unless'.split(' '));
 const SORTED_BY: Readonly<Record<string, ParsedQuery['sortedBy']>> = { sort: 'value', sort_desc: 'value descending' };
 
 function groupingOf(node: SyntaxNode, text: (n: SyntaxNode) => string): CombiningOperation['grouping'] | undefined {
   const labels = node.getChild('GroupingLabels')?.getChildren('LabelName').map(text) ?? [];
   for (const kind of ['By', 'Without', 'On', 'Ignoring'] as const) {
-    if (node.getChild(kind)) return { kind: kind.toLowerCase() as NonNullable<CombiningOperation['grouping']>['kind'], labels };
+    if (node.getChild(kind))
+      return { kind: kind.toLowerCase() as NonNullable<CombiningOperation['grouping']>['kind'], labels };
   }
   return undefined;
 }
 
-/**
- * What this file steers of @lezer/lr's Parse, whose type the library does not export. Each is
- * checked before use: a version without them parses as the library does by itself.
- */
+/** What this file steers of @lezer/lr's Parse (not exported); checked before use. */
 interface LezerParse {
   bigReductionCount?: number;
   stacks?: ReadonlyArray<{ readonly stack?: { readonly length: number } }>;
@@ -152,12 +147,10 @@ interface LezerParse {
 const LEZER_CUT_DEPTH = 8400;
 
 /**
- * The syntax tree of a query, and whether the parser hit its depth limit. @lezer/lr keeps its
- * trees shallow by forcing a long left-associative chain (`a or b or c ...`: a couple of hundred
- * terms of a few dozen characters) out of its production, and a very deep nesting out of its
- * stack; either shows as a syntax error where Prometheus' parser finds none. The first is switched
- * off here (its counter reset before each step: walking the tree needs no recursion); the second
- * is reported.
+ * The syntax tree of a query, and whether the parser hit its depth limit. @lezer/lr cuts short a
+ * long left-associative chain (`a or b or c ...`) and a very deep nesting, either showing as a
+ * syntax error where Prometheus' parser finds none. The first is switched off here (its counter
+ * reset before each step); the second is reported.
  */
 function parseTree(query: string): { tree: Tree; depthLimited: boolean } {
   const parse = parser.startParse(query);
@@ -176,10 +169,7 @@ function unparenthesized(node: SyntaxNode | null): SyntaxNode | null {
   return node;
 }
 
-/**
- * Parses a query; throws PromQLParseError at the first syntax error. A query nested too deeply
- * for the parser (which may well be valid) comes back with `unread` set.
- */
+/** Parses a query; throws PromQLParseError at the first syntax error. */
 export function parseQuery(query: string): ParsedQuery {
   if (query.trim() === '') throw new PromQLParseError(0, query, 'no expression found in input');
   const text = (n: SyntaxNode) => query.slice(n.from, n.to);
@@ -207,7 +197,8 @@ export function parseQuery(query: string): ParsedQuery {
         if (ref.name === 'FunctionCall') {
           const name = text(node.getChild('FunctionIdentifier') ?? node);
           if (ACROSS_SERIES_FUNCTIONS.has(name)) combining.push({ operation: name, position: node.from });
-          if (FROM_NOTHING_FUNCTIONS.has(name) || !node.getChild('FunctionCallBody')?.firstChild) givesFromNothing = true;
+          if (FROM_NOTHING_FUNCTIONS.has(name) || !node.getChild('FunctionCallBody')?.firstChild)
+            givesFromNothing = true;
           return undefined;
         }
         if (ref.name === 'BinaryExpr') {
@@ -228,7 +219,13 @@ export function parseQuery(query: string): ParsedQuery {
           matchers.push(m);
           spans.push({ matcher: m, from: child.from, to: child.to });
         }
-        selectors.push({ from: node.from, to: node.to, matchers, spans, ...(braces ? { braces: { from: braces.from, to: braces.to } } : {}) });
+        selectors.push({
+          from: node.from,
+          to: node.to,
+          matchers,
+          spans,
+          ...(braces ? { braces: { from: braces.from, to: braces.to } } : {}),
+        });
         return undefined;
       },
       // A binary operation's type once its operands' are known (bottom-up: chains may be long).
@@ -242,7 +239,11 @@ export function parseQuery(query: string): ParsedQuery {
           // Two vectors, matched on all their labels.
           let op = node.firstChild?.nextSibling ?? null;
           while (op && !BINARY_OPERATORS.has(op.name)) op = op.nextSibling;
-          combining.push({ operation: text(op ?? node), position: (op ?? node).from, grouping: { kind: 'ignoring', labels: [] } });
+          combining.push({
+            operation: text(op ?? node),
+            position: (op ?? node).from,
+            grouping: { kind: 'ignoring', labels: [] },
+          });
         }
       },
     });
@@ -257,9 +258,17 @@ export function parseQuery(query: string): ParsedQuery {
     throw new PromQLParseError(error, query, found === '' ? 'unexpected end of input' : `unexpected "${found}"`);
   }
   const top = unparenthesized(parsed.tree.topNode.firstChild);
-  const sortedBy = top?.name === 'FunctionCall' ? SORTED_BY[text(top.getChild('FunctionIdentifier') ?? top)] : undefined;
+  const sortedBy =
+    top?.name === 'FunctionCall' ? SORTED_BY[text(top.getChild('FunctionIdentifier') ?? top)] : undefined;
   combining.sort((a, b) => a.position - b.position);
-  return { query, selectors, combining, instantResultType: typeOf(top, text, binaryTypes), givesFromNothing, ...(sortedBy ? { sortedBy } : {}) };
+  return {
+    query,
+    selectors,
+    combining,
+    instantResultType: typeOf(top, text, binaryTypes),
+    givesFromNothing,
+    ...(sortedBy ? { sortedBy } : {}),
+  };
 }
 
 function unreadQuery(query: string, why: string): ParsedQuery {
@@ -270,18 +279,19 @@ function unreadQuery(query: string, why: string): ParsedQuery {
 type BinaryTypes = Map<string, ParsedQuery['instantResultType']>;
 
 /** The type of what an expression answers; a binary expression's must already be known. */
-function typeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string, binaryTypes: BinaryTypes): ParsedQuery['instantResultType'] {
+function typeOf(
+  node: SyntaxNode | null,
+  text: (n: SyntaxNode) => string,
+  binaryTypes: BinaryTypes,
+): ParsedQuery['instantResultType'] {
   for (;;) {
     node = unparenthesized(node);
     if (node?.name !== 'UnaryExpr') break;
     node = node.lastChild;
   }
-  if (node?.name === 'BinaryExpr') return binaryTypes.get(`${node.from}-${node.to}`) ?? 'vector';
-  return operandTypeOf(node, text);
-}
-
-function operandTypeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string): ParsedQuery['instantResultType'] {
   switch (node?.name) {
+    case 'BinaryExpr':
+      return binaryTypes.get(`${node.from}-${node.to}`) ?? 'vector';
     case 'MatrixSelector':
     case 'SubqueryExpr':
       return 'matrix';
@@ -297,19 +307,12 @@ function operandTypeOf(node: SyntaxNode | null, text: (n: SyntaxNode) => string)
   }
 }
 
-/** Parses a query; throws PromQLParseError at the first syntax error. Returns its vector selectors. */
-export function parseSelectors(query: string): Selector[] {
-  return [...parseQuery(query).selectors];
-}
-
 /** Matcher tests, compiled once per matcher of a planned query (plans are cached). */
 const compiled = new WeakMap<LabelMatcher, (value: string) => boolean>();
 
 /**
- * A matcher's test. A regular expression is read as the stores read it: RE2 syntax (re2js, a port
- * of RE2; `(?i)`, `\Q...\E`, `[[:alpha:]]` and `\pL` as the stores take them) and fully anchored.
- * One RE2 does not compile matches every value: routing then asks more groups, never fewer, and
- * the stores answer the query with their own error.
+ * A matcher's test. A regular expression is read as the stores read it: RE2 (re2js), fully anchored.
+ * One that does not compile matches every value: more groups are asked, and the stores refuse it.
  */
 function test(matcher: LabelMatcher): (value: string) => boolean {
   let known = compiled.get(matcher);
@@ -337,7 +340,7 @@ function test(matcher: LabelMatcher): (value: string) => boolean {
 }
 
 /** Whether a group can hold series a selector selects. */
-export function groupCanAnswer(group: ServerGroup, selector: Selector): boolean {
+function groupCanAnswer(group: ServerGroup, selector: Selector): boolean {
   for (const [label, allowed] of Object.entries(group.include)) {
     const tests = selector.matchers.filter((m) => m.label === label).map(test);
     if (tests.length === 0) continue;
@@ -359,39 +362,37 @@ export interface Plan {
   /** The groups that receive the query. */
   readonly groups: readonly ServerGroup[];
   readonly parsed: ParsedQuery;
-  /**
-   * For `spanning`: the query's selectors need different groups, and it combines their series, so
-   * no single store holds all it combines; a number computed from each group's part would be wrong.
-   */
+  /** For `spanning`: why no group can compute it. */
   readonly reason?: string;
   /** A warning every answer to it carries (a query the proxy could not read, sent to every group). */
   readonly warning?: string;
 }
 
 /**
- * Routes a query. Selectors no group can answer select nothing anywhere: they do not choose
- * groups. The others do:
+ * Routes a query. Selectors no group can answer select nothing anywhere: they do not choose groups.
  *   single    one group can answer every selector: forward untouched;
- *   several   more than one can answer every selector: ask each, merge (with warnings where
- *             merging may be wrong, see combiningProblem); also when the selectors need different
- *             groups but each group's answer is exact (`x or y{scrape="short"}`: nothing is
- *             combined across groups), then every group a selector needs is asked;
- *   spanning  the selectors need different groups and the query combines their series
- *             (`sum(x) / on() y{scrape="short"}`): an empty answer with a warning, never a number
- *             computed from part of the data;
- *   none      every selector is unanswerable and the query then answers nothing: empty.
- * A query without selectors (`1+1`, `time()`), or whose every selector is unanswerable but which
- * answers something all the same (`absent(x{scrape="medium"})`, `count(...) or vector(0)`), goes
- * to the first group: any store answers it alike. A query the proxy could not read goes to every
- * group (the merged answer with a warning).
+ *   several   several can, or the selectors need different groups but nothing is combined across
+ *             them (`x or y{scrape="short"}`): ask each, merge;
+ *   spanning  the selectors need different groups and the query combines their series: an empty
+ *             answer with a warning, never a number computed from part of the data;
+ *   none      every selector is unanswerable and the query then answers nothing.
+ * A query without answerable selectors that answers something all the same (`1+1`, `absent(x)`)
+ * goes to the first group; one the proxy could not read goes to every group, with a warning.
  */
 export function planQuery(query: string | ParsedQuery, groups: readonly ServerGroup[]): Plan {
   const parsed = typeof query === 'string' ? parseQuery(query) : query;
   if (parsed.unread !== undefined) {
     const warning = `the proxy could not read the query (${parsed.unread}); it was sent to every server group and their answers merged, which is wrong where it combines series of different groups`;
-    return { decision: groups.length > 1 ? 'several' : groups.length === 1 ? 'single' : 'none', groups, parsed, ...(groups.length > 1 ? { warning } : {}) };
+    return {
+      decision: groups.length > 1 ? 'several' : groups.length === 1 ? 'single' : 'none',
+      groups,
+      parsed,
+      ...(groups.length > 1 ? { warning } : {}),
+    };
   }
-  const answerable = parsed.selectors.map((s) => groups.filter((g) => groupCanAnswer(g, s))).filter((able) => able.length > 0);
+  const answerable = parsed.selectors
+    .map((s) => groups.filter((g) => groupCanAnswer(g, s)))
+    .filter((able) => able.length > 0);
   if (answerable.length === 0) {
     if (parsed.selectors.length > 0 && !parsed.givesFromNothing) return { decision: 'none', groups: [], parsed };
     return { decision: groups.length > 0 ? 'single' : 'none', groups: groups.slice(0, 1), parsed };
@@ -416,22 +417,30 @@ export interface MatchPlan {
   readonly matches: readonly ParsedQuery[];
 }
 
-/**
- * Routes the `match[]` selectors of /series, /labels and /label/<name>/values: a group is asked
- * when it can hold series of at least one of them; without any, every group is.
- */
+/** Routes the `match[]` of the listings: the groups that can hold any of them; without any, all. */
 export function planMatches(matches: readonly string[], groups: readonly ServerGroup[]): MatchPlan {
-  if (matches.length === 0) return { decision: groups.length === 1 ? 'single' : groups.length === 0 ? 'none' : 'several', groups, matches: [] };
+  if (matches.length === 0)
+    return { decision: groups.length === 1 ? 'single' : groups.length === 0 ? 'none' : 'several', groups, matches: [] };
   const parsed = matches.map((m, index) => {
     const one = parseQuery(m);
-    const [only] = one.selectors;
-    if (one.unread === undefined && (one.selectors.length !== 1 || !only || only.from !== m.length - m.trimStart().length || only.to !== m.trimEnd().length)) {
-      throw new PromQLParseError(0, m, `match[] number ${index + 1} must be a single series selector such as up{job="x"}`);
+    const [only, ...more] = one.selectors;
+    const whole =
+      only && more.length === 0 && only.from === m.length - m.trimStart().length && only.to === m.trimEnd().length;
+    if (one.unread === undefined && !whole) {
+      throw new PromQLParseError(
+        0,
+        m,
+        `match[] number ${index + 1} must be a single series selector such as up{job="x"}`,
+      );
     }
     return one;
   });
   const asked = groups.filter((g) => parsed.some((m) => matchAnswerable(m, g)));
-  return { decision: asked.length === 0 ? 'none' : asked.length === 1 ? 'single' : 'several', groups: asked, matches: parsed };
+  return {
+    decision: asked.length === 0 ? 'none' : asked.length === 1 ? 'single' : 'several',
+    groups: asked,
+    matches: parsed,
+  };
 }
 
 function matchAnswerable(match: ParsedQuery, group: ServerGroup): boolean {
@@ -453,25 +462,30 @@ function fixedLabels(group: ServerGroup): Map<string, string> {
 }
 
 /**
- * Why merging the groups' answers may give a wrong number, if it may: each group computed the
- * query's aggregations, `on`/`ignoring` matches, binary operations between vectors and functions
- * over all series (`absent`, `scalar`, `sort_by_label`) over its own series only. An operation that
- * keeps the groups' series apart (`by` a label with a different value in each group, `without`
- * none of those labels, a binary operation matching on one of them) is safe.
+ * Why merging the groups' answers may give a wrong number, if it may: each group combined its own
+ * series only. An operation that keeps the groups apart (`by` a label that tells them apart) is safe.
  */
 export function combiningProblem(parsed: ParsedQuery, groups: readonly ServerGroup[]): string | undefined {
   return unsafeCombining(parsed, groups)?.warning;
 }
 
 /** The operation combiningProblem names (`"sum" at 1:1`), and its warning. */
-function unsafeCombining(parsed: ParsedQuery, groups: readonly ServerGroup[]): { operation: string; warning: string } | undefined {
+function unsafeCombining(
+  parsed: ParsedQuery,
+  groups: readonly ServerGroup[],
+): { operation: string; warning: string } | undefined {
   if (groups.length < 2) return undefined;
   const fixed = groups.map(fixedLabels);
   // Labels whose value tells every asked group's series apart.
-  const separating = [...(fixed[0]?.keys() ?? [])].filter((label) => new Set(fixed.map((f) => f.get(label))).size === groups.length && fixed.every((f) => f.has(label)));
+  const separating = [...(fixed[0]?.keys() ?? [])].filter(
+    (label) => new Set(fixed.map((f) => f.get(label))).size === groups.length && fixed.every((f) => f.has(label)),
+  );
   const unsafe = parsed.combining.find(({ grouping }) => {
     if (separating.length === 0 || grouping === undefined) return true;
-    const kept = grouping.kind === 'by' || grouping.kind === 'on' ? separating.some((l) => grouping.labels.includes(l)) : separating.some((l) => !grouping.labels.includes(l));
+    const kept =
+      grouping.kind === 'by' || grouping.kind === 'on'
+        ? separating.some((l) => grouping.labels.includes(l))
+        : separating.some((l) => !grouping.labels.includes(l));
     return !kept;
   });
   if (!unsafe) return undefined;
@@ -480,19 +494,27 @@ function unsafeCombining(parsed: ParsedQuery, groups: readonly ServerGroup[]): {
   const names = groups.map((g) => g.name).join(' and ');
   const separator = separating[0];
   if (unsafe.operation.startsWith('sort_by_label')) {
-    return { operation, warning: `${operation} sorts series, but the server groups ${names} each sorted their own: the merged series are in group order${separator ? `; select one group with a ${separator} matcher` : ''}` };
+    return {
+      operation,
+      warning: `${operation} sorts series, but the server groups ${names} each sorted their own: the merged series are in group order${separator ? `; select one group with a ${separator} matcher` : ''}`,
+    };
   }
-  const hint = separator === undefined ? '' : unsafe.grouping === undefined ? `; select one group with a ${separator} matcher` : `; keep the groups apart with by (${separator}) or select one with a ${separator} matcher`;
-  return { operation, warning: `${operation} combines series across the server groups ${names}, but each group computed it over its own series only, so the merged numbers may be wrong${hint}` };
+  const hint =
+    separator === undefined
+      ? ''
+      : unsafe.grouping === undefined
+        ? `; select one group with a ${separator} matcher`
+        : `; keep the groups apart with by (${separator}) or select one with a ${separator} matcher`;
+  return {
+    operation,
+    warning: `${operation} combines series across the server groups ${names}, but each group computed it over its own series only, so the merged numbers may be wrong${hint}`,
+  };
 }
 
 /**
- * The query as a group must receive it when it has `labels`: matchers on those labels are the
- * proxy's to apply (routing did), the store has no such labels, so they are taken out. A selector
- * the group cannot answer (routing asked the group for the query's other selectors) must select
- * nothing there, whatever the store holds: `__name__=""` is added to it (its metric name moved
- * into the braces, as a selector may name its metric only once). Unchanged for a group without
- * labels: a selector its filter rules out selects nothing in its stores already.
+ * The query as a group with `labels` receives it: matchers on those labels (which its store does not
+ * have) taken out, and a selector the group cannot answer made to select nothing (`__name__=""`).
+ * A group without labels gets the query unchanged: its stores hold nothing its filter rules out.
  */
 export function queryForGroup(parsed: ParsedQuery, group: ServerGroup): string {
   const own = Object.keys(group.labels);
@@ -509,11 +531,15 @@ export function queryForGroup(parsed: ParsedQuery, group: ServerGroup): string {
       continue;
     }
     if (!selector.braces || !selector.spans.some((s) => own.includes(s.matcher.label))) continue;
-    const kept = selector.spans.filter((s) => !own.includes(s.matcher.label)).map((s) => parsed.query.slice(s.from, s.to));
+    const kept = selector.spans
+      .filter((s) => !own.includes(s.matcher.label))
+      .map((s) => parsed.query.slice(s.from, s.to));
     // A selector needs one matcher: with nothing left and no metric name before the braces (the
     // one matcher without a span), select every series.
     const named = selector.matchers.length > selector.spans.length;
-    out += parsed.query.slice(at, selector.braces.from) + (kept.length === 0 && !named ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
+    out +=
+      parsed.query.slice(at, selector.braces.from) +
+      (kept.length === 0 && !named ? '{__name__=~".+"}' : `{${kept.join(', ')}}`);
     at = selector.braces.to;
   }
   return out + parsed.query.slice(at);

@@ -5,7 +5,14 @@
  */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { createHttpServer, loadForReload, oneAtATime, postWithoutBody, reloadWebConfigFor, sendExposition } from '@cachemon/core';
+import {
+  createHttpServer,
+  loadForReload,
+  oneAtATime,
+  postWithoutBody,
+  reloadWebConfigFor,
+  sendExposition,
+} from '@cachemon/core';
 import type { Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { ApiError, apiErrorHandler, errorBody, JSON_TYPE } from './api-answers.js';
@@ -17,7 +24,7 @@ import { ProxyMetrics } from './self-metrics.js';
 import { Upstreams } from './upstream.js';
 
 /** Largest request body: a dashboard's POSTed query with every node of a variable in a regex. */
-export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** Longest query accepted; the stores have their own limit (VictoriaMetrics' -search.maxQueryLen). */
 export const DEFAULT_MAX_QUERY_LENGTH = 256 * 1024;
 
@@ -65,11 +72,18 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     name: 'query proxy',
     logger,
     bodyLimitBytes,
-    ...(options.webConfig ? { webConfig: options.webConfig, ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }) } : {}),
+    ...(options.webConfig
+      ? {
+          webConfig: options.webConfig,
+          ...(options.webConfigFile === undefined ? {} : { webConfigFile: options.webConfigFile }),
+        }
+      : {}),
   });
   const { app } = server;
   allowLongRequestLines(app.server, headerRoom(maxQueryLength));
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
+    done(null, body),
+  );
 
   const api = installApiRoutes(app, {
     config: () => config,
@@ -99,7 +113,9 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     logger.info({ groups: result.groups }, 'configuration reloaded');
     return result;
   });
-  postWithoutBody(app, '/-/reload', async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })));
+  postWithoutBody(app, '/-/reload', async (_request, reply) =>
+    reply.type(JSON_TYPE).send(JSON.stringify({ status: 'success', ...(await reload()) })),
+  );
 
   let bound;
   try {
@@ -110,7 +126,14 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   }
   server.setReady(true);
   for (const warning of config.warnings) logger.warn({ warning }, 'configuration warning');
-  logger.info({ address: bound.url, version: options.version, groups: config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`) }, 'query proxy listening');
+  logger.info(
+    {
+      address: bound.url,
+      version: options.version,
+      groups: config.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`),
+    },
+    'query proxy listening',
+  );
   return {
     url: bound.url,
     metrics,
@@ -124,16 +147,12 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   };
 }
 
-/** Node's own limit on a request's header section (its request line included). */
-const NODE_MAX_HEADER_BYTES = 16 * 1024;
-
 /**
- * Room for a request's header section: a GET carries its query in the request line, where each
- * character of the longest query accepted takes up to 3 bytes percent-encoded (non-ASCII ones more:
- * such a query may need POST), beside the usual headers.
+ * Room for a request's header section: node's own 16 KiB for the usual headers, and a GET's query
+ * in the request line, each character up to 3 bytes percent-encoded (non-ASCII ones more: POST).
  */
 function headerRoom(maxQueryLength: number): number {
-  return Math.max(NODE_MAX_HEADER_BYTES, 3 * maxQueryLength + NODE_MAX_HEADER_BYTES);
+  return 3 * maxQueryLength + 16 * 1024;
 }
 
 /**
@@ -151,8 +170,11 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
     }
     // As node:http answers it: the answer written, the connection closed.
     if (socket.writable) {
-      const body = errorBody(new ApiError('bad_data', `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`, 431));
-      socket.write(`HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      const message = `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`;
+      const body = errorBody(new ApiError('bad_data', message, 431));
+      socket.write(
+        `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     socket.destroy(err);
   });

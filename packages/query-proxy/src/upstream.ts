@@ -1,16 +1,12 @@
 /**
- * Requests to the stores of a server group. Connections are kept alive and bounded per store
- * (node:http's keep-alive agents, which measured cheaper per request here than undici). A group's
- * replicas are tried in turn, starting with the next one after the last used (so equal replicas
- * share the load), all within the group's `timeout`: a replica that cannot be reached or answers
- * 5xx is passed over for a while and the next one asked at once; one that has not answered within
- * its share of the timeout (timeout / replicas) is not given up, but the next one is asked beside
- * it, and whichever answers first answers for the group (a replica that hangs costs its share, not
- * the group's answer). The first replica with a 2xx or 4xx answer answers for the group; one asked
- * before it that had not answered is passed over for a while.
+ * Requests to the stores of a server group over kept-alive connections. A group's replicas are
+ * tried in turn, starting after the last one used, within the group's `timeout`: one that fails or
+ * answers 5xx is passed over for a while and the next asked at once; one silent for its share of
+ * the timeout (timeout / replicas) is kept waiting while the next is asked beside it. The first
+ * 2xx or 4xx answer answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '@cachemon/core';
@@ -22,10 +18,16 @@ const REPLICA_BACKOFF_MS = 5000;
 const ERROR_BODY_BYTES = 4096;
 /** Connections per store; dashboards run a panel's queries at once, so not one. */
 const CONNECTIONS_PER_STORE = 64;
+const AGENT_OPTIONS = {
+  keepAlive: true,
+  maxSockets: CONNECTIONS_PER_STORE,
+  maxFreeSockets: CONNECTIONS_PER_STORE,
+  timeout: 60_000,
+};
 /** Answer headers from the store passed back to the client on the streamed path. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
 
-export type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
+type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
 
 /** A group gave no usable answer: every replica failed, or the time ran out. */
 export class GroupFailure extends Error {
@@ -53,15 +55,12 @@ export interface UpstreamRequest {
 
 /**
  * One request to one group, and the two ways it can end early: the group's timeout and the client
- * going away. Either destroys the request under way (and with it the answer being read). One timer
- * and no abort signal: this is on every request, and an AbortController costs a DOMException,
- * stack trace included, every time it aborts, and listeners on every request it is given to.
+ * going away. Either destroys the requests under way (and with them the answer being read).
  */
 export class GroupCall {
   private readonly timer: NodeJS.Timeout;
-  private request: ClientRequest | undefined;
-  /** Requests to further replicas, asked beside the first (rare: only while one is slow). */
-  private more: ClientRequest[] | undefined;
+  /** The request to each replica asked. */
+  private readonly requests: ClientRequest[] = [];
   private stopped = false;
   timedOut = false;
   canceled = false;
@@ -75,8 +74,7 @@ export class GroupCall {
 
   /** A request now under way: one a timeout or a cancel destroys. */
   attach(request: ClientRequest): void {
-    if (this.request === undefined) this.request = request;
-    else (this.more ??= []).push(request);
+    this.requests.push(request);
     if (this.stopped) request.destroy(this.reason());
   }
 
@@ -96,8 +94,7 @@ export class GroupCall {
   private stop(): void {
     this.stopped = true;
     // A request whose answer was read to the end (its socket back with the agent) ignores this.
-    this.request?.destroy(this.reason());
-    if (this.more) for (const request of this.more) request.destroy(this.reason());
+    for (const request of this.requests) request.destroy(this.reason());
   }
 
   private reason(): Error {
@@ -105,7 +102,7 @@ export class GroupCall {
   }
 }
 
-export interface UpstreamAnswer {
+interface UpstreamAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: Readable;
@@ -113,7 +110,7 @@ export interface UpstreamAnswer {
   readonly target: string;
 }
 
-export interface JsonAnswer {
+interface JsonAnswer {
   readonly status: number;
   readonly body: unknown;
   readonly target: string;
@@ -123,74 +120,38 @@ export interface JsonAnswer {
  * The query string a group's stores receive: the client's with the group's query_params. When the
  * client set none of them (the usual case) they are appended, leaving its string as it was.
  */
-function withParams(search: string, params: Readonly<Record<string, string>>, own: GroupParams): string {
-  if (own.encoded === '') return search;
-  if (!own.present.test(search)) return search === '' ? own.encoded : `${search}&${own.encoded}`;
-  const merged = new URLSearchParams(search);
-  for (const name of Object.keys(params)) merged.set(name, params[name]!);
-  return merged.toString();
-}
-
-/** A group's query_params, encoded once, and how to tell whether a query string sets one of them. */
-interface GroupParams {
-  readonly encoded: string;
-  readonly present: RegExp;
-}
-
-function groupParams(params: Readonly<Record<string, string>>): GroupParams {
-  const names = Object.keys(params).map((name) => encodeURIComponent(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return { encoded: new URLSearchParams(params).toString(), present: new RegExp(`(?:^|&)(?:${names.join('|') || '(?!)'})(?:=|&|$)`) };
-}
-
-/** Per group (a reload makes new ones): its encoded query_params. */
-const paramsOf = new WeakMap<ServerGroup, GroupParams>();
-
-/** The query string the group's stores receive for the client's `search` (without `?`). */
 function groupSearch(group: ServerGroup, search: string): string {
-  let own = paramsOf.get(group);
-  if (own === undefined) {
-    own = groupParams(group.queryParams);
-    paramsOf.set(group, own);
+  const own = Object.entries(group.queryParams);
+  if (own.length === 0) return search;
+  const merged = new URLSearchParams(search);
+  if (own.some(([name]) => merged.has(name))) {
+    for (const [name, value] of own) merged.set(name, value);
+    return merged.toString();
   }
-  return withParams(search, group.queryParams, own);
-}
-
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
+  const encoded = new URLSearchParams(own).toString();
+  return search === '' ? encoded : `${search}&${encoded}`;
 }
 
 /** A replica's answer, with the headers passed on. */
 function answerOf(answer: IncomingMessage, status: number, target: string): UpstreamAnswer {
   const passed: Record<string, string> = {};
   for (const name of PASSED_HEADERS) {
-    const value = header(answer.headers, name);
+    const value = answer.headers[name];
     if (value !== undefined) passed[name] = value;
   }
   return { status, headers: passed, body: answer, target };
 }
 
-/** A replica's base URL, parsed once: what each request to it needs. */
-interface Target {
-  readonly https: boolean;
-  readonly hostname: string;
-  readonly port: number;
-  /** The group's path_prefix. */
-  readonly prefix: string;
-}
-
-const targets = new Map<string, Target>();
-
-/** A replica's base URL (a group's target), parsed. */
-function storeTarget(base: string): Target {
-  let target = targets.get(base);
-  if (target === undefined) {
-    const url = new URL(base);
-    const https = url.protocol === 'https:';
-    target = { https, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (https ? 443 : 80), prefix: url.pathname.replace(/\/$/, '') };
-    targets.set(base, target);
-  }
-  return target;
+/** A replica's base URL (a group's target), parsed; `prefix` is the group's path_prefix. */
+function storeTarget(base: string): { https: boolean; hostname: string; port: number; prefix: string } {
+  const url = new URL(base);
+  const https = url.protocol === 'https:';
+  return {
+    https,
+    hostname: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port) || (https ? 443 : 80),
+    prefix: url.pathname.replace(/\/$/, ''),
+  };
 }
 
 async function readPrefix(body: Readable, limit: number): Promise<string> {
@@ -208,8 +169,8 @@ async function readPrefix(body: Readable, limit: number): Promise<string> {
 }
 
 export class Upstreams {
-  private readonly http = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
-  private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: CONNECTIONS_PER_STORE, maxFreeSockets: CONNECTIONS_PER_STORE, timeout: 60_000 });
+  private readonly http = new HttpAgent(AGENT_OPTIONS);
+  private readonly https = new HttpsAgent(AGENT_OPTIONS);
   private readonly failedAt = new Map<string, number>();
   /** Per group (a reload makes new ones): the next replica to start with. */
   private readonly next = new WeakMap<ServerGroup, number>();
@@ -229,23 +190,26 @@ export class Upstreams {
     headers: Record<string, string>,
     body: string | undefined,
     call: GroupCall,
-    started?: (request: ClientRequest) => void,
+    started: (request: ClientRequest) => void,
   ): Promise<IncomingMessage> {
     const { https, hostname, port, prefix } = storeTarget(base);
     return new Promise((resolve, reject) => {
       const send = https ? httpsRequest : httpRequest;
       const attempt = (): void => {
         let answered = false;
-        const req = send({ hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http }, (answer) => {
-          answered = true;
-          resolve(answer);
-        });
+        const req = send(
+          { hostname, port, path: prefix + pathAndQuery, method, headers, agent: https ? this.https : this.http },
+          (answer) => {
+            answered = true;
+            resolve(answer);
+          },
+        );
         req.once('error', (err: NodeJS.ErrnoException) => {
           if (!answered && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) attempt();
           else reject(err);
         });
         call.attach(req);
-        started?.(req);
+        started(req);
         req.end(body);
       };
       attempt();
@@ -264,44 +228,21 @@ export class Upstreams {
   }
 
   /**
-   * Sends the request to the group; resolves with the first 2xx or 4xx answer, its body unread
-   * (the caller streams or reads it, and says when the call is done).
+   * Sends the request to the group's replicas in turn: the next at once when one fails, or beside
+   * the ones still waiting when they have had their share of the timeout. Resolves with the first
+   * 2xx or 4xx answer, its body unread (the caller reads it, and says when the call is done); the
+   * requests still waiting are given up, and those asked before the winner passed over for a while.
    */
-  async send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
+  send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
     const search = groupSearch(group, req.search);
     const pathAndQuery = search === '' ? req.path : `${req.path}?${search}`;
     const headers: Record<string, string> = {};
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
     if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const body = req.method === 'POST' ? (req.body ?? '') : undefined;
+    const ask = (target: string, started: (request: ClientRequest) => void) =>
+      this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started);
     const targets = this.order(group);
-    if (targets.length === 1) {
-      // One store: nothing to try beside it.
-      const [target] = targets as [string];
-      let answer: IncomingMessage;
-      try {
-        answer = await this.requestOnce(target, pathAndQuery, req.method, headers, body, call);
-      } catch (err) {
-        throw callFailure(group, call, [`${target}: ${errorMessage(err)}`]);
-      }
-      const status = answer.statusCode ?? 0;
-      if (status >= 500) throw callFailure(group, call, [`${target} answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`]);
-      return answerOf(answer, status, target);
-    }
-    return this.race(group, targets, (target, started) => this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started), call);
-  }
-
-  /**
-   * The group's replicas asked in turn: the next at once when one fails, or beside the ones still
-   * waiting when they have had their share of the timeout. The first 2xx or 4xx answer wins; the
-   * requests still waiting are given up, and those asked before the winner passed over for a while.
-   */
-  private race(
-    group: ServerGroup,
-    targets: readonly string[],
-    ask: (target: string, started: (request: ClientRequest) => void) => Promise<IncomingMessage>,
-    call: GroupCall,
-  ): Promise<UpstreamAnswer> {
     return new Promise((resolve, reject) => {
       const share = group.timeoutMs / targets.length;
       const problems: string[] = [];
@@ -378,13 +319,15 @@ export class Upstreams {
         text = await answer.body.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
       } catch (err) {
         if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
-        if (call.timedOut) throw new GroupFailure(group, 'timeout', `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`);
+        const timeout = `the answer did not arrive within the group's timeout of ${group.timeoutMs} ms`;
+        if (call.timedOut) throw new GroupFailure(group, 'timeout', timeout);
         throw new GroupFailure(group, 'unavailable', `${answer.target}: the answer broke off: ${errorMessage(err)}`);
       }
       try {
         return { status: answer.status, body: JSON.parse(text) as unknown, target: answer.target };
       } catch {
-        throw new GroupFailure(group, 'unavailable', `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`);
+        const problem = `${answer.target} answered ${answer.status} with a body that is not JSON: ${errorText(text)}`;
+        throw new GroupFailure(group, 'unavailable', problem);
       }
     } finally {
       call.done();
@@ -398,10 +341,15 @@ export class Upstreams {
 }
 
 /** Why a call failed before its answer began: the client gone, the timeout, or (when neither) every replica's problem. */
-function callFailure(group: ServerGroup, ended: { readonly canceled: boolean; readonly timedOut: boolean }, problems: readonly string[]): GroupFailure {
+function callFailure(
+  group: ServerGroup,
+  ended: { readonly canceled: boolean; readonly timedOut: boolean },
+  problems: readonly string[],
+): GroupFailure {
   if (ended.canceled) return new GroupFailure(group, 'canceled', 'the client went away');
   const said = problems.length > 0 ? ` (${problems.join('; ')})` : '';
-  if (ended.timedOut) return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
+  if (ended.timedOut)
+    return new GroupFailure(group, 'timeout', `no answer within the group's timeout of ${group.timeoutMs} ms${said}`);
   return new GroupFailure(group, 'unavailable', `no replica answered${said}`);
 }
 

@@ -2,7 +2,18 @@
 // graph, and where the proxy sent each query (X-Cachemon-Route and Server-Timing headers).
 // Plain ES module, no build step; uPlot is the global from ui/vendor/uPlot.iife.min.js.
 
-const RANGES = { '5m': 300, '15m': 900, '1h': 3600, '6h': 21600, '1d': 86400, '1w': 604800, '2w': 1209600, '30d': 2592000, '1y': 31536000, '2y': 63072000 };
+const RANGES = {
+  '5m': 300,
+  '15m': 900,
+  '1h': 3600,
+  '6h': 21600,
+  '1d': 86400,
+  '1w': 604800,
+  '2w': 1209600,
+  '30d': 2592000,
+  '1y': 31536000,
+  '2y': 63072000,
+};
 const DECISIONS = {
   single: 'one group holds every series the query reads',
   several: 'sent to several groups, answers merged',
@@ -13,11 +24,18 @@ const GRAPH_HEIGHT = 320;
 
 const $ = (id) => document.getElementById(id);
 const els = {
-  form: $('query-form'), query: $('query'), time: $('time'), range: $('range'),
+  form: $('query-form'),
+  query: $('query'),
+  time: $('time'),
+  range: $('range'),
   tabs: { table: $('tab-table'), graph: $('tab-graph') },
   panels: { table: $('panel-table'), graph: $('panel-graph') },
-  table: $('result-table'), graph: $('graph'), graphEmpty: $('graph-empty'),
-  error: $('error'), warnings: $('warnings'), route: $('route'),
+  table: $('result-table'),
+  graph: $('graph'),
+  graphEmpty: $('graph-empty'),
+  error: $('error'),
+  warnings: $('warnings'),
+  route: $('route'),
 };
 
 let tab = 'table';
@@ -41,7 +59,9 @@ export function parseServerTiming(header) {
   const entries = [];
   const n = header.length;
   let i = 0;
-  const skipSpace = () => { while (i < n && (header[i] === ' ' || header[i] === '\t')) i++; };
+  const skipSpace = () => {
+    while (i < n && (header[i] === ' ' || header[i] === '\t')) i++;
+  };
   const token = () => {
     const start = i;
     while (i < n && !' \t,;="'.includes(header[i])) i++;
@@ -123,7 +143,9 @@ function renderTable(data) {
     cell.colSpan = 2;
     body.replaceChildren(h('tr', null, cell));
   } else {
-    body.replaceChildren(...rows.map(([name, value]) => h('tr', null, h('td', 'series', name), h('td', 'value', value))));
+    body.replaceChildren(
+      ...rows.map(([name, value]) => h('tr', null, h('td', 'series', name), h('td', 'value', value))),
+    );
   }
 }
 
@@ -159,7 +181,11 @@ function renderGraph(data) {
     axes: [{}, { size: 70 }],
     series: [
       { label: 'time' },
-      ...series.map((s, i) => ({ label: seriesName(s.metric), stroke: `hsl(${(i * 137.5) % 360}, 65%, 42%)`, width: 1.5 })),
+      ...series.map((s, i) => ({
+        label: seriesName(s.metric),
+        stroke: `hsl(${(i * 137.5) % 360}, 65%, 42%)`,
+        width: 1.5,
+      })),
     ],
   };
   plot = new globalThis.uPlot(options, [times, ...columns], els.graph);
@@ -168,11 +194,20 @@ function renderGraph(data) {
 function renderRoute(response, elapsedMs, data) {
   const decision = response?.headers.get('X-Cachemon-Route') ?? '';
   const timings = parseServerTiming(response?.headers.get('Server-Timing') ?? '');
-  const count = data === undefined ? undefined : Array.isArray(data.result) && /^(vector|matrix)$/.test(data.resultType) ? data.result.length : 1;
-  const summary = h('p', 'summary',
-    h('span', 'label', 'decision '), h('strong', `decision ${decision}`, decision || '—'),
+  const count =
+    data === undefined
+      ? undefined
+      : Array.isArray(data.result) && /^(vector|matrix)$/.test(data.resultType)
+        ? data.result.length
+        : 1;
+  const summary = h(
+    'p',
+    'summary',
+    h('span', 'label', 'decision '),
+    h('strong', `decision ${decision}`, decision || '—'),
     DECISIONS[decision] ? h('span', 'hint', ` (${DECISIONS[decision]})`) : undefined,
-    h('span', 'label', ' · round trip '), formatMs(elapsedMs),
+    h('span', 'label', ' · round trip '),
+    formatMs(elapsedMs),
     count === undefined ? undefined : h('span', 'label', ' · result '),
     count === undefined ? undefined : `${count} series`,
   );
@@ -180,13 +215,18 @@ function renderRoute(response, elapsedMs, data) {
   for (const { name, desc, dur } of timings) {
     const failedAt = desc.indexOf(' failed: ');
     const label = failedAt < 0 ? desc || name : desc.slice(0, failedAt);
-    groups.append(h('li', failedAt < 0 ? 'group' : 'group failed',
-      h('span', 'name', label),
-      h('span', 'dur', dur === undefined ? '' : formatMs(dur)),
-      failedAt < 0 ? undefined : h('span', 'reason', `failed: ${desc.slice(failedAt + ' failed: '.length)}`),
-    ));
+    groups.append(
+      h(
+        'li',
+        failedAt < 0 ? 'group' : 'group failed',
+        h('span', 'name', label),
+        h('span', 'dur', dur === undefined ? '' : formatMs(dur)),
+        failedAt < 0 ? undefined : h('span', 'reason', `failed: ${desc.slice(failedAt + ' failed: '.length)}`),
+      ),
+    );
   }
-  if (timings.length === 0) groups.append(h('li', 'group none', response ? 'no group was queried' : 'no answer from the proxy'));
+  if (timings.length === 0)
+    groups.append(h('li', 'group none', response ? 'no group was queried' : 'no answer from the proxy'));
   els.route.replaceChildren(h('h2', null, 'Route'), summary, groups);
   els.route.hidden = false;
 }
@@ -198,7 +238,10 @@ function showError(title, message) {
 
 function showWarnings(warnings) {
   const list = Array.isArray(warnings) ? warnings : [];
-  els.warnings.replaceChildren(h('strong', null, list.length === 1 ? 'Warning' : 'Warnings'), h('ul', null, ...list.map((w) => h('li', null, String(w)))));
+  els.warnings.replaceChildren(
+    h('strong', null, list.length === 1 ? 'Warning' : 'Warnings'),
+    h('ul', null, ...list.map((w) => h('li', null, String(w)))),
+  );
   els.warnings.hidden = list.length === 0;
 }
 
@@ -216,6 +259,7 @@ function saveUrl() {
   history.replaceState(null, '', `${location.pathname}?${params}`);
 }
 
+// Callers need not wait or catch: a failed request is shown in the page.
 async function run() {
   saveUrl();
   const query = els.query.value;
@@ -280,17 +324,17 @@ function selectTab(name, runNow = true) {
     els.panels[key].hidden = !selected;
   }
   saveUrl();
-  if (runNow && els.query.value.trim()) run();
+  if (runNow && els.query.value.trim()) void run();
 }
 
 els.form.addEventListener('submit', (event) => {
   event.preventDefault();
-  run();
+  void run();
 });
 els.query.addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();
-    run();
+    void run();
   }
 });
 for (const [name, button] of Object.entries(els.tabs)) {
@@ -302,8 +346,8 @@ for (const [name, button] of Object.entries(els.tabs)) {
     selectTab(other);
   });
 }
-els.range.addEventListener('change', () => (tab === 'graph' ? run() : saveUrl()));
-els.time.addEventListener('change', () => (tab === 'table' ? run() : saveUrl()));
+els.range.addEventListener('change', () => (tab === 'graph' ? void run() : saveUrl()));
+els.time.addEventListener('change', () => (tab === 'table' ? void run() : saveUrl()));
 
 let resizeFrame = 0;
 window.addEventListener('resize', () => {
@@ -316,4 +360,4 @@ els.query.value = initial.get('q') ?? '';
 if (initial.get('range') in RANGES) els.range.value = initial.get('range');
 if (initial.get('time')) els.time.value = initial.get('time');
 selectTab(initial.get('tab') === 'graph' ? 'graph' : 'table', false);
-if (els.query.value.trim()) run();
+if (els.query.value.trim()) void run();

@@ -10,7 +10,15 @@ import type { QueryProxyConfig, ServerGroup } from '../config.js';
 import type { Forwarder } from '../forward.js';
 import { mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from '../merge.js';
 import type { GroupAnswer, Merged } from '../merge.js';
-import { combiningProblem, matchesForGroup, parseQuery, planMatches, planQuery, PromQLParseError, queryForGroup } from '../planner.js';
+import {
+  combiningProblem,
+  matchesForGroup,
+  parseQuery,
+  planMatches,
+  planQuery,
+  PromQLParseError,
+  queryForGroup,
+} from '../planner.js';
 import type { Plan, RouteDecision } from '../planner.js';
 import type { ProxyMetrics } from '../self-metrics.js';
 import type { UpstreamRequest } from '../upstream.js';
@@ -18,9 +26,9 @@ import type { UpstreamRequest } from '../upstream.js';
 /** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
 const PLAN_CACHE_SIZE = 2048;
 /** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
-export const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
+const PROMETHEUS_COMPATIBLE_VERSION = '2.24.0';
 
-export interface ApiRoutesOptions {
+interface ApiRoutesOptions {
   readonly config: () => QueryProxyConfig;
   readonly forwarder: Forwarder;
   readonly metrics: ProxyMetrics;
@@ -28,11 +36,6 @@ export interface ApiRoutesOptions {
   /** The proxy's version, for /api/v1/status/buildinfo. */
   readonly version: string;
   readonly errorHandler: ReturnType<typeof apiErrorHandler>;
-}
-
-export interface ApiRoutes {
-  /** Forgets the plans made for the config before (after a reload). */
-  clearPlans(): void;
 }
 
 /**
@@ -50,19 +53,36 @@ function requestParams(request: FastifyRequest): { search: string; body: string 
 }
 
 /** What a query answers when no group has anything for it, in the shape its result would have. */
-function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']): { resultType: string; result: unknown[] } {
+function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']) {
   const resultType = endpoint === 'query_range' ? 'matrix' : parsed.instantResultType;
-  return { resultType, result: resultType === 'scalar' || resultType === 'string' ? [Date.now() / 1000, resultType === 'scalar' ? 'NaN' : ''] : [] };
+  if (resultType === 'scalar') return { resultType, result: [Date.now() / 1000, 'NaN'] };
+  if (resultType === 'string') return { resultType, result: [Date.now() / 1000, ''] };
+  return { resultType, result: [] };
+}
+
+/** The one group asked, when its store's answer can be relayed as it is (no labels of its own to add). */
+function relayable(groups: readonly ServerGroup[]): ServerGroup | undefined {
+  const [only, ...more] = groups;
+  return only && more.length === 0 && Object.keys(only.labels).length === 0 ? only : undefined;
 }
 
 /** The client's request as the single path forwards it: same method, parameters and body. */
 function asIs(request: FastifyRequest, path: string, search: string, body: string | undefined): UpstreamRequest {
   const accept = request.headers['accept-encoding'];
-  return { path, method: request.method === 'POST' ? 'POST' : 'GET', search, ...(body !== undefined ? { body } : {}), ...(accept ? { acceptEncoding: accept } : {}) };
+  return {
+    path,
+    method: request.method === 'POST' ? 'POST' : 'GET',
+    search,
+    ...(body !== undefined ? { body } : {}),
+    ...(accept ? { acceptEncoding: accept } : {}),
+  };
 }
 
+const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+
 /** Installs /api/v1/*: GET and POST (form-encoded) alike. */
-export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): ApiRoutes {
+/** Returns clearPlans: forgets the plans made for the config before (after a reload). */
+export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): { clearPlans(): void } {
   const { config, forwarder, metrics, maxQueryLength } = options;
   const plans = new Map<string, Plan>();
 
@@ -80,14 +100,20 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
    * Routes a request: a bad query or parameter is a 400 (`param` names it), counted as `invalid`;
    * a decision is counted, said in X-Cachemon-Route, and the answer timed when it is complete.
    */
-  const routed = <T extends { decision: RouteDecision }>(reply: FastifyReply, endpoint: Endpoint, param: string, decide: () => T): T => {
+  const routed = <T extends { decision: RouteDecision }>(
+    reply: FastifyReply,
+    endpoint: Endpoint,
+    param: string,
+    decide: () => T,
+  ): T => {
     const started = performance.now();
     let result: T;
     try {
       result = decide();
     } catch (err) {
       metrics.requests.inc({ endpoint, decision: 'invalid' });
-      if (err instanceof PromQLParseError) throw new ApiError('bad_data', `invalid parameter "${param}": ${err.message}`);
+      if (err instanceof PromQLParseError)
+        throw new ApiError('bad_data', `invalid parameter "${param}": ${err.message}`);
       throw err;
     }
     metrics.requests.inc({ endpoint, decision: result.decision });
@@ -102,7 +128,10 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
       const query = params.get('query');
       if (query === null) throw new ApiError('bad_data', 'invalid parameter "query": the parameter is missing');
       if (query.length > maxQueryLength) {
-        throw new ApiError('bad_data', `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`);
+        throw new ApiError(
+          'bad_data',
+          `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`,
+        );
       }
       return plan(query);
     });
@@ -110,8 +139,8 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     if (planned.decision === 'none') return forwarder.success(reply, endpoint, empty, []);
     if (planned.decision === 'spanning') return forwarder.success(reply, endpoint, empty, [planned.reason!]);
     const path = `/api/v1/${endpoint}`;
-    const [only] = planned.groups;
-    if (planned.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
+    const only = relayable(planned.groups);
+    if (only) return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
     const warnings = [planned.warning, combiningProblem(planned.parsed, planned.groups)].filter((w) => w !== undefined);
     const sortedBy = endpoint === 'query' && planned.groups.length > 1 ? planned.parsed.sortedBy : undefined;
     const requestFor = (group: ServerGroup): UpstreamRequest => {
@@ -135,18 +164,26 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
 
   /** /series, /labels, /label/<name>/values, /metadata: routed by match[], answers united. */
   const listHandler =
-    <T>(endpoint: Endpoint, path: (request: FastifyRequest) => string, merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>, empty: unknown) =>
+    <T>(
+      endpoint: Exclude<Endpoint, 'query' | 'query_range'>,
+      merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>,
+      empty: unknown,
+    ) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
       const { search, body, params } = requestParams(request);
       const route = routed(reply, endpoint, 'match[]', () => {
         const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
-        if (endpoint === 'series' && matches.length === 0) throw new ApiError('bad_data', 'no match[] parameter provided');
+        if (endpoint === 'series' && matches.length === 0)
+          throw new ApiError('bad_data', 'no match[] parameter provided');
         return planMatches(matches, config().groups);
       });
       if (route.groups.length === 0) return forwarder.success(reply, endpoint, empty, []);
-      const upstreamPath = path(request);
-      const [only] = route.groups;
-      if (route.groups.length === 1 && only && Object.keys(only.labels).length === 0) return forwarder.forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
+      const upstreamPath =
+        endpoint === 'label_values'
+          ? `/api/v1/label/${encodeURIComponent(labelName(request))}/values`
+          : `/api/v1/${endpoint}`;
+      const only = relayable(route.groups);
+      if (only) return forwarder.forward(endpoint, only, asIs(request, upstreamPath, search, body), reply, empty);
       // Each group gets the match[] it can answer, written for it (its own labels' matchers out).
       const requestFor = (group: ServerGroup): UpstreamRequest => {
         const form = new URLSearchParams(params);
@@ -165,22 +202,22 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   };
   api('/api/v1/query', queryHandler('query'));
   api('/api/v1/query_range', queryHandler('query_range'));
-  api('/api/v1/series', listHandler('series', () => '/api/v1/series', mergeSeriesData, []));
-  api('/api/v1/labels', listHandler('labels', () => '/api/v1/labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []));
-  const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+  api('/api/v1/series', listHandler('series', mergeSeriesData, []));
+  api(
+    '/api/v1/labels',
+    listHandler('labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []),
+  );
+  // A group's own labels are not in its store: their value is the group's.
+  const ownValue = (group: ServerGroup, name: string) => (group.labels[name] === undefined ? [] : [group.labels[name]]);
   api(
     '/api/v1/label/:name/values',
-    listHandler(
-      'label_values',
-      (request) => `/api/v1/label/${encodeURIComponent(labelName(request))}/values`,
-      // A group's own labels are not in its store: their value is the group's.
-      (answers, request) => mergeStringLists(answers, (g) => (g.labels[labelName(request)] === undefined ? [] : [g.labels[labelName(request)]!])),
-      [],
-    ),
+    listHandler('label_values', (a, request) => mergeStringLists(a, (g) => ownValue(g, labelName(request))), []),
   );
-  api('/api/v1/metadata', listHandler('metadata', () => '/api/v1/metadata', mergeMetadata, {}));
+  api('/api/v1/metadata', listHandler('metadata', mergeMetadata, {}));
+  const buildInfo = { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}` };
+  const unknownBuild = { branch: '', buildUser: '', buildDate: '', goVersion: '' };
   api('/api/v1/status/buildinfo', async (_request, reply) =>
-    forwarder.success(reply, 'metadata', { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}`, branch: '', buildUser: '', buildDate: '', goVersion: '' }, []),
+    forwarder.success(reply, 'metadata', { ...buildInfo, ...unknownBuild }, []),
   );
   api('/api/v1/query_exemplars', async (_request, reply) => forwarder.success(reply, 'query', [], []));
   app.route({

@@ -40,21 +40,32 @@ describe('query proxy web UI in headless Chromium', () => {
   const text = async (selector: string) => ((await page.locator(selector).textContent()) ?? '').replace(/\s+/g, ' ');
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} not found: install the Debian package "chromium" (apt-get install chromium) to run the UI test`);
+    assert.ok(
+      existsSync(CHROMIUM),
+      `${CHROMIUM} not found: install the Debian package "chromium" (apt-get install chromium) to run the UI test`,
+    );
     const dir = await tempDir('query-proxy-ui-');
     store = await startVictoriaMetrics();
     const now = Date.now();
     const lines: string[] = [];
     for (let t = now - 30 * 60_000; t <= now; t += 60_000) {
-      for (const s of SERIES) lines.push(`arcus_up{scrape="short",instance="${s.instance}",service_code="svc-a"} ${s.value} ${t}`);
+      for (const s of SERIES)
+        lines.push(`arcus_up{scrape="short",instance="${s.instance}",service_code="svc-a"} ${s.value} ${t}`);
     }
     await store.importPrometheus(lines.join('\n') + '\n');
 
     const config = parseQueryProxyConfig('promxy.yml', {
       promxy: {
         server_groups: [
-          { static_configs: [{ targets: [`127.0.0.1:${store.port}`] }], label_filter: { static_labels_include: { scrape: ['short'] } }, query_params: { nocache: 1 } },
-          { static_configs: [{ targets: [`127.0.0.1:${await freePort()}`] }], label_filter: { static_labels_include: { scrape: ['long'] } } },
+          {
+            static_configs: [{ targets: [`127.0.0.1:${store.port}`] }],
+            label_filter: { static_labels_include: { scrape: ['short'] } },
+            query_params: { nocache: 1 },
+          },
+          {
+            static_configs: [{ targets: [`127.0.0.1:${await freePort()}`] }],
+            label_filter: { static_labels_include: { scrape: ['long'] } },
+          },
         ],
       },
     });
@@ -148,7 +159,11 @@ describe('query proxy web UI in headless Chromium', () => {
     })()`);
     assert.equal(painted, true, 'something was drawn on the canvas');
     const legend = await page.locator('#graph .u-legend .u-series .u-label').allTextContents();
-    for (const s of SERIES) assert.ok(legend.some((l) => l.includes(`instance="${s.instance}"`)), `legend: ${JSON.stringify(legend)}`);
+    for (const s of SERIES)
+      assert.ok(
+        legend.some((l) => l.includes(`instance="${s.instance}"`)),
+        `legend: ${JSON.stringify(legend)}`,
+      );
     assert.match(await text('#route'), /\bsingle\b.*scrape=short/);
 
     await run(() => page.selectOption('#range', '6h'));
@@ -195,8 +210,11 @@ describe('query proxy web UI in headless Chromium', () => {
   });
 
   test('Server-Timing entries with quoted commas and semicolons are parsed', async () => {
-    const header = 'g0;desc="group 0 (scrape=short)";dur=3.12, g1;desc="group 1 (a=\\"x, y\\"; z) failed: dial: refused";dur=5001,total;dur=8.5';
-    const parsed = await page.evaluate(`import(${JSON.stringify(proxy!.url + '/ui/app.js')}).then((m) => m.parseServerTiming(${JSON.stringify(header)}))`);
+    const header =
+      'g0;desc="group 0 (scrape=short)";dur=3.12, g1;desc="group 1 (a=\\"x, y\\"; z) failed: dial: refused";dur=5001,total;dur=8.5';
+    const parsed = await page.evaluate(
+      `import(${JSON.stringify(proxy!.url + '/ui/app.js')}).then((m) => m.parseServerTiming(${JSON.stringify(header)}))`,
+    );
     assert.deepEqual(parsed, [
       { name: 'g0', desc: 'group 0 (scrape=short)', dur: 3.12 },
       { name: 'g1', desc: 'group 1 (a="x, y"; z) failed: dial: refused', dur: 5001 },
@@ -206,6 +224,9 @@ describe('query proxy web UI in headless Chromium', () => {
 
   test('no script errors on the page', () => {
     // A failed request (the 400 and 503 above) is logged to the console by Chromium: not a script error.
-    assert.deepEqual(pageErrors.filter((e) => !/Failed to load resource/.test(e)), []);
+    assert.deepEqual(
+      pageErrors.filter((e) => !/Failed to load resource/.test(e)),
+      [],
+    );
   });
 });

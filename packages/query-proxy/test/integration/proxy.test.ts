@@ -17,8 +17,15 @@ import type { QueryProxy } from '../../src/server.js';
 interface Answer {
   status: number;
   headers: Headers;
-  body: { status: string; data?: any; warnings?: string[]; errorType?: string; error?: string };
+  body: { status: string; data?: unknown; warnings?: string[]; errorType?: string; error?: string };
 }
+interface Series {
+  metric: Record<string, string>;
+  value?: [number, string];
+  values?: unknown[];
+}
+/** A query answer's data; other endpoints' data is cast where it is read. */
+const dataOf = (body: Answer['body']) => body.data as { resultType: string; result: Series[] };
 
 /** Two real stores: `short` holds scrape="short" series, `long` scrape="long" ones, as the stack does. */
 describe('query proxy against two real VictoriaMetrics stores', () => {
@@ -42,7 +49,8 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     timeout: '2s',
     ...extra,
   });
-  const writeConfig = (groups: unknown[]) => writeFileSync(configFile, JSON.stringify({ promxy: { server_groups: groups } }));
+  const writeConfig = (groups: unknown[]) =>
+    writeFileSync(configFile, JSON.stringify({ promxy: { server_groups: groups } }));
   const useGroups = async (groups: unknown[]) => {
     writeConfig(groups);
     const response = await fetch(`${proxy.url}/-/reload`, { method: 'POST' });
@@ -50,26 +58,47 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   };
   const normalGroups = () => [group(host(short), 'short'), group(host(long), 'long')];
 
-  const api = async (path: string, params: Record<string, string | string[]> = {}, method: 'GET' | 'POST' = 'POST', headers: Record<string, string> = {}): Promise<Answer> => {
+  const api = async (
+    path: string,
+    params: Record<string, string | string[]> = {},
+    method: 'GET' | 'POST' = 'POST',
+    headers: Record<string, string> = {},
+  ): Promise<Answer> => {
     const form = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
     const response =
       method === 'GET'
-        ? await fetch(`${proxy.url}${path}?${form}`, { headers })
-        : await fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: form.toString() });
+        ? await fetch(`${proxy.url}${path}?${form.toString()}`, { headers })
+        : await fetch(`${proxy.url}${path}`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+            body: form.toString(),
+          });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: JSON.parse(text) as Answer['body'] };
   };
-  const query = (q: string, method: 'GET' | 'POST' = 'POST') => api('/api/v1/query', { query: q, time: String(now) }, method);
-  const range = (q: string) => api('/api/v1/query_range', { query: q, start: String(start), end: String(now), step: '60' });
+  const query = (q: string, method: 'GET' | 'POST' = 'POST') =>
+    api('/api/v1/query', { query: q, time: String(now) }, method);
+  const range = (q: string) =>
+    api('/api/v1/query_range', { query: q, start: String(start), end: String(now), step: '60' });
   const seriesOf = (answer: Answer) =>
-    (answer.body.data.result as Array<{ metric: Record<string, string>; value?: [number, string]; values?: unknown[] }>)
-      .map((s) => `${s.metric['__name__'] ?? ''}{${Object.entries(s.metric).filter(([k]) => k !== '__name__').sort().map(([k, v]) => `${k}=${v}`).join(',')}}${s.value ? ` ${s.value[1]}` : ''}`)
+    dataOf(answer.body)
+      .result.map(
+        (s) =>
+          `${s.metric['__name__'] ?? ''}{${Object.entries(s.metric)
+            .filter(([k]) => k !== '__name__')
+            .sort()
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',')}}${s.value ? ` ${s.value[1]}` : ''}`,
+      )
       .sort();
 
   before(async () => {
     [short, long] = await Promise.all([startVictoriaMetrics(), startVictoriaMetrics()]);
-    const samples = (lines: string[]) => lines.flatMap((line) => [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => `${line} ${(now - 600 + i * 60) * 1000}`)).join('\n');
+    const samples = (lines: string[]) =>
+      lines
+        .flatMap((line) => [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => `${line} ${(now - 600 + i * 60) * 1000}`))
+        .join('\n');
     await short.importPrometheus(
       samples([
         'arcus_up{scrape="short",service_code="svc-a",node="10.0.0.1:11211"} 1',
@@ -96,14 +125,24 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const logger = createLoggerOn(
       new Writable({
         write(chunk: Buffer, _encoding, done) {
-          logLines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+          logLines.push(
+            ...chunk
+              .toString('utf8')
+              .split('\n')
+              .filter((l) => l !== ''),
+          );
           done();
         },
       }),
       'info',
       { name: 'query-proxy' },
     );
-    proxy = await startQueryProxy(loadQueryProxyConfig(configFile), { logger, version: 'test', listen: '127.0.0.1:0', loadConfig: () => loadQueryProxyConfig(configFile) });
+    proxy = await startQueryProxy(loadQueryProxyConfig(configFile), {
+      logger,
+      version: 'test',
+      listen: '127.0.0.1:0',
+      loadConfig: () => loadQueryProxyConfig(configFile),
+    });
   });
 
   after(async () => {
@@ -118,7 +157,10 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(answer.status, 200);
     assert.equal(answer.headers.get('x-cachemon-route'), 'single');
     assert.match(answer.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)";dur=\d+\.\d\d$/);
-    assert.deepEqual(seriesOf(answer), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
+    assert.deepEqual(seriesOf(answer), [
+      'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
+      'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1',
+    ]);
     assert.equal(answer.body.warnings, undefined);
 
     const fromLong = await query('rate(arcus_items{scrape=~"lo.*"}[5m])');
@@ -127,33 +169,54 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.deepEqual(seriesOf(fromLong), ['{node=10.0.0.9:11211,scrape=long,service_code=svc-b} 0']);
 
     // The store's gzip passes through as is when the client accepts it.
-    const raw = await new Promise<{ encoding: string | undefined; length: string | undefined; chunked: string | undefined; body: Buffer }>((resolve, reject) => {
-      get(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="short"}')}&time=${now}`, { headers: { 'Accept-Encoding': 'gzip' } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (c: Buffer) => chunks.push(c));
-        response.on('end', () =>
-          resolve({ encoding: response.headers['content-encoding'], length: response.headers['content-length'], chunked: response.headers['transfer-encoding'], body: Buffer.concat(chunks) }),
-        );
-      }).on('error', reject);
+    const raw = await new Promise<{
+      encoding: string | undefined;
+      length: string | undefined;
+      chunked: string | undefined;
+      body: Buffer;
+    }>((resolve, reject) => {
+      get(
+        `${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="short"}')}&time=${now}`,
+        { headers: { 'Accept-Encoding': 'gzip' } },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (c: Buffer) => chunks.push(c));
+          response.on('end', () =>
+            resolve({
+              encoding: response.headers['content-encoding'],
+              length: response.headers['content-length'],
+              chunked: response.headers['transfer-encoding'],
+              body: Buffer.concat(chunks),
+            }),
+          );
+        },
+      ).on('error', reject);
     });
     assert.equal(raw.encoding, 'gzip');
-    assert.equal((JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).data.result.length, 2);
+    assert.equal(dataOf(JSON.parse(gunzipSync(raw.body).toString('utf8')) as Answer['body']).result.length, 2);
     // The store sends it chunked; the proxy, having held the short answer whole, says its length.
     assert.equal(raw.length, String(raw.body.length));
     assert.equal(raw.chunked, undefined);
   });
 
   test('regular expressions are read as the stores read them (RE2): (?i) and \\Q..\\E route to the one group that holds the series', async () => {
-    for (const q of ['arcus_up{scrape=~"(?i)SHORT"}', 'arcus_up{scrape=~"\\\\Qshort\\\\E"}', 'arcus_up{scrape!~"(?i)LONG"}']) {
+    for (const q of [
+      'arcus_up{scrape=~"(?i)SHORT"}',
+      'arcus_up{scrape=~"\\\\Qshort\\\\E"}',
+      'arcus_up{scrape!~"(?i)LONG"}',
+    ]) {
       const answer = await query(q);
       assert.equal(answer.status, 200, q);
       assert.equal(answer.headers.get('x-cachemon-route'), 'single', q);
       assert.match(answer.headers.get('server-timing') ?? '', /^g0;/, q);
       // The store itself selects the same series with it.
       const direct = (await (
-        await fetch(`http://${host(short)}/api/v1/query`, { method: 'POST', body: new URLSearchParams({ query: q, time: String(now) }) })
+        await fetch(`http://${host(short)}/api/v1/query`, {
+          method: 'POST',
+          body: new URLSearchParams({ query: q, time: String(now) }),
+        })
       ).json()) as Answer['body'];
-      assert.equal(direct.data.result.length, 2, q);
+      assert.equal(dataOf(direct).result.length, 2, q);
       assert.deepEqual(seriesOf(answer), seriesOf({ status: 200, headers: new Headers(), body: direct }), q);
     }
   });
@@ -164,14 +227,22 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.deepEqual(get.body, post.body);
     const matrix = await range('arcus_up{scrape="short"}');
     assert.equal(matrix.status, 200);
-    assert.equal(matrix.body.data.resultType, 'matrix');
-    assert.equal(matrix.body.data.result.length, 2);
-    assert.equal(matrix.body.data.result[0].values.length, 11);
+    assert.equal(dataOf(matrix.body).resultType, 'matrix');
+    assert.equal(dataOf(matrix.body).result.length, 2);
+    assert.equal(dataOf(matrix.body).result[0]?.values?.length, 11);
     // The dashboard server's POST carries these beside the query.
-    const grafana = await api('/api/v1/query_range', { query: 'sum by (scrape) (arcus_up)', start: String(start), end: String(now), step: '120', timeout: '30s' });
+    const grafana = await api('/api/v1/query_range', {
+      query: 'sum by (scrape) (arcus_up)',
+      start: String(start),
+      end: String(now),
+      step: '120',
+      timeout: '30s',
+    });
     assert.equal(grafana.status, 200);
     assert.deepEqual(
-      grafana.body.data.result.map((s: { metric: { scrape: string }; values: unknown[] }) => `${s.metric.scrape}:${s.values.length}`).sort(),
+      dataOf(grafana.body)
+        .result.map((s) => `${s.metric['scrape']}:${s.values?.length ?? 0}`)
+        .sort(),
       ['long:6', 'short:6'],
     );
   });
@@ -190,7 +261,10 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   test('a query both groups can answer is sent to both and merged by label set', async () => {
     const answer = await query('arcus_up');
     assert.equal(answer.headers.get('x-cachemon-route'), 'several');
-    assert.match(answer.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)";dur=[\d.]+, g1;desc="group 1 \(scrape=long\)";dur=[\d.]+$/);
+    assert.match(
+      answer.headers.get('server-timing') ?? '',
+      /^g0;desc="group 0 \(scrape=short\)";dur=[\d.]+, g1;desc="group 1 \(scrape=long\)";dur=[\d.]+$/,
+    );
     assert.deepEqual(seriesOf(answer), [
       'arcus_up{node=10.0.0.1:11211,scrape=long,service_code=svc-a} 0',
       'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
@@ -198,7 +272,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     ]);
     assert.equal(answer.body.warnings, undefined, 'distinct label sets: nothing to warn about');
     const matrix = await range('arcus_up');
-    assert.equal(matrix.body.data.result.length, 3);
+    assert.equal(dataOf(matrix.body).result.length, 3);
     // Kept apart by the routing label: no warning.
     const apart = await query('sum by (scrape) (arcus_up)');
     assert.deepEqual(seriesOf(apart), ['{scrape=long} 0', '{scrape=short} 2']);
@@ -210,17 +284,23 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(collision.status, 200);
     assert.deepEqual(seriesOf(collision), ['shared_name{node=n1} 5'], 'shown once, from the first group');
     assert.equal(collision.body.warnings?.length, 1);
-    assert.match(collision.body.warnings![0]!, /1 series returned by more than one server group \(shared_name\{node="n1"\}\); each is shown once, from group 0 \(scrape=short\)/);
+    assert.match(
+      collision.body.warnings[0]!,
+      /1 series returned by more than one server group \(shared_name\{node="n1"\}\); each is shown once, from group 0 \(scrape=short\)/,
+    );
 
     const summed = await query('sum(arcus_up)');
     assert.deepEqual(seriesOf(summed), ['{} 2']);
     assert.equal(summed.body.warnings?.length, 2);
-    assert.match(summed.body.warnings!.join('\n'), /returned by more than one server group \(\{\}\)/);
-    assert.match(summed.body.warnings!.join('\n'), /"sum" at 1:1 combines series across the server groups .* keep the groups apart with by \(scrape\)/);
+    assert.match(summed.body.warnings.join('\n'), /returned by more than one server group \(\{\}\)/);
+    assert.match(
+      summed.body.warnings.join('\n'),
+      /"sum" at 1:1 combines series across the server groups .* keep the groups apart with by \(scrape\)/,
+    );
 
     // topk over both: distinct label sets, but each group picked its own top: still a warning.
     const top = await query('topk(1, arcus_items)');
-    assert.equal(top.body.data.result.length, 2);
+    assert.equal(dataOf(top.body).result.length, 2);
     assert.match(top.body.warnings?.[0] ?? '', /"topk" at 1:1 combines series/);
   });
 
@@ -229,12 +309,15 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(answer.status, 200);
     assert.equal(answer.headers.get('x-cachemon-route'), 'spanning');
     assert.deepEqual(answer.body.data, { resultType: 'vector', result: [] });
-    assert.match(answer.body.warnings?.[0] ?? '', /combines series that live in different server groups \(group 0 \(scrape=short\) and group 1 \(scrape=long\)\)/);
+    assert.match(
+      answer.body.warnings?.[0] ?? '',
+      /combines series that live in different server groups \(group 0 \(scrape=short\) and group 1 \(scrape=long\)\)/,
+    );
     // The empty answer has the type the query answers.
     const scalar = await query('scalar(arcus_items{scrape="short"}) + scalar(arcus_items{scrape="long"})');
     assert.equal(scalar.headers.get('x-cachemon-route'), 'spanning');
-    assert.equal(scalar.body.data.resultType, 'scalar');
-    assert.equal(scalar.body.data.result[1], 'NaN');
+    assert.equal(dataOf(scalar.body).resultType, 'scalar');
+    assert.equal(dataOf(scalar.body).result[1], 'NaN');
   });
 
   test('selectors no group can answer select nothing: the rest of the query is answered as a store answers it', async () => {
@@ -245,7 +328,10 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.deepEqual(seriesOf(absent), ['{scrape=medium} 1']);
     const either = await query('arcus_up{scrape="short"} or arcus_items{scrape="medium"}');
     assert.equal(either.headers.get('x-cachemon-route'), 'single');
-    assert.deepEqual(seriesOf(either), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
+    assert.deepEqual(seriesOf(either), [
+      'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
+      'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1',
+    ]);
     const nothing = await query('sum(arcus_items{scrape="medium"}) * 2');
     assert.equal(nothing.headers.get('x-cachemon-route'), 'none');
     assert.deepEqual(nothing.body, { status: 'success', data: { resultType: 'vector', result: [] } });
@@ -257,7 +343,10 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.equal(combined.status, 200);
     assert.equal(combined.headers.get('x-cachemon-route'), 'spanning');
     assert.deepEqual(combined.body.data, { resultType: 'vector', result: [] });
-    assert.match(combined.body.warnings?.[0] ?? '', /no single group can compute it, so no result is given \("count" at 1:1\)$/);
+    assert.match(
+      combined.body.warnings?.[0] ?? '',
+      /no single group can compute it, so no result is given \("count" at 1:1\)$/,
+    );
     // Nothing combined across groups: each group's part is exact, the union is the answer.
     // (`or` keeps a right-hand series only when no left-hand one has its labels: node 10.0.0.2's.)
     const union = await query('arcus_items or arcus_up{scrape="short"}');
@@ -272,29 +361,46 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
 
   test('functions over every series, merged from several groups: sort() and sort_desc() sorted again, absent() and scalar() warned about', async () => {
     const ascending = await query('sort(arcus_up)');
-    assert.deepEqual(ascending.body.data.result.map((s: { metric: { scrape: string }; value: [number, string] }) => `${s.metric.scrape}:${s.value[1]}`), ['long:0', 'short:1', 'short:1']);
+    assert.deepEqual(
+      dataOf(ascending.body).result.map((s) => `${s.metric['scrape']}:${s.value?.[1] ?? ''}`),
+      ['long:0', 'short:1', 'short:1'],
+    );
     const descending = await query('sort_desc(-arcus_items)');
-    assert.deepEqual(descending.body.data.result.map((s: { metric: { scrape: string }; value: [number, string] }) => `${s.metric.scrape}:${s.value[1]}`), ['long:-40', 'short:-100']);
+    assert.deepEqual(
+      dataOf(descending.body).result.map((s) => `${s.metric['scrape']}:${s.value?.[1] ?? ''}`),
+      ['long:-40', 'short:-100'],
+    );
     assert.equal(descending.body.warnings, undefined);
     // Only the long-term group has svc-b's items; the short-term one says they are absent.
     const absent = await query('absent(arcus_items{service_code="svc-b"})');
     assert.equal(absent.headers.get('x-cachemon-route'), 'several');
-    assert.match(absent.body.warnings?.join('\n') ?? '', /"absent" at 1:1 combines series across the server groups group 0 \(scrape=short\) and group 1 \(scrape=long\)/);
+    assert.match(
+      absent.body.warnings?.join('\n') ?? '',
+      /"absent" at 1:1 combines series across the server groups group 0 \(scrape=short\) and group 1 \(scrape=long\)/,
+    );
     const scaled = await query('arcus_items * scalar(arcus_up{node="10.0.0.2:11211"})');
     assert.match(scaled.body.warnings?.join('\n') ?? '', /"scalar" at 1:15 combines series/);
   });
 
   test('series, labels and label values are the union of the groups asked', async () => {
-    const series = await api('/api/v1/series', { 'match[]': ['arcus_items', 'shared_name'], start: String(start), end: String(now) });
+    const series = await api('/api/v1/series', {
+      'match[]': ['arcus_items', 'shared_name'],
+      start: String(start),
+      end: String(now),
+    });
     assert.equal(series.status, 200);
     assert.equal(series.headers.get('x-cachemon-route'), 'several');
     assert.deepEqual(
       (series.body.data as Array<Record<string, string>>).map((l) => `${l['__name__']}/${l['scrape'] ?? '-'}`).sort(),
       ['arcus_items/long', 'arcus_items/short', 'shared_name/-'],
     );
-    const routed = await api('/api/v1/series', { 'match[]': 'arcus_up{scrape="long"}', start: String(start), end: String(now) }, 'GET');
+    const routed = await api(
+      '/api/v1/series',
+      { 'match[]': 'arcus_up{scrape="long"}', start: String(start), end: String(now) },
+      'GET',
+    );
     assert.equal(routed.headers.get('x-cachemon-route'), 'single');
-    assert.equal(routed.body.data.length, 1);
+    assert.equal((routed.body.data as unknown[]).length, 1);
 
     const labels = await api('/api/v1/labels', { start: String(start), end: String(now) }, 'GET');
     assert.deepEqual(labels.body.data, ['__name__', 'node', 'scrape', 'service_code']);
@@ -311,8 +417,8 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const metadata = await api('/api/v1/metadata', {}, 'GET');
     assert.equal(metadata.body.status, 'success');
     const build = await api('/api/v1/status/buildinfo', {}, 'GET');
-    assert.equal(build.body.data.version, '2.24.0');
-    assert.match(build.body.data.revision, /cachemon query proxy test/);
+    assert.equal((build.body.data as { version: string }).version, '2.24.0');
+    assert.match((build.body.data as { revision: string }).revision, /cachemon query proxy test/);
   });
 
   test('a group that is down is an error, or a warning with partial data when ignore_error', async () => {
@@ -321,16 +427,30 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       const down = await query('arcus_up{scrape="long"}');
       assert.equal(down.status, 503);
       assert.equal(down.body.errorType, 'unavailable');
-      assert.match(down.body.error ?? '', new RegExp(`^group 1 \\(scrape=long\\): no replica answered \\(http://127\\.0\\.0\\.1:${deadPort}: .*ECONNREFUSED`));
-      assert.match(down.headers.get('server-timing') ?? '', /g1;desc="group 1 \(scrape=long\) failed: no replica answered/);
+      assert.match(
+        down.body.error ?? '',
+        new RegExp(
+          `^group 1 \\(scrape=long\\): no replica answered \\(http://127\\.0\\.0\\.1:${deadPort}: .*ECONNREFUSED`,
+        ),
+      );
+      assert.match(
+        down.headers.get('server-timing') ?? '',
+        /g1;desc="group 1 \(scrape=long\) failed: no replica answered/,
+      );
       const merged = await query('arcus_up');
       assert.equal(merged.status, 503, 'a merge missing a group would be wrong');
 
       await useGroups([group(host(short), 'short'), group(`127.0.0.1:${deadPort}`, 'long', { ignore_error: true })]);
       const partial = await query('arcus_up');
       assert.equal(partial.status, 200);
-      assert.deepEqual(seriesOf(partial), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
-      assert.match(partial.body.warnings?.[0] ?? '', /^group 1 \(scrape=long\): no replica answered .*its part of the result is missing \(ignore_error\)$/);
+      assert.deepEqual(seriesOf(partial), [
+        'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
+        'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1',
+      ]);
+      assert.match(
+        partial.body.warnings?.[0] ?? '',
+        /^group 1 \(scrape=long\): no replica answered .*its part of the result is missing \(ignore_error\)$/,
+      );
       const alone = await range('arcus_up{scrape="long"}');
       assert.equal(alone.status, 200);
       assert.deepEqual(alone.body.data, { resultType: 'matrix', result: [] });
@@ -338,10 +458,15 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
 
       // A dead replica beside a live one: the live one answers.
       await useGroups([group([`127.0.0.1:${deadPort}`, host(short)], 'short'), group(host(long), 'long')]);
-      for (let i = 0; i < 3; i++) assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+      for (let i = 0; i < 3; i++) assert.equal(dataOf((await query('arcus_up{scrape="short"}')).body).result.length, 2);
 
       const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
-      assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'unavailable' })! >= 3);
+      assert.ok(
+        valueOf(exposition, 'cachemon_query_proxy_group_errors_total', {
+          group: 'group 1 (scrape=long)',
+          kind: 'unavailable',
+        })! >= 3,
+      );
     } finally {
       await useGroups(normalGroups());
     }
@@ -361,40 +486,65 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       assert.equal(merged.body.errorType, 'timeout');
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
       // A client that gives up: the proxy cancels its request to the group at once.
-      const gaveUp = fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, { signal: AbortSignal.timeout(50) });
+      const gaveUp = fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, {
+        signal: AbortSignal.timeout(50),
+      });
       await assert.rejects(gaveUp);
-      await eventually(async () => {
-        const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
-        assert.equal(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'canceled' }), 1);
-      }, { timeoutMs: 250 });
+      await eventually(
+        async () => {
+          const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
+          assert.equal(
+            valueOf(exposition, 'cachemon_query_proxy_group_errors_total', {
+              group: 'group 1 (scrape=long)',
+              kind: 'canceled',
+            }),
+            1,
+          );
+        },
+        { timeoutMs: 250 },
+      );
     } finally {
       await useGroups(normalGroups());
     }
   });
 
-  test('a replica that hangs beside a healthy one: the healthy one answers within the group\'s timeout, every time', async () => {
+  test("a replica that hangs beside a healthy one: the healthy one answers within the group's timeout, every time", async () => {
     try {
-      await useGroups([group([`127.0.0.1:${hungPort}`, host(short)], 'short', { timeout: '2s' }), group(host(long), 'long')]);
+      await useGroups([
+        group([`127.0.0.1:${hungPort}`, host(short)], 'short', { timeout: '2s' }),
+        group(host(long), 'long'),
+      ]);
       const took: number[] = [];
       for (let i = 0; i < 6; i++) {
         const started = performance.now();
         const answer = await query(i % 2 === 0 ? 'arcus_up{scrape="short"}' : 'arcus_up');
         took.push(performance.now() - started);
         assert.equal(answer.status, 200, JSON.stringify(answer.body));
-        assert.equal(answer.body.data.result.length, i % 2 === 0 ? 2 : 3);
+        assert.equal(dataOf(answer.body).result.length, i % 2 === 0 ? 2 : 3);
       }
-      assert.ok(took.every((ms) => ms < 1900), `within the timeout: ${took.map(Math.round).join(', ')} ms`);
+      assert.ok(
+        took.every((ms) => ms < 1900),
+        `within the timeout: ${took.map(Math.round).join(', ')} ms`,
+      );
       // The hung replica, once it missed its share, is passed over: the next requests do not wait for it.
-      assert.ok(took.slice(1).every((ms) => ms < 500), `passed over: ${took.map(Math.round).join(', ')} ms`);
+      assert.ok(
+        took.slice(1).every((ms) => ms < 500),
+        `passed over: ${took.map(Math.round).join(', ')} ms`,
+      );
       const together = await Promise.all(Array.from({ length: 8 }, () => query('arcus_up{scrape="short"}')));
-      assert.deepEqual(together.map((a) => a.status), Array(8).fill(200));
+      assert.deepEqual(
+        together.map((a) => a.status),
+        Array(8).fill(200),
+      );
     } finally {
       await useGroups(normalGroups());
     }
   });
 
   /** A store played by hand: answers every request with `answer(socket)`; closed by the returned function. */
-  const handStore = async (answer: (socket: Socket) => void): Promise<{ target: string; close: () => Promise<void> }> => {
+  const handStore = async (
+    answer: (socket: Socket) => void,
+  ): Promise<{ target: string; close: () => Promise<void> }> => {
     const server = createServer((socket) => socket.once('data', () => answer(socket)));
     const port = await freePort();
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -403,7 +553,8 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       close: () => new Promise<void>((resolve) => server.close(() => resolve())),
     };
   };
-  const headOf = (length: number) => `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  const headOf = (length: number) =>
+    `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
   const longQuery = `/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`;
 
   test('a store that breaks off early: nothing of it has been passed on, so the client gets a clear error (or, with ignore_error, a warning)', async () => {
@@ -419,19 +570,38 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       assert.equal(failed.status, 503);
       assert.equal(failed.headers.get('x-cachemon-route'), 'single');
       assert.equal(failed.body.errorType, 'unavailable');
-      assert.match(failed.body.error ?? '', /^group 1 \(scrape=long\): the store broke off its answer: the store closed the connection before the end of its answer$/);
+      assert.match(
+        failed.body.error ?? '',
+        /^group 1 \(scrape=long\): the store broke off its answer: the store closed the connection before the end of its answer$/,
+      );
       await eventually(async () => {
         const warned = logLines.slice(logged).map((line) => JSON.parse(line) as Record<string, unknown>);
-        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)' && line['passedOn'] === false), JSON.stringify(warned));
+        assert.ok(
+          warned.some(
+            (line) =>
+              line['msg'] === 'a streamed answer broke off' &&
+              line['group'] === 'group 1 (scrape=long)' &&
+              line['passedOn'] === false,
+          ),
+          JSON.stringify(warned),
+        );
       });
       const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
-      assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'unavailable' })! >= 1);
+      assert.ok(
+        valueOf(exposition, 'cachemon_query_proxy_group_errors_total', {
+          group: 'group 1 (scrape=long)',
+          kind: 'unavailable',
+        })! >= 1,
+      );
 
       await useGroups([group(host(short), 'short'), group(store.target, 'long', { ignore_error: true })]);
       const partial = await query('arcus_up{scrape="long"}');
       assert.equal(partial.status, 200);
       assert.deepEqual(partial.body.data, { resultType: 'vector', result: [] });
-      assert.match(partial.body.warnings?.[0] ?? '', /^group 1 \(scrape=long\): the store broke off its answer: .*its part of the result is missing \(ignore_error\)$/);
+      assert.match(
+        partial.body.warnings?.[0] ?? '',
+        /^group 1 \(scrape=long\): the store broke off its answer: .*its part of the result is missing \(ignore_error\)$/,
+      );
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
     } finally {
       await useGroups(normalGroups());
@@ -450,14 +620,22 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       const logged = logLines.length;
       const started = performance.now();
       const response = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
-      assert.equal(response.status, 200, 'the store\'s status was already passed on');
+      assert.equal(response.status, 200, "the store's status was already passed on");
       assert.equal(response.headers.get('content-length'), '200000', 'and the length it announced');
       await assert.rejects(response.text(), 'reading the cut answer fails');
       const took = performance.now() - started;
       assert.ok(took < 3000, `the client's connection was closed at once, not left waiting (${Math.round(took)} ms)`);
       await eventually(async () => {
         const warned = logLines.slice(logged).map((line) => JSON.parse(line) as Record<string, unknown>);
-        assert.ok(warned.some((line) => line['msg'] === 'a streamed answer broke off' && line['group'] === 'group 1 (scrape=long)' && line['passedOn'] === true), JSON.stringify(warned));
+        assert.ok(
+          warned.some(
+            (line) =>
+              line['msg'] === 'a streamed answer broke off' &&
+              line['group'] === 'group 1 (scrape=long)' &&
+              line['passedOn'] === true,
+          ),
+          JSON.stringify(warned),
+        );
       });
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
     } finally {
@@ -466,7 +644,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     }
   });
 
-  test('a store that stops sending mid-answer: the group\'s timeout holds until the answer ends (an error, or a cut connection once part was passed on)', async () => {
+  test("a store that stops sending mid-answer: the group's timeout holds until the answer ends (an error, or a cut connection once part was passed on)", async () => {
     const early = await handStore((socket) => socket.write(`${headOf(1000)}{"status":"succ`));
     const late = await handStore((socket) => socket.write(`${headOf(200_000)}${' '.repeat(100_000)}`));
     try {
@@ -476,18 +654,30 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       const failed = { status: response.status, body: (await response.json()) as Answer['body'] };
       let took = performance.now() - started;
       assert.equal(failed.status, 503);
-      assert.deepEqual(failed.body, { status: 'error', errorType: 'timeout', error: "group 1 (scrape=long): the answer did not end within the group's timeout of 300 ms" });
+      assert.deepEqual(failed.body, {
+        status: 'error',
+        errorType: 'timeout',
+        error: "group 1 (scrape=long): the answer did not end within the group's timeout of 300 ms",
+      });
       assert.ok(took >= 290 && took < 1500, `answered after ${Math.round(took)} ms`);
       const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
-      assert.ok(valueOf(exposition, 'cachemon_query_proxy_group_errors_total', { group: 'group 1 (scrape=long)', kind: 'timeout' })! >= 1);
+      assert.ok(
+        valueOf(exposition, 'cachemon_query_proxy_group_errors_total', {
+          group: 'group 1 (scrape=long)',
+          kind: 'timeout',
+        })! >= 1,
+      );
 
       await useGroups([group(host(short), 'short'), group(late.target, 'long', { timeout: '300ms' })]);
       started = performance.now();
       const cut = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
-      assert.equal(cut.status, 200, 'the store\'s status was already passed on');
+      assert.equal(cut.status, 200, "the store's status was already passed on");
       await assert.rejects(cut.text(), 'reading the cut answer fails');
       took = performance.now() - started;
-      assert.ok(took < 1500, `the client's connection was closed at the timeout, not left waiting (${Math.round(took)} ms)`);
+      assert.ok(
+        took < 1500,
+        `the client's connection was closed at the timeout, not left waiting (${Math.round(took)} ms)`,
+      );
       assert.equal((await query('arcus_up{scrape="short"}')).status, 200);
     } finally {
       await useGroups(normalGroups());
@@ -511,7 +701,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       await useGroups([group(host(short), 'short'), group(store.target, 'long')]);
       const response = await fetch(`${proxy.url}${longQuery}`, { signal: AbortSignal.timeout(5000) });
       assert.equal(response.status, 200);
-      const reader = response.body!.getReader();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       let first = '';
       while (first.length < 100_000) {
         const { value, done } = await reader.read();
@@ -539,7 +729,11 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   test('garbage, huge and wrong requests get clear 400s in the Prometheus shape, and the proxy keeps serving', async () => {
     const bad = await query('sum(rate(arcus_up[5m])');
     assert.equal(bad.status, 400);
-    assert.deepEqual(bad.body, { status: 'error', errorType: 'bad_data', error: 'invalid parameter "query": 1:23: parse error: unexpected end of input' });
+    assert.deepEqual(bad.body, {
+      status: 'error',
+      errorType: 'bad_data',
+      error: 'invalid parameter "query": 1:23: parse error: unexpected end of input',
+    });
     const garbage = await query('\u0000\u00ff}{)(][');
     assert.equal(garbage.status, 400);
     assert.match(garbage.body.error ?? '', /^invalid parameter "query": 1:1: parse error: unexpected/);
@@ -549,9 +743,17 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const long = await query(`up{node=~"${'a|'.repeat(150_000)}a"}`);
     assert.equal(long.status, 400);
     assert.match(long.body.error ?? '', /the query is 300013 characters long; the proxy accepts at most 262144/);
-    const huge = await fetch(`${proxy.url}/api/v1/query`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `query=${'x'.repeat(2 * 1024 * 1024)}` });
+    const huge = await fetch(`${proxy.url}/api/v1/query`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: `query=${'x'.repeat(2 * 1024 * 1024)}`,
+    });
     assert.equal(huge.status, 413);
-    assert.deepEqual(await huge.json(), { status: 'error', errorType: 'bad_data', error: 'the request body is larger than 1048576 bytes' });
+    assert.deepEqual(await huge.json(), {
+      status: 'error',
+      errorType: 'bad_data',
+      error: 'the request body is larger than 1048576 bytes',
+    });
     const badMatch = await api('/api/v1/series', { 'match[]': 'sum(up)' }, 'GET');
     assert.equal(badMatch.status, 400);
     assert.match(badMatch.body.error ?? '', /match\[\] number 1 must be a single series selector/);
@@ -569,10 +771,12 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.match(refusedByBoth.body.error ?? '', /^group 0 \(scrape=short\): .*cannot compile regex/);
     assert.equal((await query('arcus_up{scrape="short"}')).status, 200, 'still serving');
     const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
-    assert.ok(valueOf(exposition, 'cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' })! >= 4);
+    assert.ok(
+      valueOf(exposition, 'cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' })! >= 4,
+    );
   });
 
-  test('a group with labels: its series carry them, and matchers on them are the proxy\'s to apply', async () => {
+  test("a group with labels: its series carry them, and matchers on them are the proxy's to apply", async () => {
     try {
       await useGroups([
         { static_configs: [{ targets: [host(short)] }], labels: { sg: 'a' }, query_params: { nocache: 1 } },
@@ -604,11 +808,22 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
         { static_configs: [{ targets: [host(short)] }], labels: { sg: 'a' }, query_params: { nocache: 1 } },
         { static_configs: [{ targets: [host(long)] }], labels: { sg: 'b' }, query_params: { nocache: 1 } },
       ]);
-      const labelSets = (answer: Answer) => (answer.body.data as Array<Record<string, string>>).map((l) => `${l['__name__']}/${l['scrape']}/${l['sg']}`).sort();
-      const one = await api('/api/v1/series', { 'match[]': 'arcus_up{sg="a"}', start: String(start), end: String(now) }, 'GET');
+      const labelSets = (answer: Answer) =>
+        (answer.body.data as Array<Record<string, string>>)
+          .map((l) => `${l['__name__']}/${l['scrape']}/${l['sg']}`)
+          .sort();
+      const one = await api(
+        '/api/v1/series',
+        { 'match[]': 'arcus_up{sg="a"}', start: String(start), end: String(now) },
+        'GET',
+      );
       assert.equal(one.status, 200);
       assert.deepEqual(labelSets(one), ['arcus_up/short/a', 'arcus_up/short/a']);
-      const each = await api('/api/v1/series', { 'match[]': ['arcus_items{sg="b"}', 'arcus_up{sg="a"}'], start: String(start), end: String(now) });
+      const each = await api('/api/v1/series', {
+        'match[]': ['arcus_items{sg="b"}', 'arcus_up{sg="a"}'],
+        start: String(start),
+        end: String(now),
+      });
       assert.equal(each.headers.get('x-cachemon-route'), 'several');
       assert.deepEqual(labelSets(each), ['arcus_items/long/b', 'arcus_up/short/a', 'arcus_up/short/a']);
       const nodes = await api('/api/v1/label/node/values', { 'match[]': 'arcus_items{sg="b"}' }, 'GET');
@@ -621,14 +836,20 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   });
 
   test('a query of hundreds of terms (as a dashboard writes a variable with every node) is read, not refused', async () => {
-    const terms = Array.from({ length: 240 }, (_, i) => `arcus_up{scrape="short",node="10.0.${i >> 8}.${i & 255}:11211"}`);
+    const terms = Array.from(
+      { length: 240 },
+      (_, i) => `arcus_up{scrape="short",node="10.0.${i >> 8}.${i & 255}:11211"}`,
+    );
     const answer = await query(terms.join(' or '));
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     assert.equal(answer.headers.get('x-cachemon-route'), 'single');
-    assert.deepEqual(seriesOf(answer), ['arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1', 'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1']);
+    assert.deepEqual(seriesOf(answer), [
+      'arcus_up{node=10.0.0.1:11211,scrape=short,service_code=svc-a} 1',
+      'arcus_up{node=10.0.0.2:11211,scrape=short,service_code=svc-a} 1',
+    ]);
   });
 
-  test('a parameter in both the form body and the URL: the body\'s is used, for routing as by the store', async () => {
+  test("a parameter in both the form body and the URL: the body's is used, for routing as by the store", async () => {
     const response = await fetch(`${proxy.url}/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
@@ -638,23 +859,39 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     assert.match(response.headers.get('server-timing') ?? '', /^g0;desc="group 0 \(scrape=short\)"/);
     const body = (await response.json()) as Answer['body'];
     assert.deepEqual(
-      (body.data.result as Array<{ metric: Record<string, string> }>).map((s) => `${s.metric['scrape']} ${s.metric['node']}`).sort(),
+      dataOf(body)
+        .result.map((s) => `${s.metric['scrape']} ${s.metric['node']}`)
+        .sort(),
       ['short 10.0.0.1:11211', 'short 10.0.0.2:11211'],
     );
   });
 
-  test('a GET carries a query as long as --query.max-length allows; past what the headers can hold, a 431 in the API\'s shape', async () => {
+  test("a GET carries a query as long as --query.max-length allows; past what the headers can hold, a 431 in the API's shape", async () => {
     const long = `arcus_up{scrape="medium",node=~"${Array.from({ length: 3500 }, (_, i) => `n${i}`).join('|')}"}`;
     assert.ok(long.length > 17_000);
     const answer = await query(long, 'GET');
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.body, { status: 'success', data: { resultType: 'vector', result: [] } });
-    const small = await startQueryProxy(loadQueryProxyConfig(configFile), { logger: createLoggerOn(new Writable({ write: (_c, _e, done) => done() }), 'info', { name: 'query-proxy' }), version: 'test', listen: '127.0.0.1:0', loadConfig: () => loadQueryProxyConfig(configFile), maxQueryLength: 1000 });
+    const small = await startQueryProxy(loadQueryProxyConfig(configFile), {
+      logger: createLoggerOn(new Writable({ write: (_c, _e, done) => done() }), 'info', { name: 'query-proxy' }),
+      version: 'test',
+      listen: '127.0.0.1:0',
+      loadConfig: () => loadQueryProxyConfig(configFile),
+      maxQueryLength: 1000,
+    });
     try {
       const tooLong = await fetch(`${small.url}/api/v1/query?query=${encodeURIComponent(long)}`);
       assert.equal(tooLong.status, 431);
-      assert.deepEqual(await tooLong.json(), { status: 'error', errorType: 'bad_data', error: "the request's headers are larger than 19384 bytes; send a long query with POST, form-encoded" });
-      const posted = await fetch(`${small.url}/api/v1/query`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: long }).toString() });
+      assert.deepEqual(await tooLong.json(), {
+        status: 'error',
+        errorType: 'bad_data',
+        error: "the request's headers are larger than 19384 bytes; send a long query with POST, form-encoded",
+      });
+      const posted = await fetch(`${small.url}/api/v1/query`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ query: long }).toString(),
+      });
       assert.equal(posted.status, 400);
       assert.match(((await posted.json()) as { error: string }).error, /the proxy accepts at most 1000/);
     } finally {
@@ -662,7 +899,7 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     }
   });
 
-  test('what a store receives: the group\'s path_prefix before the path, its query_params added or overriding the client\'s', async () => {
+  test("what a store receives: the group's path_prefix before the path, its query_params added or overriding the client's", async () => {
     const received: string[] = [];
     const recorder = createHttpServer((req, res) => {
       received.push(req.url ?? '');
@@ -672,7 +909,13 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
     const recorderPort = await freePort();
     await new Promise<void>((resolve) => recorder.listen(recorderPort, '127.0.0.1', resolve));
     try {
-      await useGroups([{ static_configs: [{ targets: [`127.0.0.1:${recorderPort}`] }], path_prefix: '/select/0/prometheus', query_params: { nocache: 1, extra: 'a b' } }]);
+      await useGroups([
+        {
+          static_configs: [{ targets: [`127.0.0.1:${recorderPort}`] }],
+          path_prefix: '/select/0/prometheus',
+          query_params: { nocache: 1, extra: 'a b' },
+        },
+      ]);
       assert.equal((await api('/api/v1/query', { query: 'up', time: '100' }, 'GET')).status, 200);
       assert.equal((await api('/api/v1/query', { query: 'up', nocache: '0' }, 'GET')).status, 200);
       assert.equal((await query('up')).status, 200);
@@ -688,11 +931,14 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
   });
 
   test('reload: an invalid promxy.yml is refused with the key path, and the running config stays', async () => {
-    writeFileSync(configFile, 'promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:1"] }]\n      timeout: soon\n');
+    writeFileSync(
+      configFile,
+      'promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:1"] }]\n      timeout: soon\n',
+    );
     const refused = await fetch(`${proxy.url}/-/reload`, { method: 'POST' });
     assert.equal(refused.status, 400);
     assert.match(((await refused.json()) as { error: string }).error, /promxy\.server_groups\[0\]\.timeout/);
-    assert.equal((await query('arcus_up{scrape="short"}')).body.data.result.length, 2);
+    assert.equal(dataOf((await query('arcus_up{scrape="short"}')).body).result.length, 2);
     const exposition = parseExposition(await (await fetch(`${proxy.url}/metrics`)).text());
     assert.equal(valueOf(exposition, 'cachemon_config_last_reload_successful', {}), 0);
     await useGroups(normalGroups());

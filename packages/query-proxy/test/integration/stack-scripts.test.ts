@@ -14,15 +14,26 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
   let componentDir: string;
   let port: number;
   const sh = (script: string, env: Record<string, string> = {}, ...args: string[]) =>
-    spawnSync('bash', [join(componentDir, script), ...args], { encoding: 'utf8', env: { ...process.env, CACHEMON_HOME: root, ...env }, timeout: 30_000 });
+    spawnSync('bash', [join(componentDir, script), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, CACHEMON_HOME: root, ...env },
+      timeout: 30_000,
+    });
   const writePromxy = (targets: string, extra = '') =>
     writeFileSync(
       join(componentDir, 'conf', 'promxy.yml'),
       `promxy:\n  server_groups:\n    - static_configs: [{ targets: ["${targets}"] }]\n      label_filter: { static_labels_include: { scrape: [short] } }\n      query_params: { nocache: 1 }\n${extra}`,
     );
   const query = async (q: string) => {
-    const response = await fetch(`http://127.0.0.1:${port}/api/v1/query`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: q }) });
-    return { status: response.status, body: (await response.json()) as { status: string; data: { result: unknown[] }; errorType?: string } };
+    const response = await fetch(`http://127.0.0.1:${port}/api/v1/query`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ query: q }),
+    });
+    return {
+      status: response.status,
+      body: (await response.json()) as { status: string; data: { result: unknown[] }; errorType?: string },
+    };
   };
 
   before(async () => {
@@ -44,13 +55,23 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
 
   test('the shipped promxy.yml is valid: a short group and a long group, 5s timeout, nocache', () => {
     const file = join(root, 'stack', 'query_proxy', 'conf', 'promxy.yml');
-    const checked = spawnSync(process.execPath, [join(root, 'bin', 'query-proxy'), `--config=${file}`, '--check-config'], { encoding: 'utf8' });
+    const checked = spawnSync(
+      process.execPath,
+      [join(root, 'bin', 'query-proxy'), `--config=${file}`, '--check-config'],
+      { encoding: 'utf8' },
+    );
     assert.equal(checked.status, 0, checked.stderr);
-    assert.match(checked.stdout, /valid \(group 0 \(scrape=short\): http:\/\/127\.0\.0\.1:8428; group 1 \(scrape=long\): http:\/\/127\.0\.0\.1:8429\)/);
+    assert.match(
+      checked.stdout,
+      /valid \(group 0 \(scrape=short\): http:\/\/127\.0\.0\.1:8428; group 1 \(scrape=long\): http:\/\/127\.0\.0\.1:8429\)/,
+    );
     const text = readFileSync(file, 'utf8');
     assert.equal(text.match(/timeout: 5s/g)?.length, 2);
     assert.equal(text.match(/nocache: 1/g)?.length, 2);
-    assert.match(readFileSync(join(root, 'stack', 'query_proxy', 'conf', 'query_proxy.env'), 'utf8'), /^PROXY_LISTEN_ADDRESS=:8082$/m);
+    assert.match(
+      readFileSync(join(root, 'stack', 'query_proxy', 'conf', 'query_proxy.env'), 'utf8'),
+      /^PROXY_LISTEN_ADDRESS=:8082$/m,
+    );
   });
 
   test('start.sh serves conf/promxy.yml on PROXY_LISTEN_ADDRESS; SIGHUP reloads it; stop.sh stops it', async () => {
@@ -86,8 +107,11 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
     await assert.rejects(fetch(`http://127.0.0.1:${port}/-/healthy`));
   });
 
-  test('start.sh refuses an invalid promxy.yml and starts nothing; the caller\'s PROXY_LISTEN_ADDRESS wins over the env file', async () => {
-    writeFileSync(join(componentDir, 'conf', 'promxy.yml'), 'promxy:\n  server_groups:\n    - static_configs: [{ targets: [] }]\n');
+  test("start.sh refuses an invalid promxy.yml and starts nothing; the caller's PROXY_LISTEN_ADDRESS wins over the env file", async () => {
+    writeFileSync(
+      join(componentDir, 'conf', 'promxy.yml'),
+      'promxy:\n  server_groups:\n    - static_configs: [{ targets: [] }]\n',
+    );
     const refused = sh('start.sh');
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, /promxy\.server_groups\[0\]\.static_configs\[0\]\.targets: no targets/);
@@ -111,12 +135,18 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
     const config = join(componentDir, 'conf', 'promxy.yml');
     writePromxy(`127.0.0.1:${store.port}`, '      relabel_configs: []\n');
     const envPort = await freePort();
-    const child = spawn(process.execPath, [bin, `--config=${config}`], { env: { ...process.env, PROXY_LISTEN_ADDRESS: `127.0.0.1:${envPort}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, `--config=${config}`], {
+      env: { ...process.env, PROXY_LISTEN_ADDRESS: `127.0.0.1:${envPort}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
       await eventually(async () => assert.equal((await fetch(`http://127.0.0.1:${envPort}/-/ready`)).status, 200));
-      assert.match(output, /promxy\.server_groups\[0\]\.relabel_configs: a promxy setting this proxy does not implement; ignored/);
+      assert.match(
+        output,
+        /promxy\.server_groups\[0\]\.relabel_configs: a promxy setting this proxy does not implement; ignored/,
+      );
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -132,23 +162,46 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
     const webConfigFile = join(dir, 'web.yml');
     writeFileSync(webConfigFile, `basic_auth_users:\n  grafana: ${first}\n`);
     const config = join(dir, 'promxy.yml');
-    writeFileSync(config, `promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:${store.port}"] }]\n      label_filter: { static_labels_include: { scrape: [short] } }\n`);
+    writeFileSync(
+      config,
+      `promxy:\n  server_groups:\n    - static_configs: [{ targets: ["127.0.0.1:${store.port}"] }]\n      label_filter: { static_labels_include: { scrape: [short] } }\n`,
+    );
     const own = await freePort();
-    const child = spawn(process.execPath, [join(root, 'bin', 'query-proxy'), `--config=${config}`, `--bind-addr=127.0.0.1:${own}`, `--web.config.file=${webConfigFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'bin', 'query-proxy'),
+        `--config=${config}`,
+        `--bind-addr=127.0.0.1:${own}`,
+        `--web.config.file=${webConfigFile}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const as = (password: string) => ({ Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}` });
+    const as = (password: string) => ({
+      Authorization: `Basic ${Buffer.from(`grafana:${password}`).toString('base64')}`,
+    });
     const ask = async (password?: string) => {
       const response = await fetch(`http://127.0.0.1:${own}/api/v1/query`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(password === undefined ? {} : as(password)) },
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          ...(password === undefined ? {} : as(password)),
+        },
         body: new URLSearchParams({ query: 'arcus_up{scrape="short"}' }),
       });
       const text = await response.text();
-      return { status: response.status, series: response.status === 200 ? (JSON.parse(text) as { data: { result: unknown[] } }).data.result.length : -1 };
+      return {
+        status: response.status,
+        series: response.status === 200 ? (JSON.parse(text) as { data: { result: unknown[] } }).data.result.length : -1,
+      };
     };
     const reloadSucceeded = async () =>
-      valueOf(parseExposition(await (await fetch(`http://127.0.0.1:${own}/metrics`, { headers: as('second') })).text()), 'cachemon_config_last_reload_successful');
+      valueOf(
+        parseExposition(await (await fetch(`http://127.0.0.1:${own}/metrics`, { headers: as('second') })).text()),
+        'cachemon_config_last_reload_successful',
+      );
     try {
       await eventually(async () => assert.deepEqual(await ask('first'), { status: 200, series: 1 }));
       // Refused in the API's shape, asking for credentials, and not logged as a failure of the proxy.
@@ -169,7 +222,10 @@ describe('query_proxy start.sh / stop.sh and the binary', () => {
       writeFileSync(webConfigFile, 'basic_auth_users:\n  grafana: not-a-hash\n');
       child.kill('SIGHUP');
       await eventually(async () => assert.equal(await reloadSucceeded(), 0));
-      assert.match(output, /"error":"[^"]*web\.yml: basic_auth_users\.grafana: not a bcrypt hash[^"]*","msg":"web config reload refused; the running web config stays"/);
+      assert.match(
+        output,
+        /"error":"[^"]*web\.yml: basic_auth_users\.grafana: not a bcrypt hash[^"]*","msg":"web config reload refused; the running web config stays"/,
+      );
       assert.deepEqual(await ask('second'), { status: 200, series: 1 }, 'the running web config stays');
       assert.equal((await ask('first')).status, 401);
     } finally {

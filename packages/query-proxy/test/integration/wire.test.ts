@@ -39,13 +39,21 @@ async function recordingStore(name: string): Promise<{ server: Server; url: stri
       received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       const query = new URLSearchParams(body || (req.url ?? '').split('?')[1]).get('query') ?? '';
       if (query.startsWith('fail_')) {
-        res.writeHead(500, { 'content-type': 'application/json' }).end('{"status":"error","errorType":"internal","error":"the store is out of order"}');
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end('{"status":"error","errorType":"internal","error":"the store is out of order"}');
         return;
       }
-      const result = query.startsWith('big_') ? Array.from({ length: 3000 }, (_, i) => ({ metric: { __name__: 'big', i: String(i), store: name }, value: [1, String(i)] })) : [{ metric: { store: name }, value: [1, '1'] }];
+      const result = query.startsWith('big_')
+        ? Array.from({ length: 3000 }, (_, i) => ({
+            metric: { __name__: 'big', i: String(i), store: name },
+            value: [1, String(i)],
+          }))
+        : [{ metric: { store: name }, value: [1, '1'] }];
       const text = JSON.stringify({ status: 'success', data: { resultType: 'vector', result } });
       // `big_length_*` says its length; every other answer is chunked, as VictoriaMetrics sends them.
-      if (query.startsWith('big_length_')) res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      if (query.startsWith('big_length_'))
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
       else res.writeHead(200, { 'content-type': 'application/json' });
       if (text.length > 1000) {
         res.write(text.slice(0, 1000));
@@ -67,29 +75,56 @@ interface Answer {
 }
 
 const form = (query: string) => `query=${encodeURIComponent(query)}&time=1700000000`;
-const storesOf = (answer: Answer): string[] => (JSON.parse(answer.body) as { data: { result: Array<{ metric: { store: string } }> } }).data.result.map((r) => r.metric.store);
+const storesOf = (answer: Answer): string[] =>
+  (JSON.parse(answer.body) as { data: { result: Array<{ metric: { store: string } }> } }).data.result.map(
+    (r) => r.metric.store,
+  );
 
 /** Sends one request through node:http's client; `chunked`: the body without a length. */
-function send(port: number, agent: Agent, options: { method?: string; path?: string; headers?: Record<string, string>; body?: string; chunked?: boolean }): Promise<Answer> {
+function send(
+  port: number,
+  agent: Agent,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string; chunked?: boolean },
+): Promise<Answer> {
   const { method = 'GET', path = '/', headers = {}, body, chunked = false } = options;
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers: body === undefined || chunked ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, reused: req.reusedSocket }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers:
+          body === undefined || chunked ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, reused: req.reusedSocket }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
 const postQuery = (port: number, agent: Agent, query: string, headers: Record<string, string> = {}) =>
-  send(port, agent, { method: 'POST', path: '/api/v1/query', headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-encoding': 'gzip', ...headers }, body: form(query) });
+  send(port, agent, {
+    method: 'POST',
+    path: '/api/v1/query',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-encoding': 'gzip', ...headers },
+    body: form(query),
+  });
 
 /** A raw connection and everything it has received; `ended` once the server ended its side. */
-async function rawConnection(port: number): Promise<{ socket: Socket; received: () => string; ended: Promise<void>; hasEnded: () => boolean }> {
+async function rawConnection(
+  port: number,
+): Promise<{ socket: Socket; received: () => string; ended: Promise<void>; hasEnded: () => boolean }> {
   const socket = connect({ host: '127.0.0.1', port, allowHalfOpen: true });
   let text = '';
   let hasEnded = false;
@@ -140,7 +175,9 @@ describe('the single-group path on the wire', () => {
       query_params: { nocache: 1 },
       timeout: '2s',
     });
-    const config: QueryProxyConfig = parseQueryProxyConfig('promxy.yml', { promxy: { server_groups: [group(short.url, 'short'), group(long.url, 'long')] } });
+    const config: QueryProxyConfig = parseQueryProxyConfig('promxy.yml', {
+      promxy: { server_groups: [group(short.url, 'short'), group(long.url, 'long')] },
+    });
     const logger = createLoggerOn(new Writable({ write: (_chunk, _encoding, callback) => callback() }), 'info');
     proxy = await startQueryProxy(config, { logger, version: 'test', listen: '127.0.0.1:0', loadConfig: () => config });
     port = Number(new URL(proxy.url).port);
@@ -163,7 +200,11 @@ describe('the single-group path on the wire', () => {
     assert.equal(answer.headers['x-cachemon-route'], 'single');
     assert.match(String(answer.headers['server-timing']), /^g0;desc="group 0 \(scrape=short\)";dur=\d+\.\d\d$/);
     assert.equal(answer.headers['content-type'], 'application/json');
-    assert.equal(answer.headers['content-length'], String(Buffer.byteLength(answer.body)), 'a short answer is held and sent with its length');
+    assert.equal(
+      answer.headers['content-length'],
+      String(Buffer.byteLength(answer.body)),
+      'a short answer is held and sent with its length',
+    );
     assert.equal(answer.headers['connection'], 'keep-alive');
     assert.ok(answer.headers['date']);
     assert.deepEqual(storesOf(answer), ['short']);
@@ -178,7 +219,13 @@ describe('the single-group path on the wire', () => {
     assert.equal(long.received.length, 0);
     assert.equal(await counter('cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'single' }), 1);
     // Recorded by the time the answer is read: the group's time to its answer's head, and the request's.
-    assert.equal(await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' }), 1);
+    assert.equal(
+      await counter('cachemon_query_proxy_group_request_duration_seconds_count', {
+        group: 'group 0 (scrape=short)',
+        endpoint: 'query',
+      }),
+      1,
+    );
     assert.equal(await counter('cachemon_query_proxy_request_duration_seconds_count', { endpoint: 'query' }), 1);
   });
 
@@ -186,22 +233,36 @@ describe('the single-group path on the wire', () => {
     const agent = client();
     const one = await postQuery(port, agent, 'arcus_up{scrape="short"}');
     const two = await postQuery(port, agent, 'arcus_up'); // both groups: merged
-    const three = await send(port, agent, { path: `/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}` });
+    const three = await send(port, agent, {
+      path: `/api/v1/query?query=${encodeURIComponent('arcus_up{scrape="long"}')}`,
+    });
     const four = await send(port, agent, { path: '/api/v1/nothing' });
     const five = await send(port, agent, { path: '/' });
-    assert.deepEqual([one, two, three].map((a) => a.headers['x-cachemon-route']), ['single', 'several', 'single']);
+    assert.deepEqual(
+      [one, two, three].map((a) => a.headers['x-cachemon-route']),
+      ['single', 'several', 'single'],
+    );
     assert.deepEqual(storesOf(one), ['short']);
     assert.deepEqual(storesOf(two).sort(), ['long', 'short']);
     assert.deepEqual(storesOf(three), ['long']);
     assert.equal(four.status, 404);
     assert.match(four.body, /does not serve \/api\/v1\/nothing/);
     assert.match(String(five.headers['content-type']), /^text\/html/);
-    assert.deepEqual([one, two, three, four, five].map((a) => a.reused), [false, true, true, true, true]);
+    assert.deepEqual(
+      [one, two, three, four, five].map((a) => a.reused),
+      [false, true, true, true, true],
+    );
   });
 
   test('a chunked request body is read and forwarded; a malformed request gets a 400 and its connection is closed', async () => {
     const agent = client();
-    const chunked = await send(port, agent, { method: 'POST', path: '/api/v1/query', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form('arcus_up{scrape="short"}'), chunked: true });
+    const chunked = await send(port, agent, {
+      method: 'POST',
+      path: '/api/v1/query',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form('arcus_up{scrape="short"}'),
+      chunked: true,
+    });
     assert.equal(chunked.status, 200);
     assert.deepEqual(storesOf(chunked), ['short']);
     const next = await postQuery(port, agent, 'arcus_up{scrape="long"}');
@@ -233,14 +294,33 @@ describe('the single-group path on the wire', () => {
     const body = JSON.parse(answer.body) as { status: string; errorType: string; error: string };
     assert.equal(body.status, 'error');
     assert.equal(body.errorType, 'unavailable');
-    assert.equal(body.error, `group 0 (scrape=short): no replica answered (${short.url} answered 500: the store is out of order)`);
+    assert.equal(
+      body.error,
+      `group 0 (scrape=short): no replica answered (${short.url} answered 500: the store is out of order)`,
+    );
     assert.equal(answer.headers['x-cachemon-route'], 'single');
     assert.match(String(answer.headers['server-timing']), /failed/);
-    assert.equal(await counter('cachemon_query_proxy_group_errors_total', { group: 'group 0 (scrape=short)', kind: 'unavailable' }), 1);
-    const durations = await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' });
+    assert.equal(
+      await counter('cachemon_query_proxy_group_errors_total', {
+        group: 'group 0 (scrape=short)',
+        kind: 'unavailable',
+      }),
+      1,
+    );
+    const durations = await counter('cachemon_query_proxy_group_request_duration_seconds_count', {
+      group: 'group 0 (scrape=short)',
+      endpoint: 'query',
+    });
     const again = await postQuery(port, client(), 'fail_now{scrape="short"}');
     assert.equal(again.status, 503);
-    assert.equal(await counter('cachemon_query_proxy_group_request_duration_seconds_count', { group: 'group 0 (scrape=short)', endpoint: 'query' }), (durations ?? 0) + 1, 'a failed call is timed once');
+    assert.equal(
+      await counter('cachemon_query_proxy_group_request_duration_seconds_count', {
+        group: 'group 0 (scrape=short)',
+        endpoint: 'query',
+      }),
+      (durations ?? 0) + 1,
+      'a failed call is timed once',
+    );
   });
 
   test('a kept connection to the store that the store has closed: the next query goes out on a new one and is answered', async () => {
@@ -248,7 +328,14 @@ describe('the single-group path on the wire', () => {
     await postQuery(port, agent, 'arcus_up{scrape="long"}');
     const before = long.received.length;
     long.server.closeIdleConnections(); // the store drops its kept-alive connections, as after its idle timeout
-    await eventually(async () => assert.equal(await new Promise<number>((resolve) => long.server.getConnections((_err, count) => resolve(count))), 0), { timeoutMs: 2000 });
+    await eventually(
+      async () =>
+        assert.equal(
+          await new Promise<number>((resolve) => long.server.getConnections((_err, count) => resolve(count))),
+          0,
+        ),
+      { timeoutMs: 2000 },
+    );
     const answer = await postQuery(port, agent, 'arcus_up{scrape="long"}');
     assert.equal(answer.status, 200);
     assert.deepEqual(storesOf(answer), ['long']);
@@ -272,7 +359,10 @@ describe('the single-group path on the wire', () => {
     c.socket.end(rawPost('slow_up{scrape="short"}'));
     await c.ended;
     assert.equal(c.received(), '');
-    await eventually(async () => assert.equal(await counter('cachemon_query_proxy_group_errors_total', canceled), before + 1), { timeoutMs: 250 });
+    await eventually(
+      async () => assert.equal(await counter('cachemon_query_proxy_group_errors_total', canceled), before + 1),
+      { timeoutMs: 250 },
+    );
   });
 
   test('a request without a Host header is refused with 400, as node:http refuses it, and not forwarded', async () => {
@@ -288,8 +378,18 @@ describe('the single-group path on the wire', () => {
     const agent = client();
     const invalid = await counter('cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' });
     const bad = await postQuery(port, agent, 'sum((');
-    const missing = await send(port, agent, { method: 'POST', path: '/api/v1/query', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'x=10' });
-    const wrongType = await send(port, agent, { method: 'POST', path: '/api/v1/query', headers: { 'content-type': 'text/plain' }, body: 'query' });
+    const missing = await send(port, agent, {
+      method: 'POST',
+      path: '/api/v1/query',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'x=10',
+    });
+    const wrongType = await send(port, agent, {
+      method: 'POST',
+      path: '/api/v1/query',
+      headers: { 'content-type': 'text/plain' },
+      body: 'query',
+    });
     const head = await send(port, agent, { method: 'HEAD', path: '/-/healthy' });
     assert.equal(bad.status, 400);
     assert.match((JSON.parse(bad.body) as { error: string }).error, /^invalid parameter "query": /);
@@ -298,7 +398,10 @@ describe('the single-group path on the wire', () => {
     assert.equal(wrongType.status, 400, 'fastify reads a text/plain body as the form; its query is empty');
     assert.equal(head.status, 200);
     assert.equal(head.body, '');
-    assert.equal(await counter('cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' }), (invalid ?? 0) + 3);
+    assert.equal(
+      await counter('cachemon_query_proxy_requests_total', { endpoint: 'query', decision: 'invalid' }),
+      (invalid ?? 0) + 3,
+    );
   });
 });
 
@@ -308,14 +411,24 @@ describe('connections while the proxy closes', () => {
     const store = createHttpServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        release = () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"success","data":{"resultType":"vector","result":[]}}');
+        release = () =>
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end('{"status":"success","data":{"resultType":"vector","result":[]}}');
       });
     });
     await new Promise<void>((resolve) => store.listen(0, '127.0.0.1', resolve));
     const target = `127.0.0.1:${(store.address() as AddressInfo).port}`;
-    const config = parseQueryProxyConfig('promxy.yml', { promxy: { server_groups: [{ static_configs: [{ targets: [target] }], timeout: '5s' }] } });
+    const config = parseQueryProxyConfig('promxy.yml', {
+      promxy: { server_groups: [{ static_configs: [{ targets: [target] }], timeout: '5s' }] },
+    });
     const logger = createLoggerOn(new Writable({ write: (_c, _e, cb) => cb() }), 'info');
-    const proxy = await startQueryProxy(config, { logger, version: 'test', listen: '127.0.0.1:0', loadConfig: () => config });
+    const proxy = await startQueryProxy(config, {
+      logger,
+      version: 'test',
+      listen: '127.0.0.1:0',
+      loadConfig: () => config,
+    });
     const port = Number(new URL(proxy.url).port);
     const sockets: Socket[] = [];
     try {

@@ -49,7 +49,13 @@ describe('promxy.yml', () => {
       config.groups.map((g) => [g.name, g.targets, g.timeoutMs, g.queryParams, g.ignoreError]),
       [
         ['group 0 (scrape=short)', ['http://127.0.0.1:8428'], 5000, { nocache: '1' }, false],
-        ['group 1 (scrape=long)', ['https://127.0.0.1:8429/select/0/prometheus', 'https://127.0.0.2:8429/select/0/prometheus'], 5000, {}, true],
+        [
+          'group 1 (scrape=long)',
+          ['https://127.0.0.1:8429/select/0/prometheus', 'https://127.0.0.2:8429/select/0/prometheus'],
+          5000,
+          {},
+          true,
+        ],
       ],
     );
     assert.deepEqual(config.warnings, [
@@ -59,18 +65,31 @@ describe('promxy.yml', () => {
   });
 
   it('reads timeouts as promxy does (Go durations, fractions included) and refuses zero', () => {
-    const timeout = (value: string) => parseQueryProxyConfig('promxy.yml', { promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: value }] } }).groups[0]!.timeoutMs;
+    const timeout = (value: string) =>
+      parseQueryProxyConfig('promxy.yml', {
+        promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: value }] },
+      }).groups[0]!.timeoutMs;
     assert.equal(timeout('1.5s'), 1500);
     assert.equal(timeout('1m30.5s'), 90_500);
     assert.equal(timeout('250ms'), 250);
     assert.equal(timeout('.5h'), 1_800_000);
     assert.equal(timeout('2500000us'), 2500);
-    assert.equal(timeout('1d'), 86_400_000, 'the units of the stack\'s other configs too');
+    assert.equal(timeout('1d'), 86_400_000, "the units of the stack's other configs too");
     for (const zero of ['0', '0s', '0.0s', '0ms', '100us']) {
-      assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: zero }] } }), /promxy\.server_groups\[0\]\.timeout: .*shorter than 1ms; a group needs a timeout \(promxy reads 0 as none/, zero);
+      assert.match(
+        refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: zero }] } }),
+        /promxy\.server_groups\[0\]\.timeout: .*shorter than 1ms; a group needs a timeout \(promxy reads 0 as none/,
+        zero,
+      );
     }
-    assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: '1.5' }] } }), /server_groups\[0\]\.timeout: .*a Go duration such as 5s, 1\.5s/);
-    assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: '-1s' }] } }), /server_groups\[0\]\.timeout: /);
+    assert.match(
+      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: '1.5' }] } }),
+      /server_groups\[0\]\.timeout: .*a Go duration such as 5s, 1\.5s/,
+    );
+    assert.match(
+      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: '-1s' }] } }),
+      /server_groups\[0\]\.timeout: /,
+    );
   });
 
   it('names the promxy settings it does not implement, once per load, and where that work is done here', () => {
@@ -84,7 +103,11 @@ describe('promxy.yml', () => {
         server_groups: [
           {
             static_configs: [{ targets: ['a:1'], labels: { dc: 'x' } }],
-            label_filter: { static_labels_include: { scrape: ['short'] }, dynamic_labels: ['job'], sync_interval: '5m' },
+            label_filter: {
+              static_labels_include: { scrape: ['short'] },
+              dynamic_labels: ['job'],
+              sync_interval: '5m',
+            },
           },
         ],
       },
@@ -104,16 +127,34 @@ describe('promxy.yml', () => {
   it('refuses invalid values with their key path', async () => {
     assert.match(refused({}), /promxy: /);
     assert.match(refused({ promxy: { server_groups: [] } }), /promxy\.server_groups: at least one server group/);
-    assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['nohost'] }] }] } }), /promxy\.server_groups\[0\]\.static_configs\[0\]\.targets\[0\]: expected <host>:<port>/);
-    assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: 'soon' }] } }), /server_groups\[0\]\.timeout: invalid duration "soon"/);
-    assert.match(refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], scheme: 'ftp' }] } }), /server_groups\[0\]\.scheme: /);
     assert.match(
-      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], label_filter: { static_labels_include: { scrape: 'short' } } }] } }),
+      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['nohost'] }] }] } }),
+      /promxy\.server_groups\[0\]\.static_configs\[0\]\.targets\[0\]: expected <host>:<port>/,
+    );
+    assert.match(
+      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], timeout: 'soon' }] } }),
+      /server_groups\[0\]\.timeout: invalid duration "soon"/,
+    );
+    assert.match(
+      refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], scheme: 'ftp' }] } }),
+      /server_groups\[0\]\.scheme: /,
+    );
+    assert.match(
+      refused({
+        promxy: {
+          server_groups: [
+            { static_configs: [{ targets: ['a:1'] }], label_filter: { static_labels_include: { scrape: 'short' } } },
+          ],
+        },
+      }),
       /label_filter\.static_labels_include\.scrape: /,
     );
     const dir = await tempDir('query-proxy-');
     const file = join(dir, 'promxy.yml');
     writeFileSync(file, 'promxy:\n  server_groups:\n    - static_configs: [\n');
-    assert.throws(() => loadQueryProxyConfig(file), (err: unknown) => err instanceof CachemonError && /promxy\.yml:\d+:\d+: /.test(err.message));
+    assert.throws(
+      () => loadQueryProxyConfig(file),
+      (err: unknown) => err instanceof CachemonError && /promxy\.yml:\d+:\d+: /.test(err.message),
+    );
   });
 });

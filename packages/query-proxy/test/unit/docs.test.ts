@@ -8,7 +8,9 @@ import { ProxyMetrics } from '../../src/self-metrics.js';
 test('docs/query-proxy.md lists every metric the proxy registers', async () => {
   const doc = readFileSync(new URL('../../../../../docs/query-proxy.md', import.meta.url), 'utf8');
   const registry = new Registry();
-  const config = parseQueryProxyConfig('p', { promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }] }] } });
+  const config = parseQueryProxyConfig('p', {
+    promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }] }] },
+  });
   new ProxyMetrics(registry, () => config, 'test');
   const names = (await registry.getMetricsAsJSON()).map((m) => m.name);
   assert.ok(names.length >= 10);

@@ -1,17 +1,35 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { seededRandom } from '@cachemon/testkit';
-import { combiningProblem, matchesForGroup, parseQuery, parseQueryProxyConfig, parseSelectors, planMatches, planQuery, PromQLParseError, queryForGroup, unquote } from '../../src/index.js';
+import {
+  combiningProblem,
+  matchesForGroup,
+  parseQuery,
+  parseQueryProxyConfig,
+  planMatches,
+  planQuery,
+  PromQLParseError,
+  queryForGroup,
+  unquote,
+} from '../../src/index.js';
+
+const parseSelectors = (query: string) => parseQuery(query).selectors;
 
 const config = parseQueryProxyConfig('promxy.yml', {
   promxy: {
     server_groups: [
-      { static_configs: [{ targets: ['127.0.0.1:8428'] }], label_filter: { static_labels_include: { scrape: ['short'] } } },
-      { static_configs: [{ targets: ['127.0.0.1:8429'] }], label_filter: { static_labels_include: { scrape: ['long'] } } },
+      {
+        static_configs: [{ targets: ['127.0.0.1:8428'] }],
+        label_filter: { static_labels_include: { scrape: ['short'] } },
+      },
+      {
+        static_configs: [{ targets: ['127.0.0.1:8429'] }],
+        label_filter: { static_labels_include: { scrape: ['long'] } },
+      },
     ],
   },
 });
-const [short, long] = config.groups as [typeof config.groups[0], typeof config.groups[0]];
+const [short, long] = config.groups as [(typeof config.groups)[0], (typeof config.groups)[0]];
 const route = (q: string) => {
   const plan = planQuery(q, config.groups);
   return [plan.decision, ...plan.groups.map((g) => (g === short ? 'short' : g === long ? 'long' : g.name))];
@@ -19,7 +37,9 @@ const route = (q: string) => {
 
 describe('parseSelectors', () => {
   it('finds every selector with its matchers, through functions, aggregations, subqueries and offsets', () => {
-    const selectors = parseSelectors('sum by (svc) (rate(arcus_commands_total{scrape="short", command=~"get|set"}[5m] offset 1h)) / on() max(up{job!="x"}[1h:1m])');
+    const selectors = parseSelectors(
+      'sum by (svc) (rate(arcus_commands_total{scrape="short", command=~"get|set"}[5m] offset 1h)) / on() max(up{job!="x"}[1h:1m])',
+    );
     assert.deepEqual(
       selectors.map((s) => s.matchers),
       [
@@ -96,7 +116,10 @@ describe('planQuery', () => {
   it('a query whose selectors need different groups and combines their series is spanning, with the reason', () => {
     const plan = planQuery('a{scrape="short"} / on(node) b{scrape="long"}', config.groups);
     assert.equal(plan.decision, 'spanning');
-    assert.match(plan.reason!, /combines series that live in different server groups \(group 0 \(scrape=short\) and group 1 \(scrape=long\)\).*\("on\(node\)" at 1:21\)$/);
+    assert.match(
+      plan.reason!,
+      /combines series that live in different server groups \(group 0 \(scrape=short\) and group 1 \(scrape=long\)\).*\("on\(node\)" at 1:21\)$/,
+    );
   });
 
   it('selectors no group can answer select nothing anywhere: they do not choose groups', () => {
@@ -108,13 +131,17 @@ describe('planQuery', () => {
     assert.deepEqual(route('absent(foo{scrape="medium"})'), ['single', 'short']);
     assert.deepEqual(route('absent_over_time(foo{scrape="medium"}[5m])'), ['single', 'short']);
     assert.deepEqual(route('scalar(x{scrape="bogus"}) + 1'), ['single', 'short']);
-    assert.deepEqual(route('hour() - x{scrape="bogus"}'), ['single', 'short'], 'a function without arguments answers vector(time())');
+    assert.deepEqual(
+      route('hour() - x{scrape="bogus"}'),
+      ['single', 'short'],
+      'a function without arguments answers vector(time())',
+    );
     // Only unanswerable selectors and nothing else: empty, without asking a store.
     assert.deepEqual(route('sum(rate(foo{scrape="medium"}[5m])) / on(node) count(x{scrape=""}) > 1'), ['none']);
     assert.deepEqual(route('histogram_quantile(0.9, rate(b{scrape="x"}[5m]))'), ['none']);
   });
 
-  it('a selector more groups can answer than the others\' asks all it needs, unless the query combines their series', () => {
+  it("a selector more groups can answer than the others' asks all it needs, unless the query combines their series", () => {
     // `or`, and matching on every label (scrape included), keep each group's part exact.
     assert.deepEqual(route('arcus_up or foo{scrape="short"}'), ['several', 'short', 'long']);
     assert.deepEqual(route('arcus_up{scrape="long"} or foo{scrape="short"}'), ['several', 'short', 'long']);
@@ -130,7 +157,16 @@ describe('planQuery', () => {
 
   it('regular expressions are read as the stores read them (RE2, anchored), also where JavaScript reads them otherwise', () => {
     // RE2 syntax JavaScript lacks or reads otherwise: routed exactly.
-    for (const pattern of ['(?i)SHORT', '\\\\Qshort\\\\E', 'short\\\\z', '\\\\x{73}hort', '(?P<s>short)', 'short\\\\s*', '\\\\Ashort', 's[[:lower:]]+']) {
+    for (const pattern of [
+      '(?i)SHORT',
+      '\\\\Qshort\\\\E',
+      'short\\\\z',
+      '\\\\x{73}hort',
+      '(?P<s>short)',
+      'short\\\\s*',
+      '\\\\Ashort',
+      's[[:lower:]]+',
+    ]) {
       assert.deepEqual(route(`x{scrape=~"${pattern}"}`), ['single', 'short'], pattern);
     }
     for (const pattern of ['[[:alpha:]]+', '\\\\pL+', '\\\\p{L}+']) {
@@ -154,8 +190,15 @@ describe('planQuery', () => {
     const plan = planQuery(`${'('.repeat(30_000)}up${')'.repeat(30_000)}`, config.groups);
     assert.equal(plan.decision, 'several');
     assert.deepEqual(plan.groups, config.groups);
-    assert.match(plan.warning!, /^the proxy could not read the query \(it is nested too deeply for the proxy to read\); it was sent to every server group/);
-    assert.equal(planQuery(`${'('.repeat(30_000)}up${')'.repeat(30_000)}`, [short]).warning, undefined, 'one group: exact');
+    assert.match(
+      plan.warning!,
+      /^the proxy could not read the query \(it is nested too deeply for the proxy to read\); it was sent to every server group/,
+    );
+    assert.equal(
+      planQuery(`${'('.repeat(30_000)}up${')'.repeat(30_000)}`, [short]).warning,
+      undefined,
+      'one group: exact',
+    );
   });
 
   it('a query without selectors goes to the first group', () => {
@@ -172,15 +215,24 @@ describe('planQuery', () => {
         ],
       },
     }).groups;
-    assert.deepEqual(planQuery('x{env="dev"}', groups).groups.map((g) => g.index), [1]);
-    assert.deepEqual(planQuery('x{env="prod"}', groups).groups.map((g) => g.index), [0, 1]);
+    assert.deepEqual(
+      planQuery('x{env="dev"}', groups).groups.map((g) => g.index),
+      [1],
+    );
+    assert.deepEqual(
+      planQuery('x{env="prod"}', groups).groups.map((g) => g.index),
+      [0, 1],
+    );
   });
 });
 
 describe('what merging several groups would get wrong', () => {
   const problem = (q: string) => combiningProblem(parseQuery(q), config.groups);
   it('aggregations and on/ignoring matches that mix the groups are named with their position', () => {
-    assert.match(problem('sum(up)')!, /^"sum" at 1:1 combines series across the server groups group 0 \(scrape=short\) and group 1 \(scrape=long\)/);
+    assert.match(
+      problem('sum(up)')!,
+      /^"sum" at 1:1 combines series across the server groups group 0 \(scrape=short\) and group 1 \(scrape=long\)/,
+    );
     assert.match(problem('rate(x[5m]) / on(node) group_left y')!, /^"on\(node\) group_left" at 1:15/);
     assert.match(problem('topk(3, x)')!, /"topk"/);
     assert.match(problem('count without (scrape) (up)')!, /"count"/);
@@ -188,19 +240,40 @@ describe('what merging several groups would get wrong', () => {
     assert.match(problem('avg by (service_code) (x)')!, /keep the groups apart with by \(scrape\)/);
   });
   it('operations that keep the groups apart, and plain selections, are fine', () => {
-    for (const q of ['up', 'rate(x[5m])', 'sum by (scrape, node) (x)', 'max without (node) (x)', 'x / on(scrape, node) y', 'x / y', 'x > 3', 'histogram_quantile(0.9, rate(b[5m]))', 'sort_desc(x)', 'x or y']) {
+    for (const q of [
+      'up',
+      'rate(x[5m])',
+      'sum by (scrape, node) (x)',
+      'max without (node) (x)',
+      'x / on(scrape, node) y',
+      'x / y',
+      'x > 3',
+      'histogram_quantile(0.9, rate(b[5m]))',
+      'sort_desc(x)',
+      'x or y',
+    ]) {
       assert.equal(problem(q), undefined, q);
     }
     assert.equal(combiningProblem(parseQuery('sum(up)'), [short]), undefined, 'one group: nothing to mix');
   });
   it('functions over every series at once are named too, whatever the labels', () => {
-    assert.match(problem('absent(up)')!, /^"absent" at 1:1 combines series across the server groups .*; select one group with a scrape matcher$/);
+    assert.match(
+      problem('absent(up)')!,
+      /^"absent" at 1:1 combines series across the server groups .*; select one group with a scrape matcher$/,
+    );
     assert.match(problem('sum by (scrape) (absent_over_time(up[5m]))')!, /^"absent_over_time" at 1:18 /);
     assert.match(problem('x * scalar(y)')!, /^"scalar" at 1:5 /);
-    assert.match(problem('sort_by_label(x, "node")')!, /^"sort_by_label" at 1:1 sorts series, but the server groups .* each sorted their own: the merged series are in group order/);
+    assert.match(
+      problem('sort_by_label(x, "node")')!,
+      /^"sort_by_label" at 1:1 sorts series, but the server groups .* each sorted their own: the merged series are in group order/,
+    );
   });
   it('without a label that tells the groups apart, matching two vectors mixes them too', () => {
-    const plain = parseQueryProxyConfig('p', { promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }] }, { static_configs: [{ targets: ['b:1'] }] }] } }).groups;
+    const plain = parseQueryProxyConfig('p', {
+      promxy: {
+        server_groups: [{ static_configs: [{ targets: ['a:1'] }] }, { static_configs: [{ targets: ['b:1'] }] }],
+      },
+    }).groups;
     assert.match(combiningProblem(parseQuery('x / y'), plain)!, /^"\/" at 1:3 combines series/);
     assert.match(combiningProblem(parseQuery('x and y'), plain)!, /^"and" at 1:3 /);
     assert.equal(combiningProblem(parseQuery('x / 2 > bool 1'), plain), undefined);
@@ -222,7 +295,11 @@ describe('the result type of an instant query', () => {
     assert.equal(type('1 > bool vector(1)'), 'vector');
     assert.equal(type('hour()'), 'vector', 'date functions answer vectors');
     assert.equal(type('"text"'), 'string');
-    assert.equal(type(Array.from({ length: 30_000 }, () => '1').join(' + ')), 'scalar', 'a long chain, without recursion');
+    assert.equal(
+      type(Array.from({ length: 30_000 }, () => '1').join(' + ')),
+      'scalar',
+      'a long chain, without recursion',
+    );
   });
 });
 
@@ -236,12 +313,19 @@ describe('the order of a sorted query', () => {
 
 describe('long queries', () => {
   it('a flat chain of hundreds of terms parses, as Prometheus parses it', () => {
-    const terms = Array.from({ length: 400 }, (_, i) => `arcus_up{scrape="short",node="10.0.${i >> 8}.${i & 255}:11211"}`);
+    const terms = Array.from(
+      { length: 400 },
+      (_, i) => `arcus_up{scrape="short",node="10.0.${i >> 8}.${i & 255}:11211"}`,
+    );
     const parsed = parseQuery(terms.join(' or '));
     assert.equal(parsed.unread, undefined);
     assert.equal(parsed.selectors.length, 400);
     assert.deepEqual(route(terms.join(' or ')), ['single', 'short']);
-    assert.throws(() => parseQuery(`${terms.join(' or ')} or`), /parse error: unexpected end of input/, 'an error in it is still one');
+    assert.throws(
+      () => parseQuery(`${terms.join(' or ')} or`),
+      /parse error: unexpected end of input/,
+      'an error in it is still one',
+    );
   });
 });
 
@@ -262,23 +346,38 @@ describe('match[] routing', () => {
 
 describe('a group with labels', () => {
   const labelled = parseQueryProxyConfig('p', {
-    promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], labels: { sg: 'a' } }, { static_configs: [{ targets: ['b:1'] }], labels: { sg: 'b' } }] },
+    promxy: {
+      server_groups: [
+        { static_configs: [{ targets: ['a:1'] }], labels: { sg: 'a' } },
+        { static_configs: [{ targets: ['b:1'] }], labels: { sg: 'b' } },
+      ],
+    },
   }).groups;
   it('routes on its labels, and the matchers on them are removed from what the store receives', () => {
     const plan = planQuery('sum(rate(x{sg="b", job="j"}[5m])) / y{sg="b"} + {sg="b"}', labelled);
     assert.equal(plan.decision, 'single');
     assert.equal(plan.groups[0]!.index, 1);
     assert.equal(queryForGroup(plan.parsed, plan.groups[0]!), 'sum(rate(x{job="j"}[5m])) / y{} + {__name__=~".+"}');
-    assert.equal(queryForGroup(parseQuery('x{a="1"}'), short), 'x{a="1"}', 'a group without labels gets the query unchanged');
+    assert.equal(
+      queryForGroup(parseQuery('x{a="1"}'), short),
+      'x{a="1"}',
+      'a group without labels gets the query unchanged',
+    );
   });
   it('a selector the group cannot answer selects nothing there', () => {
-    const [a, b] = labelled as [typeof labelled[0], typeof labelled[0]];
+    const [a, b] = labelled as [(typeof labelled)[0], (typeof labelled)[0]];
     const parsed = parseQuery('x{sg="a", job="j"} or {sg!="b"} or rate(y{sg="a"}[5m]) or z');
-    assert.equal(queryForGroup(parsed, b), '{__name__="x", sg="a", job="j", __name__=""} or {sg!="b", __name__=""} or rate({__name__="y", sg="a", __name__=""}[5m]) or z');
-    assert.equal(queryForGroup(parsed, a), 'x{job="j"} or {sg!="b"} or rate(y{}[5m]) or z'.replace('{sg!="b"}', '{__name__=~".+"}'));
+    assert.equal(
+      queryForGroup(parsed, b),
+      '{__name__="x", sg="a", job="j", __name__=""} or {sg!="b", __name__=""} or rate({__name__="y", sg="a", __name__=""}[5m]) or z',
+    );
+    assert.equal(
+      queryForGroup(parsed, a),
+      'x{job="j"} or {sg!="b"} or rate(y{}[5m]) or z'.replace('{sg!="b"}', '{__name__=~".+"}'),
+    );
   });
   it('match[] are given to each group it can answer, written for it', () => {
-    const [a, b] = labelled as [typeof labelled[0], typeof labelled[0]];
+    const [a, b] = labelled as [(typeof labelled)[0], (typeof labelled)[0]];
     const plan = planMatches(['up{sg="a"}', 'x{job="j"}', '{sg="b", job="k"}'], labelled);
     assert.equal(plan.decision, 'several');
     assert.deepEqual(matchesForGroup(plan, a), ['up{}', 'x{job="j"}']);

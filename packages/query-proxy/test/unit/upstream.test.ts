@@ -8,7 +8,10 @@ import { GroupCall, Upstreams } from '../../src/upstream.js';
 /** A store that answers every request after `delayMs`. */
 async function slowStore(delayMs: number): Promise<{ server: Server; target: string }> {
   const server = createServer((_req, res) => {
-    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"success","data":[]}'), delayMs);
+    setTimeout(
+      () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"success","data":[]}'),
+      delayMs,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -16,7 +19,7 @@ async function slowStore(delayMs: number): Promise<{ server: Server; target: str
   return { server, target: `127.0.0.1:${address.port}` };
 }
 
-describe('a group\'s replicas', () => {
+describe("a group's replicas", () => {
   const servers: Server[] = [];
   const upstreams = new Upstreams();
   after(async () => {
@@ -29,7 +32,9 @@ describe('a group\'s replicas', () => {
     // Both take 700 ms; each replica's share of the 1 s timeout is 500 ms.
     const [a, b] = await Promise.all([slowStore(700), slowStore(700)]);
     servers.push(a.server, b.server);
-    const [group] = parseQueryProxyConfig('promxy.yml', { promxy: { server_groups: [{ static_configs: [{ targets: [a.target, b.target] }], timeout: '1s' }] } }).groups;
+    const [group] = parseQueryProxyConfig('promxy.yml', {
+      promxy: { server_groups: [{ static_configs: [{ targets: [a.target, b.target] }], timeout: '1s' }] },
+    }).groups;
     const ask = async () => {
       const call = new GroupCall(group!.timeoutMs);
       try {
