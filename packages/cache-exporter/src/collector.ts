@@ -383,7 +383,9 @@ function isTransient(err: unknown): boolean {
 
 /** An `ERROR` reply: the server lacks the command (plain memcached has no `stats prefixes` or `stats zookeeper`), not a failure. */
 function isUnsupported(err: unknown): boolean {
-  return isCachemonError(err, Errors.NODE_ERROR_REPLY) && /^ERROR\b/.test(String(err.details?.['reply'] ?? '').trim());
+  if (!isCachemonError(err, Errors.NODE_ERROR_REPLY)) return false;
+  const reply = err.details?.['reply'];
+  return typeof reply === 'string' && /^ERROR\b/.test(reply.trim());
 }
 
 /**

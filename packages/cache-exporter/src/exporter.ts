@@ -287,7 +287,7 @@ export class CacheExporter {
   private readProcessMetrics(): Promise<string> | undefined {
     const read = this.options.processMetrics;
     if (read === undefined) return undefined;
-    return new Promise((resolve, reject) => setImmediate(() => read().then(resolve, reject)));
+    return new Promise((resolve, reject) => setImmediate(() => void read().then(resolve, reject)));
   }
 
   /** A node's latest QoS results. */

@@ -63,8 +63,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // Every line names the ensemble whose topology is served: after a reload that renames it, the new name.
-  let served: CacheExporter | undefined;
-  const logger = createLogger(config.log, { name: PROGRAM, mixin: () => ({ ensemble: served?.ensembleName ?? config.ensemble.name }) });
+  const served: { exporter?: CacheExporter } = {};
+  const logger = createLogger(config.log, {
+    name: PROGRAM,
+    mixin: () => ({ ensemble: served.exporter?.ensembleName ?? config.ensemble.name }),
+  });
 
   const registry = new Registry();
   const processMetrics = createProcessMetrics();
@@ -75,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
     zkSessionTimeoutMs: values['zk-session-timeout'],
     processMetrics: () => processMetrics.metrics(),
   });
-  served = exporter;
+  served.exporter = exporter;
 
   const webConfigFile = values['web.config.file'] || undefined;
   const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });

@@ -22,7 +22,7 @@ after(async () => {
 interface Setup {
   readonly double: ArcusDouble;
   /** One collection of the node; `onStats` is called when its `stats` reply has been rendered. */
-  collect(deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot>;
+  readonly collect: (deadline: CollectionDeadline, onStats?: () => void) => Promise<NodeSnapshot>;
 }
 
 async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Promise<Setup> {

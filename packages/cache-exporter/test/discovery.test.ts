@@ -35,7 +35,7 @@ describe('cache exporter discovery and collection', () => {
     memcachedRegistration = await arcus.registerNode(memcached.address, 'test');
     doubleA.populate([{ key: 'app:k1' }, { key: 'app:list', type: 'list' }, { key: 'user:k2' }, { key: 'nokey' }]);
     // A real server's first heartbeat (set arcus:zk-ping) comes one period after it registers.
-    await doubleA.heartbeat();
+    doubleA.heartbeat();
     exporter = await startExporter({ ensembleByName: { zk1: [zk.address] } });
   });
 

@@ -145,10 +145,8 @@ export function parseFlags<const S extends FlagSpec>(
     }
     let text = flag.inline;
     if (text === undefined && definition.type === 'boolean') text = 'true';
-    if (text === undefined) {
-      if (i + 1 >= argv.length) throw flagError(`flag needs an argument: -${flag.name}`);
-      text = argv[++i] as string;
-    }
+    text ??= argv[++i];
+    if (text === undefined) throw flagError(`flag needs an argument: -${flag.name}`);
     given.set(flag.name, convert(definition, flag.name, text, 'flag'));
   }
 

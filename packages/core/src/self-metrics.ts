@@ -3,7 +3,7 @@
  * tests and several servers in one process never see each other's series. The process_* and
  * nodejs_* ones are in process-metrics.ts.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { errorMessage } from './errors.js';
 import { markReported } from './signals.js';
 import type { Logger } from './log.js';

@@ -171,7 +171,7 @@ describe('createLogger', () => {
     assert.equal(result.status, 0, result.stderr);
     const lines = result.stdout.trim().split('\n');
     assert.equal(lines.length, 1);
-    assert.deepEqual(Object.keys(JSON.parse(lines[0] ?? '')).sort(), ['hostname', 'level', 'msg', 'pid', 'time']);
+    assert.deepEqual(Object.keys(JSON.parse(lines[0] ?? '') as object).sort(), ['hostname', 'level', 'msg', 'pid', 'time']);
     assert.equal((JSON.parse(lines[0] ?? '') as { msg: string }).msg, 'to stdout');
   });
 

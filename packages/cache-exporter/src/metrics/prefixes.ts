@@ -77,7 +77,7 @@ export class FieldTable {
     const ends = new Uint32Array(pairs);
     let end = 0;
     for (let i = 0; i < pairs; i++) {
-      const field = reply.subarray(ranges[i * 4]!, ranges[i * 4 + 1]!);
+      const field = reply.subarray(ranges[i * 4], ranges[i * 4 + 1]);
       layoutParts.push(field);
       ends[i] = end += field.length;
       columns[at + i] = Number.isNaN(counts[i]!) ? -1 : this.id(field.toString('utf8'));
@@ -491,7 +491,7 @@ export class PrefixAggregator {
         for (const state of ['ok', 'failed', 'limited'] as const) add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
       }
       let known = this.series.get(serviceCode);
-      if (known === undefined) this.series.set(serviceCode, (known = new Map()));
+      if (known === undefined) this.series.set(serviceCode, (known = new Map<string, PrefixSeries>()));
       for (const kind of ['items', 'operations'] as const) {
         const rules = this.rules[kind];
         for (const [prefix, row] of group[kind]) {

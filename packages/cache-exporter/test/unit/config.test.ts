@@ -105,7 +105,7 @@ test('prefix selection: serviceCodesToCollectPrefixes overrides collectPrefixes 
     assert.deepEqual(prefixSelectionFor(on, code), { kind: 'all' }, code);
     assert.deepEqual(prefixSelectionFor(config, code), { kind: 'none' }, code);
   }
-  const listed = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: JSON.parse('{"constructor": ["app"], "toString": []}') });
+  const listed = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: JSON.parse('{"constructor": ["app"], "toString": []}') as unknown });
   assert.deepEqual(prefixSelectionFor(listed, 'constructor'), { kind: 'named', names: ['app'] });
   assert.deepEqual(prefixSelectionFor(listed, 'toString'), { kind: 'none' });
 });
