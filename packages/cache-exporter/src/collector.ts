@@ -136,7 +136,11 @@ export class CacheCollector {
    * `stats` is up whatever becomes of the others: when the collection ends before they come (a
    * scrape with an earlier deadline joined it), it is reported with the settings it had.
    */
-  private async collectNode(node: CacheNode, deadline: CollectionDeadline, accept: (node: CacheNode, reply: Buffer) => RenderedStats): Promise<NodeSnapshot> {
+  private async collectNode(
+    node: CacheNode,
+    deadline: CollectionDeadline,
+    accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+  ): Promise<NodeSnapshot> {
     if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
     if (Date.now() < state.client.retryAt && state.client.lastError) {
@@ -159,12 +163,16 @@ export class CacheCollector {
       });
     });
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
-    const aux = Date.now() >= state.auxDueAt ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)]) : undefined;
+    const aux =
+      Date.now() >= state.auxDueAt
+        ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)])
+        : undefined;
     let stats: RenderedStats;
     try {
       const first = await Promise.race([reply, deadline.expired]);
       // The deadline was brought forward, or, as a safety net, a connection's own timer did not fire at it.
-      if (first === 'expired') throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
+      if (first === 'expired')
+        throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
       stats = first;
     } catch (err) {
       return this.failed(node, err, started);
@@ -176,7 +184,10 @@ export class CacheCollector {
   }
 
   /** What `stats settings` and `stats zookeeper` gave, into the state of a node that answered `stats`. */
-  private keepAux(state: NodeState, [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>]): void {
+  private keepAux(
+    state: NodeState,
+    [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>],
+  ): void {
     // The first read of every node happens in the same scrape; the next ones are spread over
     // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
     // A read cut short (timed out, connection lost) is tried again at the next scrape.
@@ -189,7 +200,10 @@ export class CacheCollector {
   /** A node's snapshot once it has answered. */
   private answered(node: CacheNode, state: NodeState, durationSeconds: number, stats: RenderedStats): NodeSnapshot {
     if (state.lastReason !== undefined) {
-      this.options.logger.info({ node: node.node, serviceCode: node.serviceCode, was: state.lastReason }, 'cache node answers again');
+      this.options.logger.info(
+        { node: node.node, serviceCode: node.serviceCode, was: state.lastReason },
+        'cache node answers again',
+      );
       state.lastReason = undefined;
     }
     return { node, up: true, durationSeconds, stats, settings: state.settings, zookeeper: state.zookeeper };
@@ -201,7 +215,10 @@ export class CacheCollector {
     const reason = reasonOf(err);
     if (state !== undefined) {
       if (state.lastReason !== reason) {
-        this.options.logger.warn({ node: node.node, serviceCode: node.serviceCode, reason, error: errorMessage(err) }, 'cache node is down');
+        this.options.logger.warn(
+          { node: node.node, serviceCode: node.serviceCode, reason, error: errorMessage(err) },
+          'cache node is down',
+        );
         state.lastReason = reason;
       }
       // Settings are re-read once the node answers again: it may have been restarted differently.
@@ -260,7 +277,12 @@ export class CacheCollector {
     }
   }
 
-  private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
+  private async collectNodePrefixes(
+    node: CacheNode,
+    selection: PrefixSelection,
+    deadline: number,
+    sums: PrefixSums,
+  ): Promise<void> {
     // A node that left the topology while the scrape's earlier nodes were read: not reconnected to.
     if (this.retained !== undefined && !this.retained.has(node.node)) return;
     const state = this.state(node.node);
@@ -268,7 +290,10 @@ export class CacheCollector {
       await this.readNodePrefixes(node, state, selection, deadline, sums);
     } catch (err) {
       // Nothing one node does (or a name it taught us that cannot be sent back) fails the others.
-      this.options.logger.warn({ node: node.node, serviceCode: node.serviceCode, error: errorMessage(err) }, 'prefix statistics not collected');
+      this.options.logger.warn(
+        { node: node.node, serviceCode: node.serviceCode, error: errorMessage(err) },
+        'prefix statistics not collected',
+      );
       sums.failed(node.serviceCode);
     } finally {
       // The replies are summed: their buffer (tens of KB) serves the next node's at once.
@@ -276,7 +301,13 @@ export class CacheCollector {
     }
   }
 
-  private async readNodePrefixes(node: CacheNode, state: NodeState, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
+  private async readNodePrefixes(
+    node: CacheNode,
+    state: NodeState,
+    selection: PrefixSelection,
+    deadline: number,
+    sums: PrefixSums,
+  ): Promise<void> {
     const names = selection.kind === 'named' ? selection.names : undefined;
     const [items, operations] = await Promise.allSettled([
       prefixClientOf(state, node).prefixItemsBytes(deadline, names),

@@ -45,7 +45,9 @@ export class CacheExporter {
    * replaces `watcher`. Meanwhile the old one keeps serving, so a server list that is wrong, or
    * slow to answer, never leaves the exporter without nodes.
    */
-  private pending: (WatchedEnsemble & { readonly name: string; readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout }) | undefined;
+  private pending:
+    | (WatchedEnsemble & { readonly name: string; readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout })
+    | undefined;
   private readonly collector: CacheCollector;
   private readonly qos: QosScheduler;
   private readonly prefixes = new PrefixAggregator();
@@ -56,17 +58,27 @@ export class CacheExporter {
   /** Set by endCollections: collections end at once. */
   private ending = false;
   /** The collection running for each path; scrapes that arrive meanwhile share it. */
-  private readonly flights = new Map<string, { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }>();
+  private readonly flights = new Map<
+    string,
+    { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }
+  >();
   private topologyRead: () => void = () => undefined;
   private readonly firstTopology = new Promise<void>((resolve) => (this.topologyRead = resolve));
   /** Size of the last /metrics body: an uncompressed one starts that large and rarely grows. */
   private lastMetricsBytes = 64 * 1024;
 
-  constructor(config: CacheExporterConfig, private readonly options: CacheExporterOptions) {
+  constructor(
+    config: CacheExporterConfig,
+    private readonly options: CacheExporterOptions,
+  ) {
     this.config = config;
     this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: config.ensemble.name });
     this.collector = new CacheCollector({ logger: options.logger });
-    this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
+    this.qos = new QosScheduler({
+      intervalMs: options.qosIntervalMs,
+      simple: config.simpleQos,
+      logger: options.logger,
+    });
     this.watcher = this.createWatcher(config);
     this.watched = { servers: config.ensemble.servers, serviceCodes: config.serviceCodes };
     this.self.zookeeperConnected.set(0);
@@ -150,7 +162,10 @@ export class CacheExporter {
     this.rename(pending.name);
     this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
     this.self.ensembleSwitchPending.set(0);
-    this.options.logger.info({ servers: pending.servers }, 'reloaded ensemble read; its topology replaces the previous one');
+    this.options.logger.info(
+      { servers: pending.servers },
+      'reloaded ensemble read; its topology replaces the previous one',
+    );
   }
 
   /** Gives up a reloaded ensemble not read yet (closing, or another reload changed the servers again). */
@@ -226,7 +241,11 @@ export class CacheExporter {
    * the running collection's brings the collection's end forward to it: every scrape sharing it is
    * answered by its own deadline (nodes not in by then are down in that body).
    */
-  private join(path: string, requested: number, collect: (deadline: CollectionDeadline) => Promise<MetricsBody>): Promise<MetricsBody> {
+  private join(
+    path: string,
+    requested: number,
+    collect: (deadline: CollectionDeadline) => Promise<MetricsBody>,
+  ): Promise<MetricsBody> {
     const deadline = this.ending ? Date.now() : requested;
     const running = this.flights.get(path);
     if (running) {
@@ -249,13 +268,16 @@ export class CacheExporter {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
-    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
+    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) =>
+      renderer.acceptStats(node, reply),
+    );
     const processText = this.readProcessMetrics();
     const snapshots = await collecting;
     const collected = performance.now();
     const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
     for (const s of snapshots) {
-      if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
+      if (!s.up && s.reason)
+        this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
     }
     renderer.render(snapshots, writer, this.qosOf);
     const rendered = performance.now();
@@ -319,7 +341,8 @@ export class CacheExporter {
       if (!sameItems(wanted.serviceCodes, this.watched.serviceCodes)) this.watcher.setServiceCodes(wanted.serviceCodes);
       this.watched = wanted;
     } else if (this.pending !== undefined && sameItems(wanted.servers, this.pending.servers)) {
-      if (!sameItems(wanted.serviceCodes, this.pending.serviceCodes)) this.pending.watcher.setServiceCodes(wanted.serviceCodes);
+      if (!sameItems(wanted.serviceCodes, this.pending.serviceCodes))
+        this.pending.watcher.setServiceCodes(wanted.serviceCodes);
       this.pending = { ...this.pending, ...wanted, name: next.ensemble.name };
     } else {
       this.dropPending();

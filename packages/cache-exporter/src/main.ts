@@ -22,7 +22,10 @@ import { CacheExporter } from './exporter.js';
 import { VERSION } from './version.js';
 
 const FLAGS = {
-  'config-file': { type: 'string', description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).' },
+  'config-file': {
+    type: 'string',
+    description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).',
+  },
   'scrape-timeout': {
     type: 'duration',
     default: '4s',
@@ -81,10 +84,15 @@ async function main(argv: string[]): Promise<number> {
   served.exporter = exporter;
 
   const webConfigFile = values['web.config.file'] || undefined;
-  const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
+  const server = await createHttpServer({
+    name: 'cache exporter',
+    logger,
+    ...(webConfig ? { webConfig, webConfigFile } : {}),
+  });
   const { app } = server;
 
-  const deadline = (timeoutHeader: string | string[] | undefined) => scrapeDeadline(timeoutHeader, values['scrape-timeout']);
+  const deadline = (timeoutHeader: string | string[] | undefined) =>
+    scrapeDeadline(timeoutHeader, values['scrape-timeout']);
   serveExposition(
     server,
     new Map<string, ExpositionSource>([
@@ -147,6 +155,5 @@ function landingPage(ensemble: string): string {
 <p>POST /-/reload (or SIGHUP) reloads the config file.</p></body></html>
 `;
 }
-
 
 runCli(PROGRAM, main);

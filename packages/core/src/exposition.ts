@@ -149,7 +149,11 @@ export async function expositionPayload(body: string | Buffer | ExpositionBody, 
 }
 
 /** Sends an exposition body, gzipped (gzipBody) when the scraper accepts it. */
-export async function sendExposition(request: FastifyRequest, reply: FastifyReply, body: string | Buffer | ExpositionBody): Promise<void> {
+export async function sendExposition(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string | Buffer | ExpositionBody,
+): Promise<void> {
   reply.header('Content-Type', EXPOSITION_CONTENT_TYPE).header('Vary', 'Accept-Encoding');
   const gzip = acceptsGzip(request.headers['accept-encoding']);
   const payload = await expositionPayload(body, gzip);

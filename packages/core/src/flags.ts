@@ -172,7 +172,9 @@ function typeHint(definition: FlagDefinition): string {
 
 /** A ranged duration flag's values, for its usage line. */
 function describeRangeOf(definition: FlagDefinition): string {
-  return definition.type === 'duration' && definition.range !== undefined ? ` (${describeRange(definition.range)})` : '';
+  return definition.type === 'duration' && definition.range !== undefined
+    ? ` (${describeRange(definition.range)})`
+    : '';
 }
 
 function describeDefault(definition: FlagDefinition): string {

@@ -163,7 +163,8 @@ function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toErrorAnswer(err);
     // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
-    if (status >= 500 && body.code !== Errors.NOT_READY.code) request.log.error({ err, url: request.url }, 'request failed');
+    if (status >= 500 && body.code !== Errors.NOT_READY.code)
+      request.log.error({ err, url: request.url }, 'request failed');
     return reply.code(status).type(JSON_TYPE).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -192,7 +193,12 @@ export function listenAddressFor(host: string, addresses: readonly LookupAddress
   return chosen.address;
 }
 
-async function listenOn(app: FastifyInstance, address: string, scheme: string, resolveHost: HttpServerOptions['resolveHost']): Promise<BoundAddress> {
+async function listenOn(
+  app: FastifyInstance,
+  address: string,
+  scheme: string,
+  resolveHost: HttpServerOptions['resolveHost'],
+): Promise<BoundAddress> {
   const { host, port } = parseListenAddress(address);
   const fail = (err: unknown): CachemonError =>
     new CachemonError(Errors.LISTEN_FAILED, `cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
@@ -291,11 +297,15 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
       if (file === undefined || security === undefined) return;
       const next = await loadWebConfig(file);
       const problem = restartNeededFor(security.config, next);
-      if (problem !== undefined) throw new CachemonError(Errors.WEB_CONFIG_INVALID, `${file}: ${problem}; the running web config stays`);
+      if (problem !== undefined)
+        throw new CachemonError(Errors.WEB_CONFIG_INVALID, `${file}: ${problem}; the running web config stays`);
       // New connections get the new certificate; those open keep theirs until they close.
       if (next.tls !== undefined) (app.server as HttpsServer).setSecureContext(tlsContextOptions(next.tls));
       security = securityState(next);
-      logger.info({ file, tls: next.tls !== undefined, basicAuthUsers: next.basicAuthUsers.size }, 'web config reloaded');
+      logger.info(
+        { file, tls: next.tls !== undefined, basicAuthUsers: next.basicAuthUsers.size },
+        'web config reloaded',
+      );
     },
     close: async () => {
       closing = true;
@@ -315,7 +325,10 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
  * What an exporter's scrape path answers with, from the scraper's X-Prometheus-Scrape-Timeout-Seconds
  * (scrapeDeadline) and whether it accepts gzip.
  */
-export type ExpositionSource = (timeoutHeader: string | string[] | undefined, gzip: boolean) => Promise<string | Buffer | ExpositionBody>;
+export type ExpositionSource = (
+  timeoutHeader: string | string[] | undefined,
+  gzip: boolean,
+) => Promise<string | Buffer | ExpositionBody>;
 
 const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
 
@@ -323,7 +336,11 @@ const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
 export function serveExposition(server: HttpServer, paths: ReadonlyMap<string, ExpositionSource>): void {
   for (const [path, source] of paths) {
     server.app.get(path, async (request, reply) => {
-      await sendExposition(request, reply, await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])));
+      await sendExposition(
+        request,
+        reply,
+        await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])),
+      );
     });
   }
 }

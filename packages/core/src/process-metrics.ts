@@ -14,7 +14,11 @@
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
-const REJECTED_BY_PROMTOOL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const REJECTED_BY_PROMTOOL = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
 
 const GC_KINDS: Readonly<Record<number, string>> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',

@@ -206,7 +206,9 @@ class ResilientLogFile extends Writable {
     if (this.inner === undefined && Date.now() >= this.reopenAt) {
       this.inner = this.open();
       if (this.inner !== undefined && this.dropped > 0) {
-        this.onError(new Error(`${this.describe}: ${this.dropped} log write(s) may be lost while the file could not be written`));
+        this.onError(
+          new Error(`${this.describe}: ${this.dropped} log write(s) may be lost while the file could not be written`),
+        );
         this.dropped = 0;
       }
     }
@@ -224,7 +226,10 @@ class ResilientLogFile extends Writable {
     inner.write(chunk, (err) => this.written(err, 1, callback));
   }
 
-  override _writev(chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>, callback: (error?: Error | null) => void): void {
+  override _writev(
+    chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>,
+    callback: (error?: Error | null) => void,
+  ): void {
     const inner = this.current();
     if (inner === undefined || inner.destroyed) {
       this.dropped += chunks.length;
@@ -266,9 +271,11 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
 
   let pruning: Promise<void> = Promise.resolve();
   const schedulePrune = (): void => {
-    pruning = pruning.then(() => pruneBackups(filename, maxBackups, maxAgeDays)).catch((err: unknown) => {
-      onError(new Error(`pruning backups of ${filename}: ${errorMessage(err)}`));
-    });
+    pruning = pruning
+      .then(() => pruneBackups(filename, maxBackups, maxAgeDays))
+      .catch((err: unknown) => {
+        onError(new Error(`pruning backups of ${filename}: ${errorMessage(err)}`));
+      });
   };
   const openInner = (): InnerStream => {
     ensureWritable(filename);

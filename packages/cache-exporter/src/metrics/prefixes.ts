@@ -67,7 +67,14 @@ export class FieldTable {
    * element by element: a typed array's subarray() is an object of its own, and this runs for
    * every line of every node (51,000 lines a prefix scrape at 500 nodes x 50 prefixes).
    */
-  columnsOf(reply: Buffer, ranges: Uint32Array, counts: Float64Array, pairs: number, columns: Int32Array, at: number): void {
+  columnsOf(
+    reply: Buffer,
+    ranges: Uint32Array,
+    counts: Float64Array,
+    pairs: number,
+    columns: Int32Array,
+    at: number,
+  ): void {
     if (this.matchesLayout(reply, ranges, pairs)) {
       const layoutColumns = this.layoutColumns;
       for (let i = 0; i < pairs; i++) columns[at + i] = layoutColumns[i]!;
@@ -163,7 +170,8 @@ export class CounterTotals {
 
   private code(serviceCode: string): CodeCounters {
     let code = this.codes.get(serviceCode);
-    if (code === undefined) this.codes.set(serviceCode, (code = { totals: new Map(), prefixes: new Map(), freeSlots: [], nodes: new Map() }));
+    if (code === undefined)
+      this.codes.set(serviceCode, (code = { totals: new Map(), prefixes: new Map(), freeSlots: [], nodes: new Map() }));
     return code;
   }
 
@@ -175,7 +183,8 @@ export class CounterTotals {
   advance(serviceCode: string, node: string, pending: PendingLines, width: number): void {
     const code = this.code(serviceCode);
     let last = code.nodes.get(node);
-    if (last === undefined) code.nodes.set(node, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
+    if (last === undefined)
+      code.nodes.set(node, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
     // The slots first, so that the node's readings grow once, to the size they need.
     if (this.slots.length < pending.lines) this.slots = new Uint32Array(pending.lines * 2);
     let needed = 0;
@@ -183,7 +192,8 @@ export class CounterTotals {
       const prefix = pending.prefixes[line]!;
       let entry = code.prefixes.get(prefix);
       // Slots in use and free ones are 0 .. size - 1 together: with none free, the next is `size`.
-      if (entry === undefined) code.prefixes.set(prefix, (entry = { slot: code.freeSlots.pop() ?? code.prefixes.size, readIn: 0 }));
+      if (entry === undefined)
+        code.prefixes.set(prefix, (entry = { slot: code.freeSlots.pop() ?? code.prefixes.size, readIn: 0 }));
       entry.readIn = this.scrape;
       this.slots[line] = entry.slot;
       needed = Math.max(needed, entry.slot + 1);
@@ -264,7 +274,8 @@ function fit(last: LastReadings, slots: number, width: number): void {
   // ~10 KB a node at 50 prefixes); a quarter more when new prefixes appear later.
   const newCapacity = slots <= capacity ? capacity : Math.max(slots, capacity + (capacity >> 2));
   const counts = new Uint32Array(newCapacity * newWidth);
-  for (let slot = 0; slot < capacity; slot++) counts.set(last.counts.subarray(slot * last.width, (slot + 1) * last.width), slot * newWidth);
+  for (let slot = 0; slot < capacity; slot++)
+    counts.set(last.counts.subarray(slot * last.width, (slot + 1) * last.width), slot * newWidth);
   const seen = new Uint8Array(newCapacity);
   seen.set(last.seen);
   last.counts = counts;
@@ -327,7 +338,13 @@ export class PrefixSums {
    * reply is checked first: one that is not a prefix reply throws (CachemonError NODE_PROTOCOL or
    * NODE_ERROR_REPLY) and nothing of the node is added.
    */
-  addNode(serviceCode: string, node: string, state: 'ok' | 'limited', items: readonly Buffer[], operations: readonly Buffer[]): void {
+  addNode(
+    serviceCode: string,
+    node: string,
+    state: 'ok' | 'limited',
+    items: readonly Buffer[],
+    operations: readonly Buffer[],
+  ): void {
     if (this.#closed) return;
     this.read('items', items, 'time');
     this.read('operations', operations, undefined);
@@ -405,7 +422,14 @@ function rowOf(rows: Map<string, Float64Array>, prefix: string, width: number): 
 }
 
 function pendingLines(): PendingLines {
-  return { prefixes: [], lineStarts: new Uint32Array(64), columns: new Int32Array(1024), counts: new Float64Array(1024), lines: 0, pairs: 0 };
+  return {
+    prefixes: [],
+    lineStarts: new Uint32Array(64),
+    columns: new Int32Array(1024),
+    counts: new Float64Array(1024),
+    lines: 0,
+    pairs: 0,
+  };
 }
 
 function reserve(pending: PendingLines, lines: number, pairs: number): void {
@@ -434,7 +458,9 @@ function columnRule(kind: PrefixKind, field: string): ColumnRule | undefined {
   if (kind === 'items') {
     if (PREFIX_ITEM_TOTALS.has(field)) return undefined;
     const rule = PREFIX_ITEM_FIELDS.get(field);
-    return rule ? { family: rule.family, label: `type="${rule.type}"` } : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
+    return rule
+      ? { family: rule.family, label: `type="${rule.type}"` }
+      : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
   }
   const rule = PREFIX_OPERATION_CODES.get(field);
   return rule
@@ -450,7 +476,15 @@ interface PrefixSeries {
   readonly everNonZero: Record<PrefixKind, Uint8Array>;
 }
 
-const FAMILY_ORDER: readonly FamilySpec[] = [PREFIX_COLLECTED, PREFIX_NODES, PREFIX_ITEMS, PREFIX_BYTES, PREFIX_COMMANDS, PREFIX_COMMAND_HITS, PREFIX_OTHER];
+const FAMILY_ORDER: readonly FamilySpec[] = [
+  PREFIX_COLLECTED,
+  PREFIX_NODES,
+  PREFIX_ITEMS,
+  PREFIX_BYTES,
+  PREFIX_COMMANDS,
+  PREFIX_COMMAND_HITS,
+  PREFIX_OTHER,
+];
 
 /** Sums prefix statistics per service code and renders them; owns what lasts between scrapes. */
 export class PrefixAggregator {
@@ -473,7 +507,9 @@ export class PrefixAggregator {
   }
 
   render(ensemble: string, sums: PrefixSums, writer: ExpositionWriter): void {
-    const samples = new Map<FamilySpec, { labels: string[]; values: number[] }>(FAMILY_ORDER.map((family) => [family, { labels: [], values: [] }]));
+    const samples = new Map<FamilySpec, { labels: string[]; values: number[] }>(
+      FAMILY_ORDER.map((family) => [family, { labels: [], values: [] }]),
+    );
     const add = (family: FamilySpec, labels: string, value: number) => {
       const list = samples.get(family)!;
       list.labels.push(`{${labels}}`);
@@ -481,14 +517,16 @@ export class PrefixAggregator {
     };
     for (const kind of ['items', 'operations'] as const) {
       const table = this.fields[kind];
-      for (let column = this.rules[kind].length; column < table.size; column++) this.rules[kind].push(columnRule(kind, table.names[column]!));
+      for (let column = this.rules[kind].length; column < table.size; column++)
+        this.rules[kind].push(columnRule(kind, table.names[column]!));
     }
 
     for (const [serviceCode, group] of sums.serviceCodes) {
       const base = `ensemble="${escapeLabelValue(ensemble)}",service_code="${escapeLabelValue(serviceCode)}"`;
       add(PREFIX_COLLECTED, base, group.collected ? 1 : 0);
       if (group.collected) {
-        for (const state of ['ok', 'failed', 'limited'] as const) add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
+        for (const state of ['ok', 'failed', 'limited'] as const)
+          add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
       }
       let known = this.series.get(serviceCode);
       if (known === undefined) this.series.set(serviceCode, (known = new Map<string, PrefixSeries>()));
@@ -497,7 +535,10 @@ export class PrefixAggregator {
         for (const [prefix, row] of group[kind]) {
           let series = known.get(prefix);
           if (series === undefined) {
-            series = { labels: `prefix="${escapeLabelValue(prefix)}",${base}`, everNonZero: { items: new Uint8Array(0), operations: new Uint8Array(0) } };
+            series = {
+              labels: `prefix="${escapeLabelValue(prefix)}",${base}`,
+              everNonZero: { items: new Uint8Array(0), operations: new Uint8Array(0) },
+            };
             known.set(prefix, series);
           }
           let seen = series.everNonZero[kind];

@@ -121,7 +121,9 @@ interface EncodedLines {
 }
 
 /** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
-const SETTINGS_FAMILIES: readonly FamilySpec[] = [...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family))];
+const SETTINGS_FAMILIES: readonly FamilySpec[] = [
+  ...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family)),
+];
 const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP];
 
 /**
@@ -158,7 +160,11 @@ export class NodeMetricsRenderer {
    * Writes the node series of /metrics: state, stats, settings and QoS (the latest results of the
    * node's probes, `qosOf`), family by family, node by node.
    */
-  render(snapshots: readonly NodeSnapshot[], out: ExpositionBuffer, qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined): void {
+  render(
+    snapshots: readonly NodeSnapshot[],
+    out: ExpositionBuffer,
+    qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined,
+  ): void {
     const series = snapshots.map((snapshot) => this.nodeSeries(snapshot.node));
     const count = snapshots.length;
 
@@ -188,12 +194,26 @@ export class NodeMetricsRenderer {
       for (const snapshot of snapshots) {
         const stats = snapshot.up ? snapshot.stats : undefined;
         const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-        if (index >= 0) block.lines(stats!.bytes, stats!.segments[index * 3]!, stats!.segments[index * 3 + 1]!, stats!.segments[index * 3 + 2]!);
+        if (index >= 0)
+          block.lines(
+            stats!.bytes,
+            stats!.segments[index * 3]!,
+            stats!.segments[index * 3 + 1]!,
+            stats!.segments[index * 3 + 2]!,
+          );
       }
     });
 
-    encodedFamilies(out, SETTINGS_FAMILIES, snapshots.map((snapshot, i) => settingsLines(series[i]!, snapshot)));
-    encodedFamilies(out, QOS_FAMILIES, snapshots.map((snapshot, i) => (snapshot.node.live ? qosLines(series[i]!, qosOf(snapshot.node)) : undefined)));
+    encodedFamilies(
+      out,
+      SETTINGS_FAMILIES,
+      snapshots.map((snapshot, i) => settingsLines(series[i]!, snapshot)),
+    );
+    encodedFamilies(
+      out,
+      QOS_FAMILIES,
+      snapshots.map((snapshot, i) => (snapshot.node.live ? qosLines(series[i]!, qosOf(snapshot.node)) : undefined)),
+    );
   }
 
   private nodeSeries(node: CacheNode): NodeSeries {
@@ -205,7 +225,10 @@ export class NodeMetricsRenderer {
         base,
         braced,
         upLines: [Buffer.from(`${UP.name}${braced} 0\n`), Buffer.from(`${UP.name}${braced} 1\n`)],
-        registeredLines: [Buffer.from(`${NODE_REGISTERED.name}${braced} 0\n`), Buffer.from(`${NODE_REGISTERED.name}${braced} 1\n`)],
+        registeredLines: [
+          Buffer.from(`${NODE_REGISTERED.name}${braced} 0\n`),
+          Buffer.from(`${NODE_REGISTERED.name}${braced} 1\n`),
+        ],
         durationPrefix: Buffer.from(`${NODE_SCRAPE_DURATION.name}${braced} `),
         labelled: new Map(),
         plan: undefined,
@@ -236,9 +259,11 @@ export class NodeMetricsRenderer {
     if (plan === undefined) {
       plan = makePlan(heads);
       this.plans.set(key, plan);
-      for (const family of plan.families) if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
+      for (const family of plan.families)
+        if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
       // The order may have grown: every plan's positions in it, again.
-      for (const each of this.plans.values()) each.byOrder = Int32Array.from(this.statsFamilyOrder, (family) => each.familyIndex.get(family) ?? -1);
+      for (const each of this.plans.values())
+        each.byOrder = Int32Array.from(this.statsFamilyOrder, (family) => each.familyIndex.get(family) ?? -1);
     }
     return plan;
   }
@@ -282,7 +307,8 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   let appearing = 0;
   for (let k = 0; k < order.length; k++) {
     const position = order[k]!;
-    valueBytes += plan.scales[position] === undefined ? values[position * 2 + 1]! - values[position * 2]! : MAX_SCALED_TEXT;
+    valueBytes +=
+      plan.scales[position] === undefined ? values[position * 2 + 1]! - values[position * 2]! : MAX_SCALED_TEXT;
     if (samePlan && valueLengths[k]! < 0) appearing += prefixLengths[position]! + 1;
   }
   const fresh = !samePlan || area.length < length + valueBytes + appearing;
@@ -318,7 +344,8 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
         continue;
       }
       const scale = plan.scales[position];
-      const text = scale === undefined ? undefined : formatValue(Number(reply.toString('latin1', valueStart, valueEnd)) * scale);
+      const text =
+        scale === undefined ? undefined : formatValue(Number(reply.toString('latin1', valueStart, valueEnd)) * scale);
       const valueLength = text === undefined ? valueEnd - valueStart : text.length;
       if (old < 0) {
         const line = prefixLength + valueLength + 1;
@@ -347,7 +374,8 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   series.area = area;
   series.areaLength = length;
   series.valueLengths = valueLengths;
-  const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
+  const text = (position: number) =>
+    position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]);
   return { plan, bytes: area, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
@@ -366,7 +394,9 @@ function versionLine(series: NodeSeries, stats: RenderedStats): Buffer | undefin
   if (version === '' && libevent === '') return undefined;
   const cached = series.versionLine;
   if (cached !== undefined && cached.version === version && cached.libevent === libevent) return cached.line;
-  const line = Buffer.from(`${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`);
+  const line = Buffer.from(
+    `${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`,
+  );
   series.versionLine = { version, libevent, line };
   return line;
 }
@@ -393,7 +423,11 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
   const lines = encodeLines(QOS_FAMILIES, (add) => {
     for (const result of qos.results) {
       add(QOS_SUCCESS, `${labelledPrefix(series, QOS_SUCCESS, 'probe', result.probe)}${result.ok ? 1 : 0}\n`);
-      if (result.ok) add(QOS_LATENCY, `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`);
+      if (result.ok)
+        add(
+          QOS_LATENCY,
+          `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`,
+        );
     }
     add(QOS_TIMESTAMP, `${QOS_TIMESTAMP.name}${series.braced} ${formatValue(qos.at / 1000)}\n`);
   });
@@ -402,7 +436,10 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
 }
 
 /** Lines of `families`, as `write` adds them, encoded one Buffer per family. */
-function encodeLines(families: readonly FamilySpec[], write: (add: (family: FamilySpec, line: string) => void) => void): EncodedLines {
+function encodeLines(
+  families: readonly FamilySpec[],
+  write: (add: (family: FamilySpec, line: string) => void) => void,
+): EncodedLines {
   const lines: string[][] = families.map(() => []);
   write((family, line) => lines[families.indexOf(family)]!.push(line));
   return {
@@ -422,13 +459,19 @@ function addSettings(
     if (!rule) continue;
     const value = rule.parse(raw);
     if (value === undefined) continue;
-    const prefix = rule.label ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1]) : `${rule.family.name}${series.braced} `;
+    const prefix = rule.label
+      ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1])
+      : `${rule.family.name}${series.braced} `;
     add(rule.family, `${prefix}${formatValue(value)}\n`);
   }
 }
 
 /** Families whose lines come per node as EncodedLines (settings, QoS): each family, node by node. */
-function encodedFamilies(out: ExpositionBuffer, families: readonly FamilySpec[], encoded: ReadonlyArray<EncodedLines | undefined>): void {
+function encodedFamilies(
+  out: ExpositionBuffer,
+  families: readonly FamilySpec[],
+  encoded: ReadonlyArray<EncodedLines | undefined>,
+): void {
   families.forEach((spec, index) => {
     const block = new FamilyBlock(out, spec);
     for (const lines of encoded) {
