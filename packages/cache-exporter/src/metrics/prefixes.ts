@@ -16,31 +16,13 @@ import {
 } from './catalog.js';
 
 /**
- * Prefix series are summed per service code, not kept per node.
+ * Prefix series are summed per service code, not kept per node: keys of a prefix are hashed over
+ * every node, so a per-node split multiplies the series by the node count for little an operator
+ * acts on. A series is emitted once its value has been non-zero, and from then on, zeros included.
  *
- * Cardinality: a service code with P prefixes yields at most P x (10 item/size series +
- * ~55 operation series). Per node that would multiply by the node count: 500 nodes x 50 prefixes
- * x 65 = 1.6 M series at 1m, more than the whole rest of the stack. Keys of a prefix are hashed
- * over every node of the cluster, so the per-node split carries little information an operator
- * acts on; the per-node totals (items, bytes, commands) are in /metrics. Summed: 10 service codes
- * x 50 prefixes x 65 = 32 k series at most, and far fewer in practice because a series is only
- * emitted once its value has been non-zero (most prefixes use one or two item types); after that
- * it stays, zeros included, so rates and sums keep working. The cost of that rule: the very first
- * increase of a never-used command on a prefix is not seen by rate().
- *
- * Operation counts are counters, and a sum over whichever nodes answered is not one: it falls
- * when a node fails, times out, restarts or leaves, and rate() reads every fall as a reset, a
- * spike of the whole sum. So they are running totals instead (CounterTotals): every scrape adds
- * each answering node's increase since its last reading (its whole value when it counts from
- * zero again after a restart, or is new), and a node that does not answer adds nothing until it
- * does. The totals never fall; their rate is the service code's rate. Item counts and sizes are
- * gauges: summed over the nodes that answered, as arcus_prefix_nodes says.
- *
- * Speed and memory: replies are read as bytes the moment they arrive and added into one row of
- * numbers (a Float64Array) per service code and prefix; nothing per line or per field is kept,
- * and a scrape holds those rows, never the replies of all nodes. What lasts between scrapes: the
- * totals, and each node's last operation counts (CounterTotals: ~7 MB at 500 nodes x 50
- * prefixes).
+ * Operation counts are running totals (CounterTotals): a plain sum over the nodes that answered
+ * falls when one fails or restarts, and rate() would read that as a reset. Item counts and sizes
+ * are gauges, summed over the nodes that answered (arcus_prefix_nodes).
  */
 
 export type NodePrefixState = 'ok' | 'failed' | 'limited';
@@ -62,11 +44,7 @@ export class FieldTable {
     return this.names.length;
   }
 
-  /**
-   * The columns of a line's fields into `columns[at..at + pairs)`; -1 for the text field. Copied
-   * element by element: a typed array's subarray() is an object of its own, and this runs for
-   * every line of every node (51,000 lines a prefix scrape at 500 nodes x 50 prefixes).
-   */
+  /** The columns of a line's fields into `columns[at..at + pairs)`; -1 for the text field. */
   columnsOf(
     reply: Buffer,
     ranges: Uint32Array,
@@ -130,14 +108,8 @@ interface ServiceCodeSums {
 
 /**
  * The running totals of the operation counters per service code and prefix, and each node's last
- * reading they were advanced from. Owned by the PrefixAggregator; lasts between scrapes.
- *
- * The last readings are what 500 nodes x 50 prefixes make large, so they are kept compactly: per
- * service code, each prefix has a slot; per node, one array of slots x columns holding the low
- * 32 bits of each count. An increase is worked out modulo 2^32, which is exact while a count grows
- * by less than 2^32 between two readings of a node; a count lower than that increase has counted
- * from zero again (a restart), and then all of it is the increase. About 7 MB at 500 nodes x 50
- * prefixes.
+ * reading. The readings are kept compactly, the low 32 bits per count: an increase is worked out
+ * modulo 2^32; a count lower than that increase has counted from zero again (a restart).
  */
 export class CounterTotals {
   private readonly codes = new Map<string, CodeCounters>();
@@ -145,11 +117,7 @@ export class CounterTotals {
   /** advance(): the slot of each pending line. */
   private slots = new Uint32Array(64);
 
-  /**
-   * A new scrape. The totals of a prefix no node has reported for PREFIX_KEPT_SCRAPES scrapes are
-   * dropped, so prefixes that come and go (names with dates in them) pile up neither as series nor
-   * in the nodes' last readings: its slot serves the next new prefix.
-   */
+  /** A new scrape. Totals of a prefix unreported for PREFIX_KEPT_SCRAPES scrapes are dropped, so prefixes that come and go do not pile up. */
   nextScrape(): void {
     this.scrape++;
     for (const code of this.codes.values()) {
@@ -175,11 +143,7 @@ export class CounterTotals {
     return code;
   }
 
-  /**
-   * Advances the service code's totals by one node's counts: by each count's increase over the
-   * node's last reading of it, or by the whole count when the node counts from zero again
-   * (restarted) or is read for the first time.
-   */
+  /** Advances the service code's totals by each of one node's counts' increase (all of it when restarted or new). */
   advance(serviceCode: string, node: string, pending: PendingLines, width: number): void {
     const code = this.code(serviceCode);
     let last = code.nodes.get(node);
@@ -270,8 +234,7 @@ function fit(last: LastReadings, slots: number, width: number): void {
   const capacity = last.seen.length;
   if (slots <= capacity && width <= last.width) return;
   const newWidth = Math.max(width, last.width);
-  // Exactly what is needed the first time (a node's readings are most of this object's memory:
-  // ~10 KB a node at 50 prefixes); a quarter more when new prefixes appear later.
+  // Exactly what is needed the first time; a quarter more when new prefixes appear later.
   const newCapacity = slots <= capacity ? capacity : Math.max(slots, capacity + (capacity >> 2));
   const counts = new Uint32Array(newCapacity * newWidth);
   for (let slot = 0; slot < capacity; slot++)
@@ -332,11 +295,8 @@ export class PrefixSums {
   }
 
   /**
-   * Adds one node's replies (`stats prefixes` and `stats detail dump`, or their prefixlist forms)
-   * into its service code's sums: its item counts to this scrape's sums, its operation counts'
-   * increase since its last reading to the running totals. `node` names it (`ip:port`). Every
-   * reply is checked first: one that is not a prefix reply throws (CachemonError NODE_PROTOCOL or
-   * NODE_ERROR_REPLY) and nothing of the node is added.
+   * Adds one node's (`ip:port`) prefix replies into its service code's sums. Every reply is checked
+   * first: one that is not a prefix reply throws (NODE_PROTOCOL, NODE_ERROR_REPLY), adding nothing.
    */
   addNode(
     serviceCode: string,
@@ -370,8 +330,7 @@ export class PrefixSums {
         reserve(pending, pending.lines + 2, pending.pairs + pairs);
         const at = pending.pairs;
         table.columnsOf(reply, ranges, counts, pairs, pending.columns, at);
-        // Nodes of a service code list their prefixes in the same order: the string the last
-        // node's line at this place left is most often the name again.
+        // Nodes list their prefixes in the same order: the last node's name here is likely this one.
         const last = pending.prefixes[pending.lines];
         if (last === undefined || !isAsciiText(reply, nameStart, nameEnd, last)) {
           pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
@@ -397,10 +356,7 @@ export class PrefixSums {
   }
 }
 
-/**
- * True when bytes [start, end) are `text` and it is ASCII (so that its UTF-8 bytes are its
- * characters' codes); false for any other text, which is then decoded.
- */
+/** True when bytes [start, end) are `text` and it is ASCII; false for any other text, which is then decoded. */
 function isAsciiText(bytes: Buffer, start: number, end: number, text: string): boolean {
   if (text.length !== end - start) return false;
   for (let i = 0; i < text.length; i++) {

@@ -35,12 +35,7 @@ export interface RenderedStats {
   readonly plan: StatsPlan;
   /** The node's byte area, holding this reply's sample lines. */
   readonly bytes: Buffer;
-  /**
-   * Per family index i of the plan, at segments[3i .. 3i + 2]: where its lines are in `bytes`
-   * (start and end; equal: none) and how many samples they hold. Offsets rather than a view
-   * (subarray) per family: at 500 nodes those were 17,000 objects kept, and made again whenever a
-   * value's length moved the segments after it.
-   */
+  /** Per family index i of the plan, at segments[3i .. 3i + 2]: start and end of its lines in `bytes`, and their count. */
   readonly segments: Uint32Array;
   readonly version: string;
   readonly libevent: string;
@@ -61,23 +56,11 @@ export interface NodeSnapshot {
 }
 
 /*
- * How /metrics is written fast. A scrape of 500 nodes has ~87,000 series. Parsing every `stats`
- * reply into strings and building a string per sample cost more than talking to the nodes, and
- * the garbage (~450 objects per node per scrape, half of them kept until the next scrape) made
- * the young-generation collections copy megabytes on every scrape. Instead:
- *
- * - A *plan* per distinct `stats` field list (every node of one server version has the same list,
- *   in the same order): each line's `STAT <name>` head as bytes, which family each position
- *   belongs to, and its scale. Plans are shared by the nodes with that list.
- * - Per node, an *area*: its sample lines, family by family, as the last reply left them. A new
- *   reply is matched against the plan's heads byte for byte (matchPlan) and written into the area
- *   in place (writeSamples): a value of unchanged length is the only thing written; a length change
- *   moves the rest of the area once; a line appears or goes when a value becomes or stops being a
- *   number. Only a reply whose field list differs from the node's plan is parsed (once, to find or
- *   make its plan). Nothing per line is allocated.
- * - Per node and family, where its segment of the area starts and ends; the body is then, family
- *   by family and node by node, one copy of each segment.
- * - State, settings and QoS lines are kept encoded per node, re-encoded only when they change.
+ * How /metrics is written without garbage per sample: a *plan* per distinct `stats` field list
+ * (shared by the nodes of one server version) holds each line's `STAT <name>` head, family and
+ * scale. Per node, an *area* keeps its sample lines, family by family, as the last reply left
+ * them; a new reply matched against the plan (matchPlan) is written into it in place
+ * (writeSamples). The body is then one copy of each node's segment per family.
  */
 
 interface NodeSeries {
@@ -90,19 +73,12 @@ interface NodeSeries {
   /** Prefixes of the series with one extra label (reason, probe, setting type). */
   readonly labelled: Map<string, string>;
   plan: StatsPlan | undefined;
-  /**
-   * Encoded length of the `name{labels} ` prefix of each position of the plan, and their sum. The
-   * prefixes themselves are in the area, before each value; one is written only when its line
-   * appears (plan.prefixText), so a node keeps no second copy of them.
-   */
+  /** Encoded length of the `name{labels} ` prefix of each position of the plan (written in the area), and their sum. */
   prefixLengths: Uint32Array;
   prefixesLength: number;
   /** Value ranges in the reply being rendered: start and end per position. */
   values: Uint32Array;
-  /**
-   * The node's sample lines, family by family, as the last reply left them: area[0, areaLength).
-   * valueLengths[k] is the value length of the k-th rendered position's line (-1: no line).
-   */
+  /** The node's sample lines, area[0, areaLength); valueLengths[k]: the k-th position's value length (-1: no line). */
   area: Buffer;
   areaLength: number;
   areaPlan: StatsPlan | undefined;
@@ -126,11 +102,7 @@ const SETTINGS_FAMILIES: readonly FamilySpec[] = [
 ];
 const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP];
 
-/**
- * Renders the node series of /metrics for one ensemble. Keeps, per node, what repeats from one
- * scrape to the next (label texts, the area its sample lines live in, encoded state, settings and
- * QoS lines); per distinct stats field list, the plan.
- */
+/** Renders the node series of /metrics for one ensemble, keeping per node what repeats from scrape to scrape. */
 export class NodeMetricsRenderer {
   private readonly plans = new Map<string, StatsPlan>();
   /** Stats families in the order they were first seen, across plans: each is written once. */
@@ -140,9 +112,8 @@ export class NodeMetricsRenderer {
   constructor(readonly ensemble: string) {}
 
   /**
-   * Renders one node's `stats` reply (its bytes, as framed) into the node's own byte area and
-   * returns it. Throws CachemonError NODE_ERROR_REPLY or NODE_PROTOCOL when the bytes are not a
-   * stats reply; the node's previous rendering is then no longer valid.
+   * Renders one node's `stats` reply into the node's own byte area. Throws NODE_ERROR_REPLY or
+   * NODE_PROTOCOL when it is not a stats reply; the node's previous rendering is then invalid.
    */
   acceptStats(node: CacheNode, reply: Buffer): RenderedStats {
     const series = this.nodeSeries(node);
@@ -156,10 +127,7 @@ export class NodeMetricsRenderer {
     return writeSamples(series, series.plan!, reply);
   }
 
-  /**
-   * Writes the node series of /metrics: state, stats, settings and QoS (the latest results of the
-   * node's probes, `qosOf`), family by family, node by node.
-   */
+  /** Writes the node series of /metrics (state, stats, settings, QoS), family by family, node by node. */
   render(
     snapshots: readonly NodeSnapshot[],
     out: ExpositionBuffer,
@@ -287,11 +255,8 @@ const LF = 0x0a;
 const MAX_SCALED_TEXT = 32;
 
 /**
- * The samples of a matched reply, family by family, in the node's area. The area holds the last
- * reply's lines with the same prefixes in the same places, so a value of unchanged length (most
- * of them: counters rarely gain a digit) is the only thing written; a length change moves the
- * rest of the area once (a native memmove); a line appears or goes when a value becomes or stops
- * being a number.
+ * The samples of a matched reply, family by family, in the node's area, over the last reply's
+ * lines: a value of unchanged length is the only thing written; a length change moves the rest.
  */
 function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): RenderedStats {
   const { prefixLengths, values } = series;
@@ -299,9 +264,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   let area = series.area;
   let length = series.areaLength;
   let valueLengths = series.valueLengths;
-  // While rewriting, the area holds new lines before `at` and old ones after it: at most the old
-  // length plus every new value (a scaled one at most a float's shortest text) plus the prefix
-  // and newline of every line that appears.
+  // While rewriting, the area holds new lines before `at` and old ones after: room for every new value and line.
   const samePlan = series.areaPlan === plan;
   let valueBytes = 0;
   let appearing = 0;
@@ -313,8 +276,7 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   }
   const fresh = !samePlan || area.length < length + valueBytes + appearing;
   if (fresh) {
-    // Every line, plus room for the next rewrites in place (a reply's values once more, and a
-    // sixteenth): ~23 KB for an ARCUS node, 500 nodes ~11 MB.
+    // Every line, plus room for the next rewrites in place.
     const lines = series.prefixesLength + order.length + valueBytes;
     if (area.length < lines + valueBytes) area = Buffer.allocUnsafeSlow(lines + valueBytes + (lines >> 4));
     length = 0;
@@ -357,7 +319,6 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
         length += valueLength - old;
       }
       let w = at + prefixLength;
-      // Values are a few bytes: a loop beats a native copy per line.
       if (text === undefined) {
         for (let i = valueStart; i < valueEnd; i++) area[w++] = reply[i]!;
       } else {
