@@ -20,11 +20,7 @@ export interface CollectorOptions {
 interface NodeState {
   /** stats, stats settings, stats zookeeper (/metrics). */
   readonly client: ArcusNodeClient;
-  /**
-   * Prefix statistics (/metrics/prefixes), on a connection of their own: a slow or failed prefix
-   * reply (tens of kilobytes, once a minute) neither delays `stats` behind it nor sets the
-   * backoff that reports the node down on /metrics. Made at the first prefix scrape.
-   */
+  /** Prefix statistics, on a connection of their own: a slow or failed one neither delays `stats` nor reports the node down. */
   prefixClient: ArcusNodeClient | undefined;
   settings?: StatsEntries;
   zookeeper?: StatsEntries;
@@ -188,9 +184,7 @@ export class CacheCollector {
     state: NodeState,
     [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>],
   ): void {
-    // The first read of every node happens in the same scrape; the next ones are spread over
-    // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
-    // A read cut short (timed out, connection lost) is tried again at the next scrape.
+    // Later reads are spread over the interval, so no scrape re-reads every node; one cut short is retried next scrape.
     const cutShort = [settings, zookeeper].some((r) => r.status === 'rejected' && isTransient(r.reason));
     state.auxDueAt = cutShort ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
     state.settings = auxEntries(settings, state.settings);
@@ -222,18 +216,14 @@ export class CacheCollector {
         state.lastReason = reason;
       }
       // Settings are re-read once the node answers again: it may have been restarted differently.
-      // (Until that read succeeds, the node is shown with the settings it had.)
       state.auxDueAt = 0;
     }
     return { node, up: false, reason, durationSeconds: (performance.now() - started) / 1000 };
   }
 
   /**
-   * Prefix statistics of every live node whose service code collects them, each node added into
-   * `sums` as soon as it answers. At most PREFIX_NODES_AT_ONCE nodes are asked at a time: a node's
-   * replies are tens of kilobytes with many prefixes, and asking 500 at once would hold them all
-   * (and the socket buffers they arrive in) at the same moment, for no gain in speed: the servers,
-   * not the exporter, take the time.
+   * Prefix statistics of every live node whose service code collects them, each added into `sums`
+   * as it answers. At most PREFIX_NODES_AT_ONCE at a time, so their large replies are not all held at once.
    */
   async collectPrefixes(
     nodes: readonly CacheNode[],
@@ -420,11 +410,9 @@ function isUnsupported(err: unknown): boolean {
 }
 
 /**
- * The deadline of one collection. Its requests are sent with `at`, and the connections time them
- * out then; `expired` resolves a little after `at` as a safety net over the connections' timers.
- * A scrape with an earlier deadline that joins the collection brings it forward (bringForward):
- * `expired` then resolves at that time, and the collection ends with what has arrived by then, so
- * that no scrape sharing it waits past its own deadline.
+ * The deadline of one collection: requests are sent with `at`; `expired` resolves a little after it
+ * as a safety net. A joining scrape with an earlier deadline brings it forward (bringForward), and
+ * the collection ends with what has arrived by then.
  */
 export class CollectionDeadline {
   /** The deadline the requests were sent with. */

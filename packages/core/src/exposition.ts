@@ -29,12 +29,8 @@ export function escapeHelp(help: string): string {
 
 /**
  * A sample value as the exposition format writes it: `+Inf`, `-Inf`, `NaN`, else JS's shortest
- * round-trip form (integers as digits). Through JSON.stringify, which writes the same text as
- * String() for a finite number without V8's number-to-string cache: String() leaves each result
- * referenced from that cache, and at a scrape's few hundred conversions a second an entry stays
- * for tens of seconds, so every duration and latency text outlived two young-generation
- * collections and went to the old generation, to be freed only by a full collection (a third of
- * what the cache exporter promoted; bench/cache-exporter README).
+ * round-trip form. JSON.stringify writes what String() does, without V8's number-to-string cache
+ * keeping each text alive into the old generation.
  */
 export function formatValue(value: number): string {
   if (value === Infinity) return '+Inf';

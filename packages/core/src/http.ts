@@ -47,11 +47,9 @@ export interface HttpServer {
   listen(address: string): Promise<BoundAddress>;
   close(): Promise<void>;
   /**
-   * Reads the web config file again (SIGHUP, POST /-/reload) and applies it: certificate, key and
-   * client CA (a rotated certificate), TLS versions, headers and basic auth users, for the
-   * connections and requests that come next. An unreadable or invalid file, or one that turns TLS
-   * on or off or changes client_auth_type (which need a restart), is refused with
-   * CACHEMON_WEB_CONFIG_INVALID and changes nothing. Nothing to do without webConfigFile.
+   * Reads the web config file again and applies it to the connections and requests that come next.
+   * A bad file, or one that turns TLS on or off or changes client_auth_type (a restart's job), is
+   * refused with CACHEMON_WEB_CONFIG_INVALID and changes nothing.
    */
   reloadWebConfig(): Promise<void>;
 }
@@ -183,9 +181,7 @@ function urlHost(bound: string): string {
 
 /**
  * The one address a listen host name stands for, as Go daemons take it: its first IPv4 address,
- * else its first. One address, one server: fastify given a name such as "localhost" would open a
- * second server for the name's other address, which a reloaded certificate and close()'s sweep
- * of idle connections would not reach.
+ * else its first. Fastify given a name would open a second server that reloads would not reach.
  */
 export function listenAddressFor(host: string, addresses: readonly LookupAddress[]): string {
   const chosen = addresses.find((a) => a.family === 4) ?? addresses[0];
@@ -242,10 +238,8 @@ export function scrapeDeadline(header: string | string[] | undefined, defaultTim
 }
 
 /**
- * A POST route that takes no request body, such as `/-/reload`. Whatever body or content type a
- * client sends with it (`curl -d ''`, `wget --post-data=''`, `Content-Type: application/json` and
- * nothing) is read, up to the body limit, and ignored, instead of being refused as an unsupported
- * media type or a bad JSON body. Call before the server listens.
+ * A POST route that takes no request body, such as `/-/reload`: whatever body or content type a
+ * client sends (`curl -d ''`) is read, up to the limit, and ignored. Call before the server listens.
  */
 export function postWithoutBody(app: FastifyInstance, path: string, handler: RouteHandlerMethod): void {
   void app.register(async (scope) => {
