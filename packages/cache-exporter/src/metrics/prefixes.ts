@@ -28,17 +28,10 @@ import {
 export type NodePrefixState = 'ok' | 'failed' | 'limited';
 export type PrefixKind = 'items' | 'operations';
 
-/**
- * The field names of one kind of prefix line, numbered in the order they were first seen: the
- * columns of the sum rows. Lines of one server share one field layout, so the layout of the last
- * line is kept as bytes and a line that matches it needs no name decoded.
- */
+/** The field names of one kind of prefix line, numbered in the order they were first seen: the columns of the sum rows. */
 export class FieldTable {
   readonly names: string[] = [];
   private readonly ids = new Map<string, number>();
-  private layout = Buffer.alloc(0);
-  private layoutEnds = new Uint32Array(0);
-  private layoutColumns = new Int32Array(0);
 
   get size(): number {
     return this.names.length;
@@ -53,23 +46,11 @@ export class FieldTable {
     columns: Int32Array,
     at: number,
   ): void {
-    if (this.matchesLayout(reply, ranges, pairs)) {
-      const layoutColumns = this.layoutColumns;
-      for (let i = 0; i < pairs; i++) columns[at + i] = layoutColumns[i]!;
-      return;
-    }
-    const layoutParts: Buffer[] = [];
-    const ends = new Uint32Array(pairs);
-    let end = 0;
     for (let i = 0; i < pairs; i++) {
-      const field = reply.subarray(ranges[i * 4], ranges[i * 4 + 1]);
-      layoutParts.push(field);
-      ends[i] = end += field.length;
-      columns[at + i] = Number.isNaN(counts[i]!) ? -1 : this.id(field.toString('utf8'));
+      columns[at + i] = Number.isNaN(counts[i]!)
+        ? -1
+        : this.id(reply.toString('utf8', ranges[i * 4], ranges[i * 4 + 1]));
     }
-    this.layout = Buffer.concat(layoutParts);
-    this.layoutEnds = ends;
-    this.layoutColumns = columns.slice(at, at + pairs);
   }
 
   private id(name: string): number {
@@ -80,20 +61,6 @@ export class FieldTable {
       this.ids.set(name, id);
     }
     return id;
-  }
-
-  private matchesLayout(reply: Buffer, ranges: Uint32Array, pairs: number): boolean {
-    if (pairs !== this.layoutEnds.length) return false;
-    const layout = this.layout;
-    let at = 0;
-    for (let i = 0; i < pairs; i++) {
-      const start = ranges[i * 4]!;
-      const length = ranges[i * 4 + 1]! - start;
-      if (at + length !== this.layoutEnds[i]) return false;
-      for (let j = 0; j < length; j++) if (reply[start + j] !== layout[at + j]) return false;
-      at += length;
-    }
-    return true;
   }
 }
 
@@ -330,11 +297,7 @@ export class PrefixSums {
         reserve(pending, pending.lines + 2, pending.pairs + pairs);
         const at = pending.pairs;
         table.columnsOf(reply, ranges, counts, pairs, pending.columns, at);
-        // Nodes list their prefixes in the same order: the last node's name here is likely this one.
-        const last = pending.prefixes[pending.lines];
-        if (last === undefined || !isAsciiText(reply, nameStart, nameEnd, last)) {
-          pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
-        }
+        pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
         pending.lineStarts[pending.lines] = at;
         const pendingCounts = pending.counts;
         for (let i = 0; i < pairs; i++) pendingCounts[at + i] = counts[i]!;
@@ -354,16 +317,6 @@ export class PrefixSums {
       }
     }
   }
-}
-
-/** True when bytes [start, end) are `text` and it is ASCII; false for any other text, which is then decoded. */
-function isAsciiText(bytes: Buffer, start: number, end: number, text: string): boolean {
-  if (text.length !== end - start) return false;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0x80 || code !== bytes[start + i]) return false;
-  }
-  return true;
 }
 
 /** A row of at least `width` columns for `prefix` in `rows` (grown, values kept). */
