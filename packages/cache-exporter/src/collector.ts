@@ -298,11 +298,12 @@ export class CacheCollector {
     deadline: number,
     sums: PrefixSums,
   ): Promise<void> {
-    const names = selection.kind === 'named' ? selection.names : undefined;
-    const [items, operations] = await Promise.allSettled([
-      prefixClientOf(state, node).prefixItemsBytes(deadline, names),
-      prefixClientOf(state, node).prefixOperationsBytes(deadline, names),
-    ]);
+    const [items, operations] = await readPrefixes(
+      state,
+      node,
+      deadline,
+      selection.kind === 'named' ? selection.names : undefined,
+    );
     const tooMany = [items, operations].some((r) => r.status === 'rejected' && isTooManyPrefixes(r.reason));
     if (tooMany && selection.kind === 'all') return this.limitedFallback(node, state, deadline, sums);
     if (state.prefixLimited) state.prefixLimited = false;
@@ -337,10 +338,7 @@ export class CacheCollector {
       sums.addNode(node.serviceCode, node.node, 'limited', [], []);
       return;
     }
-    const [items, operations] = await Promise.allSettled([
-      prefixClientOf(state, node).prefixItemsBytes(deadline, known),
-      prefixClientOf(state, node).prefixOperationsBytes(deadline, known),
-    ]);
+    const [items, operations] = await readPrefixes(state, node, deadline, known);
     this.addPrefixReplies(sums, node, 'limited', items, operations);
   }
 
@@ -380,9 +378,11 @@ export class CacheCollector {
 const NODE_CLIENT_OPTIONS = { backoff: { minMs: 500, maxMs: 5000 } };
 const PREFIX_CLIENT_OPTIONS = { ...NODE_CLIENT_OPTIONS, keepBuffer: false };
 
-function prefixClientOf(state: NodeState, node: CacheNode): ArcusNodeClient {
+/** A node's `stats prefixes` and `stats detail dump` (or their prefixlist forms for `names`). */
+function readPrefixes(state: NodeState, node: CacheNode, deadline: number, names: readonly string[] | undefined) {
   // Asked once a minute, 32 nodes at a time: its replies' buffer goes back to the shared pool after each.
-  return (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
+  const client = (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
+  return Promise.allSettled([client.prefixItemsBytes(deadline, names), client.prefixOperationsBytes(deadline, names)]);
 }
 
 /**
