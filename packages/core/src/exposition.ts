@@ -1,8 +1,4 @@
-/**
- * Prometheus text exposition format 0.0.4. This is the hot path of every scrape (tens of
- * thousands of samples every 5 s), so label sets are rendered once by the caller and the writer
- * only concatenates.
- */
+/** Prometheus text exposition format 0.0.4: label sets are rendered once by the caller, the writer only concatenates. */
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -93,11 +89,7 @@ export class ExpositionWriter {
   }
 }
 
-/**
- * Level 1: exposition text is so repetitive that the fastest level already shrinks it ~25x
- * (level 6: ~28x) at a quarter of the CPU. A scrape is latency- and CPU-bound on the exporter's
- * machine, not bandwidth-bound on loopback or a LAN.
- */
+/** The fastest level: exposition text is so repetitive that higher levels gain little for their CPU. */
 const GZIP_LEVEL = zlib.constants.Z_BEST_SPEED;
 
 const gzipAsync = promisify(zlib.gzip);
@@ -158,10 +150,8 @@ export async function sendExposition(
 }
 
 /**
- * An exposition body written as bytes into one growing buffer: for scrapes of many thousands of
- * series, where building a string per sample and joining them costs more than the collection.
- * Callers keep series prefixes (`name{labels} `) as encoded bytes across scrapes and append the
- * value text. HELP/TYPE come from family(), once per family name, exactly like ExpositionWriter.
+ * An exposition body written as bytes into one growing buffer, for large scrapes: callers keep
+ * series prefixes (`name{labels} `) encoded across scrapes. HELP/TYPE as in ExpositionWriter.
  */
 export class ExpositionBuffer {
   #buffer: Buffer;
