@@ -75,25 +75,21 @@ interface ServiceCodeSums {
 
 /**
  * The running totals of the operation counters per service code and prefix, and each node's last
- * reading. The readings are kept compactly, the low 32 bits per count: an increase is worked out
- * modulo 2^32; a count lower than that increase has counted from zero again (a restart).
+ * reading they were advanced from. Owned by the PrefixAggregator; lasts between scrapes.
  */
 export class CounterTotals {
   private readonly codes = new Map<string, CodeCounters>();
   private scrape = 0;
-  /** advance(): the slot of each pending line. */
-  private slots = new Uint32Array(64);
 
   /** A new scrape. Totals of a prefix unreported for PREFIX_KEPT_SCRAPES scrapes are dropped, so prefixes that come and go do not pile up. */
   nextScrape(): void {
     this.scrape++;
     for (const code of this.codes.values()) {
-      for (const [prefix, entry] of code.prefixes) {
-        if (this.scrape - entry.readIn <= PREFIX_KEPT_SCRAPES) continue;
-        code.prefixes.delete(prefix);
+      for (const [prefix, readIn] of code.readIn) {
+        if (this.scrape - readIn <= PREFIX_KEPT_SCRAPES) continue;
+        code.readIn.delete(prefix);
         code.totals.delete(prefix);
-        for (const last of code.nodes.values()) if (entry.slot < last.seen.length) last.seen[entry.slot] = 0;
-        code.freeSlots.push(entry.slot);
+        for (const last of code.nodes.values()) last.delete(prefix);
       }
     }
   }
@@ -106,7 +102,7 @@ export class CounterTotals {
   private code(serviceCode: string): CodeCounters {
     let code = this.codes.get(serviceCode);
     if (code === undefined)
-      this.codes.set(serviceCode, (code = { totals: new Map(), prefixes: new Map(), freeSlots: [], nodes: new Map() }));
+      this.codes.set(serviceCode, (code = { totals: new Map(), readIn: new Map(), nodes: new Map() }));
     return code;
   }
 
@@ -114,42 +110,21 @@ export class CounterTotals {
   advance(serviceCode: string, node: string, pending: PendingLines, width: number): void {
     const code = this.code(serviceCode);
     let last = code.nodes.get(node);
-    if (last === undefined)
-      code.nodes.set(node, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
-    // The slots first, so that the node's readings grow once, to the size they need.
-    if (this.slots.length < pending.lines) this.slots = new Uint32Array(pending.lines * 2);
-    let needed = 0;
+    if (last === undefined) code.nodes.set(node, (last = new Map<string, Float64Array>()));
     for (let line = 0; line < pending.lines; line++) {
       const prefix = pending.prefixes[line]!;
-      let entry = code.prefixes.get(prefix);
-      // Slots in use and free ones are 0 .. size - 1 together: with none free, the next is `size`.
-      if (entry === undefined)
-        code.prefixes.set(prefix, (entry = { slot: code.freeSlots.pop() ?? code.prefixes.size, readIn: 0 }));
-      entry.readIn = this.scrape;
-      this.slots[line] = entry.slot;
-      needed = Math.max(needed, entry.slot + 1);
-    }
-    fit(last, needed, width);
-    for (let line = 0; line < pending.lines; line++) {
-      const prefix = pending.prefixes[line]!;
-      const slot = this.slots[line]!;
+      code.readIn.set(prefix, this.scrape);
+      const first = !last.has(prefix);
+      const counts = rowOf(last, prefix, width);
       const total = rowOf(code.totals, prefix, width);
-      const counts = last.counts;
-      const base = slot * last.width;
-      const first = last.seen[slot] === 0;
-      last.seen[slot] = 1;
       for (let i = pending.lineStarts[line]!; i < pending.lineStarts[line + 1]!; i++) {
         const column = pending.columns[i]!;
         if (column < 0) continue;
         const count = Math.max(0, Math.floor(pending.counts[i]!));
-        const low = count % TWO_32;
-        if (first) {
-          total[column]! += count;
-        } else {
-          const increase = (low - counts[base + column]! + TWO_32) % TWO_32;
-          total[column]! += increase <= count ? increase : count;
-        }
-        counts[base + column] = low;
+        const increase = count - counts[column]!;
+        // A count lower than the last reading has counted from zero again (a restart): all of it is new.
+        total[column]! += first || increase < 0 ? count : increase;
+        counts[column] = count;
       }
     }
   }
@@ -177,41 +152,14 @@ export class CounterTotals {
 interface CodeCounters {
   /** prefix -> running totals, one column per operation field. */
   readonly totals: Map<string, Float64Array>;
-  /** prefix -> its slot in the nodes' last readings, and the scrape that last read it. */
-  readonly prefixes: Map<string, { readonly slot: number; readIn: number }>;
-  /** Slots of dropped prefixes, for the next new ones. */
-  readonly freeSlots: number[];
-  /** node (`ip:port`) -> its last readings. */
-  readonly nodes: Map<string, LastReadings>;
+  /** prefix -> the scrape that last read it. */
+  readonly readIn: Map<string, number>;
+  /** node (`ip:port`) -> prefix -> its last counts. */
+  readonly nodes: Map<string, Map<string, Float64Array>>;
 }
 
-/** A node's last counts: `counts[slot * width + column]` (low 32 bits), `seen[slot]` once read. */
-interface LastReadings {
-  counts: Uint32Array;
-  seen: Uint8Array;
-  width: number;
-}
-
-const TWO_32 = 2 ** 32;
 /** Scrapes (minutes, at the prefix job's interval) a prefix's totals outlive its last report. */
 export const PREFIX_KEPT_SCRAPES = 10;
-
-/** Room for `slots` slots of `width` columns (the layout is redone when the width grows). */
-function fit(last: LastReadings, slots: number, width: number): void {
-  const capacity = last.seen.length;
-  if (slots <= capacity && width <= last.width) return;
-  const newWidth = Math.max(width, last.width);
-  // Exactly what is needed the first time; a quarter more when new prefixes appear later.
-  const newCapacity = slots <= capacity ? capacity : Math.max(slots, capacity + (capacity >> 2));
-  const counts = new Uint32Array(newCapacity * newWidth);
-  for (let slot = 0; slot < capacity; slot++)
-    counts.set(last.counts.subarray(slot * last.width, (slot + 1) * last.width), slot * newWidth);
-  const seen = new Uint8Array(newCapacity);
-  seen.set(last.seen);
-  last.counts = counts;
-  last.seen = seen;
-  last.width = newWidth;
-}
 
 /** A line read and checked, waiting until every reply of its node is checked. */
 interface PendingLines {

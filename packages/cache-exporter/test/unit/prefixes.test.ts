@@ -184,7 +184,7 @@ test('operation counts are running totals: a node that fails, restarts or leaves
   );
 });
 
-test('running totals stay exact for counts past 2^32 (the last readings keep their low 32 bits)', () => {
+test('running totals stay exact for counts past 2^32', () => {
   const aggregator = new PrefixAggregator();
   const scrape = (get: number): number => {
     const sums = aggregator.newSums();
@@ -218,8 +218,7 @@ test('totals: not shown for a service code that stopped collecting; dropped for 
     !scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(gone),
     `dropped ${PREFIX_KEPT_SCRAPES} scrapes after its last report`,
   );
-  // A new prefix takes the dropped one's slot in the node's last readings, but not its reading:
-  // its first count is all of it (10), not an increase over the 4 the dropped prefix had.
+  // A new prefix does not inherit the dropped one's reading: its first count is all of it (10).
   const next = `arcus_prefix_commands_total{command="get",prefix="next",${base}}`;
   const text = scrape(true, 'PREFIX app get 1 hit 0\r\nPREFIX next get 10 hit 0\r\n');
   assert.ok(text.includes(`${next} 10`), text);
