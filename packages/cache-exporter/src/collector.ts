@@ -20,11 +20,7 @@ export interface CollectorOptions {
 interface NodeState {
   /** stats, stats settings, stats zookeeper (/metrics). */
   readonly client: ArcusNodeClient;
-  /**
-   * Prefix statistics (/metrics/prefixes), on a connection of their own: a slow or failed prefix
-   * reply (tens of kilobytes, once a minute) neither delays `stats` behind it nor sets the
-   * backoff that reports the node down on /metrics. Made at the first prefix scrape.
-   */
+  /** Prefix statistics, on a connection of their own: a slow or failed one neither delays `stats` nor reports the node down. */
   prefixClient: ArcusNodeClient | undefined;
   settings?: StatsEntries;
   zookeeper?: StatsEntries;
@@ -136,7 +132,11 @@ export class CacheCollector {
    * `stats` is up whatever becomes of the others: when the collection ends before they come (a
    * scrape with an earlier deadline joined it), it is reported with the settings it had.
    */
-  private async collectNode(node: CacheNode, deadline: CollectionDeadline, accept: (node: CacheNode, reply: Buffer) => RenderedStats): Promise<NodeSnapshot> {
+  private async collectNode(
+    node: CacheNode,
+    deadline: CollectionDeadline,
+    accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+  ): Promise<NodeSnapshot> {
     if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
     if (Date.now() < state.client.retryAt && state.client.lastError) {
@@ -159,12 +159,16 @@ export class CacheCollector {
       });
     });
     // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
-    const aux = Date.now() >= state.auxDueAt ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)]) : undefined;
+    const aux =
+      Date.now() >= state.auxDueAt
+        ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)])
+        : undefined;
     let stats: RenderedStats;
     try {
       const first = await Promise.race([reply, deadline.expired]);
       // The deadline was brought forward, or, as a safety net, a connection's own timer did not fire at it.
-      if (first === 'expired') throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
+      if (first === 'expired')
+        throw new CachemonError(Errors.NODE_TIMEOUT, `${node.node}: no stats reply by the deadline`);
       stats = first;
     } catch (err) {
       return this.failed(node, err, started);
@@ -176,10 +180,11 @@ export class CacheCollector {
   }
 
   /** What `stats settings` and `stats zookeeper` gave, into the state of a node that answered `stats`. */
-  private keepAux(state: NodeState, [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>]): void {
-    // The first read of every node happens in the same scrape; the next ones are spread over
-    // the interval, so that no scrape re-reads every node (and no server is asked in lock step).
-    // A read cut short (timed out, connection lost) is tried again at the next scrape.
+  private keepAux(
+    state: NodeState,
+    [settings, zookeeper]: [PromiseSettledResult<StatsEntries>, PromiseSettledResult<StatsEntries>],
+  ): void {
+    // Later reads are spread over the interval, so no scrape re-reads every node; one cut short is retried next scrape.
     const cutShort = [settings, zookeeper].some((r) => r.status === 'rejected' && isTransient(r.reason));
     state.auxDueAt = cutShort ? 0 : Date.now() + this.auxRefreshMs * (state.settings === undefined ? Math.random() : 1);
     state.settings = auxEntries(settings, state.settings);
@@ -189,7 +194,10 @@ export class CacheCollector {
   /** A node's snapshot once it has answered. */
   private answered(node: CacheNode, state: NodeState, durationSeconds: number, stats: RenderedStats): NodeSnapshot {
     if (state.lastReason !== undefined) {
-      this.options.logger.info({ node: node.node, serviceCode: node.serviceCode, was: state.lastReason }, 'cache node answers again');
+      this.options.logger.info(
+        { node: node.node, serviceCode: node.serviceCode, was: state.lastReason },
+        'cache node answers again',
+      );
       state.lastReason = undefined;
     }
     return { node, up: true, durationSeconds, stats, settings: state.settings, zookeeper: state.zookeeper };
@@ -201,22 +209,21 @@ export class CacheCollector {
     const reason = reasonOf(err);
     if (state !== undefined) {
       if (state.lastReason !== reason) {
-        this.options.logger.warn({ node: node.node, serviceCode: node.serviceCode, reason, error: errorMessage(err) }, 'cache node is down');
+        this.options.logger.warn(
+          { node: node.node, serviceCode: node.serviceCode, reason, error: errorMessage(err) },
+          'cache node is down',
+        );
         state.lastReason = reason;
       }
       // Settings are re-read once the node answers again: it may have been restarted differently.
-      // (Until that read succeeds, the node is shown with the settings it had.)
       state.auxDueAt = 0;
     }
     return { node, up: false, reason, durationSeconds: (performance.now() - started) / 1000 };
   }
 
   /**
-   * Prefix statistics of every live node whose service code collects them, each node added into
-   * `sums` as soon as it answers. At most PREFIX_NODES_AT_ONCE nodes are asked at a time: a node's
-   * replies are tens of kilobytes with many prefixes, and asking 500 at once would hold them all
-   * (and the socket buffers they arrive in) at the same moment, for no gain in speed: the servers,
-   * not the exporter, take the time.
+   * Prefix statistics of every live node whose service code collects them, each added into `sums`
+   * as it answers. At most PREFIX_NODES_AT_ONCE at a time, so their large replies are not all held at once.
    */
   async collectPrefixes(
     nodes: readonly CacheNode[],
@@ -260,7 +267,12 @@ export class CacheCollector {
     }
   }
 
-  private async collectNodePrefixes(node: CacheNode, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
+  private async collectNodePrefixes(
+    node: CacheNode,
+    selection: PrefixSelection,
+    deadline: number,
+    sums: PrefixSums,
+  ): Promise<void> {
     // A node that left the topology while the scrape's earlier nodes were read: not reconnected to.
     if (this.retained !== undefined && !this.retained.has(node.node)) return;
     const state = this.state(node.node);
@@ -268,7 +280,10 @@ export class CacheCollector {
       await this.readNodePrefixes(node, state, selection, deadline, sums);
     } catch (err) {
       // Nothing one node does (or a name it taught us that cannot be sent back) fails the others.
-      this.options.logger.warn({ node: node.node, serviceCode: node.serviceCode, error: errorMessage(err) }, 'prefix statistics not collected');
+      this.options.logger.warn(
+        { node: node.node, serviceCode: node.serviceCode, error: errorMessage(err) },
+        'prefix statistics not collected',
+      );
       sums.failed(node.serviceCode);
     } finally {
       // The replies are summed: their buffer (tens of KB) serves the next node's at once.
@@ -276,12 +291,19 @@ export class CacheCollector {
     }
   }
 
-  private async readNodePrefixes(node: CacheNode, state: NodeState, selection: PrefixSelection, deadline: number, sums: PrefixSums): Promise<void> {
-    const names = selection.kind === 'named' ? selection.names : undefined;
-    const [items, operations] = await Promise.allSettled([
-      prefixClientOf(state, node).prefixItemsBytes(deadline, names),
-      prefixClientOf(state, node).prefixOperationsBytes(deadline, names),
-    ]);
+  private async readNodePrefixes(
+    node: CacheNode,
+    state: NodeState,
+    selection: PrefixSelection,
+    deadline: number,
+    sums: PrefixSums,
+  ): Promise<void> {
+    const [items, operations] = await readPrefixes(
+      state,
+      node,
+      deadline,
+      selection.kind === 'named' ? selection.names : undefined,
+    );
     const tooMany = [items, operations].some((r) => r.status === 'rejected' && isTooManyPrefixes(r.reason));
     if (tooMany && selection.kind === 'all') return this.limitedFallback(node, state, deadline, sums);
     if (state.prefixLimited) state.prefixLimited = false;
@@ -316,10 +338,7 @@ export class CacheCollector {
       sums.addNode(node.serviceCode, node.node, 'limited', [], []);
       return;
     }
-    const [items, operations] = await Promise.allSettled([
-      prefixClientOf(state, node).prefixItemsBytes(deadline, known),
-      prefixClientOf(state, node).prefixOperationsBytes(deadline, known),
-    ]);
+    const [items, operations] = await readPrefixes(state, node, deadline, known);
     this.addPrefixReplies(sums, node, 'limited', items, operations);
   }
 
@@ -359,9 +378,11 @@ export class CacheCollector {
 const NODE_CLIENT_OPTIONS = { backoff: { minMs: 500, maxMs: 5000 } };
 const PREFIX_CLIENT_OPTIONS = { ...NODE_CLIENT_OPTIONS, keepBuffer: false };
 
-function prefixClientOf(state: NodeState, node: CacheNode): ArcusNodeClient {
+/** A node's `stats prefixes` and `stats detail dump` (or their prefixlist forms for `names`). */
+function readPrefixes(state: NodeState, node: CacheNode, deadline: number, names: readonly string[] | undefined) {
   // Asked once a minute, 32 nodes at a time: its replies' buffer goes back to the shared pool after each.
-  return (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
+  const client = (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
+  return Promise.allSettled([client.prefixItemsBytes(deadline, names), client.prefixOperationsBytes(deadline, names)]);
 }
 
 /**
@@ -383,15 +404,15 @@ function isTransient(err: unknown): boolean {
 
 /** An `ERROR` reply: the server lacks the command (plain memcached has no `stats prefixes` or `stats zookeeper`), not a failure. */
 function isUnsupported(err: unknown): boolean {
-  return isCachemonError(err, Errors.NODE_ERROR_REPLY) && /^ERROR\b/.test(String(err.details?.['reply'] ?? '').trim());
+  if (!isCachemonError(err, Errors.NODE_ERROR_REPLY)) return false;
+  const reply = err.details?.['reply'];
+  return typeof reply === 'string' && /^ERROR\b/.test(reply.trim());
 }
 
 /**
- * The deadline of one collection. Its requests are sent with `at`, and the connections time them
- * out then; `expired` resolves a little after `at` as a safety net over the connections' timers.
- * A scrape with an earlier deadline that joins the collection brings it forward (bringForward):
- * `expired` then resolves at that time, and the collection ends with what has arrived by then, so
- * that no scrape sharing it waits past its own deadline.
+ * The deadline of one collection: requests are sent with `at`; `expired` resolves a little after it
+ * as a safety net. A joining scrape with an earlier deadline brings it forward (bringForward), and
+ * the collection ends with what has arrived by then.
  */
 export class CollectionDeadline {
   /** The deadline the requests were sent with. */

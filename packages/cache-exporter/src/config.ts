@@ -39,7 +39,11 @@ function isSendablePrefix(name: string): boolean {
 }
 
 const prefixSelection = z
-  .array(z.string().refine(isSendablePrefix, 'a prefix has 1-250 characters and no whitespace, control or format characters'))
+  .array(
+    z
+      .string()
+      .refine(isSendablePrefix, 'a prefix has 1-250 characters and no whitespace, control or format characters'),
+  )
   .refine((list) => !(list.includes('*') && list.length > 1), '"*" must be alone');
 
 const rawSchema = z
@@ -52,7 +56,10 @@ const rawSchema = z
       })
       .optional(),
     ensemble: z.array(serverAddressSchema).min(1, 'empty server list').optional(),
-    serviceCodes: z.array(z.string().min(1)).min(1, 'an empty list would collect nothing: leave serviceCodes out to collect every service code').optional(),
+    serviceCodes: z
+      .array(z.string().min(1))
+      .min(1, 'an empty list would collect nothing: leave serviceCodes out to collect every service code')
+      .optional(),
     collectPrefixes: z.boolean().optional(),
     simpleQos: z.boolean().optional(),
     serviceCodesToCollectPrefixes: z.record(z.string().min(1), prefixSelection).optional(),
@@ -60,7 +67,11 @@ const rawSchema = z
   })
   .superRefine((value, ctx) => {
     if (value.ensembleByName === undefined && value.ensemble === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['ensembleByName'], message: 'missing: give ensembleByName (or the older ensemble array)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ensembleByName'],
+        message: 'missing: give ensembleByName (or the older ensemble array)',
+      });
     }
     if (value.ensembleByName !== undefined && value.ensemble !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['ensemble'], message: 'use either ensembleByName or ensemble, not both' });
@@ -68,7 +79,8 @@ const rawSchema = z
   });
 
 /** Which prefixes of a service code are collected. */
-export type PrefixSelection = { readonly kind: 'all' } | { readonly kind: 'none' } | { readonly kind: 'named'; readonly names: readonly string[] };
+export type PrefixSelection =
+  { readonly kind: 'all' } | { readonly kind: 'none' } | { readonly kind: 'named'; readonly names: readonly string[] };
 
 export interface CacheExporterConfig {
   readonly listen: string;
@@ -109,7 +121,9 @@ export function parseCacheExporterConfig(source: string, raw: unknown): CacheExp
 /** `serviceCodesToCollectPrefixes` wins over `collectPrefixes` for the codes it lists. */
 export function prefixSelectionFor(config: CacheExporterConfig, serviceCode: string): PrefixSelection {
   // Own keys only: a service code named `constructor` or `toString` is not an Object method.
-  const list = Object.hasOwn(config.serviceCodesToCollectPrefixes, serviceCode) ? config.serviceCodesToCollectPrefixes[serviceCode] : undefined;
+  const list = Object.hasOwn(config.serviceCodesToCollectPrefixes, serviceCode)
+    ? config.serviceCodesToCollectPrefixes[serviceCode]
+    : undefined;
   if (list === undefined) return config.collectPrefixes ? { kind: 'all' } : { kind: 'none' };
   if (list.length === 0) return { kind: 'none' };
   if (list.length === 1 && list[0] === '*') return { kind: 'all' };

@@ -12,7 +12,10 @@ export function metricsReference(): string {
   const section = (endpoint: FamilySpec['endpoint']) =>
     families
       .filter((f) => f.endpoint === endpoint)
-      .map((f) => `| \`${f.name}\` | ${f.type} | ${(f.labels ?? []).map((l) => `\`${l}\``).join(', ')} | ${f.source} | ${f.help.replace(/\|/g, '\\|')} |`)
+      .map(
+        (f) =>
+          `| \`${f.name}\` | ${f.type} | ${(f.labels ?? []).map((l) => `\`${l}\``).join(', ')} | ${f.source} | ${f.help.replace(/\|/g, '\\|')} |`,
+      )
       .join('\n');
   const header = '| metric | type | extra labels | from | meaning |\n|---|---|---|---|---|';
   return `# Metrics reference
@@ -68,7 +71,8 @@ function selfRows(): string {
     .map((object) => {
       // prom-client's metric objects carry these; its MetricObject type names only some of them.
       const metric = object as unknown as { name: string; type: string; help: string; labelNames: readonly string[] };
-      const labels = metric.labelNames.length > 0 ? ` Labels: ${metric.labelNames.map((l) => `\`${l}\``).join(', ')}.` : '';
+      const labels =
+        metric.labelNames.length > 0 ? ` Labels: ${metric.labelNames.map((l) => `\`${l}\``).join(', ')}.` : '';
       return `| \`${metric.name}\` | ${metric.type} | ${`${metric.help}${labels}`.replace(/\|/g, '\\|')} |`;
     })
     .join('\n');

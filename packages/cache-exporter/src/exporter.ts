@@ -13,12 +13,6 @@ import { PrefixAggregator } from './metrics/prefixes.js';
 import { SelfMetrics } from './self-metrics.js';
 import { VERSION } from './version.js';
 
-/**
- * The body of a scrape, shared by every scrape of the same path that arrived while it was being
- * collected (gzipped at most once, for the first of them that asks).
- */
-export type MetricsBody = ExpositionBody;
-
 export interface CacheExporterOptions {
   readonly logger: Logger;
   /** Where the exporter's own cachemon_* metrics live; served after the node series. */
@@ -40,12 +34,10 @@ export class CacheExporter {
   private watcher: TopologyWatcher;
   /** What `watcher` reads (its topology's ensemble name is the renderer's). */
   private watched: WatchedEnsemble;
-  /**
-   * A reload's new ensemble servers, until their first topology has been read: then this watcher
-   * replaces `watcher`. Meanwhile the old one keeps serving, so a server list that is wrong, or
-   * slow to answer, never leaves the exporter without nodes.
-   */
-  private pending: (WatchedEnsemble & { readonly name: string; readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout }) | undefined;
+  /** A reload's new ensemble servers until their first topology is read, while the old watcher keeps serving. */
+  private pending:
+    | (WatchedEnsemble & { readonly name: string; readonly watcher: TopologyWatcher; readonly warn: NodeJS.Timeout })
+    | undefined;
   private readonly collector: CacheCollector;
   private readonly qos: QosScheduler;
   private readonly prefixes = new PrefixAggregator();
@@ -56,17 +48,27 @@ export class CacheExporter {
   /** Set by endCollections: collections end at once. */
   private ending = false;
   /** The collection running for each path; scrapes that arrive meanwhile share it. */
-  private readonly flights = new Map<string, { readonly body: Promise<MetricsBody>; readonly deadline: CollectionDeadline }>();
+  private readonly flights = new Map<
+    string,
+    { readonly body: Promise<ExpositionBody>; readonly deadline: CollectionDeadline }
+  >();
   private topologyRead: () => void = () => undefined;
   private readonly firstTopology = new Promise<void>((resolve) => (this.topologyRead = resolve));
   /** Size of the last /metrics body: an uncompressed one starts that large and rarely grows. */
   private lastMetricsBytes = 64 * 1024;
 
-  constructor(config: CacheExporterConfig, private readonly options: CacheExporterOptions) {
+  constructor(
+    config: CacheExporterConfig,
+    private readonly options: CacheExporterOptions,
+  ) {
     this.config = config;
     this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: config.ensemble.name });
     this.collector = new CacheCollector({ logger: options.logger });
-    this.qos = new QosScheduler({ intervalMs: options.qosIntervalMs, simple: config.simpleQos, logger: options.logger });
+    this.qos = new QosScheduler({
+      intervalMs: options.qosIntervalMs,
+      simple: config.simpleQos,
+      logger: options.logger,
+    });
     this.watcher = this.createWatcher(config);
     this.watched = { servers: config.ensemble.servers, serviceCodes: config.serviceCodes };
     this.self.zookeeperConnected.set(0);
@@ -96,11 +98,7 @@ export class CacheExporter {
     return this.firstTopology;
   }
 
-  /**
-   * Shutting down: the collections in flight end now with what has arrived (nodes not in are
-   * down), and any started from here ends at once, so a graceful shutdown answers the scrapes in
-   * flight instead of waiting out deadlines that may be longer than its own limit.
-   */
+  /** Shutting down: collections in flight end now with what has arrived, and any started later at once. */
   endCollections(): void {
     this.ending = true;
     for (const flight of this.flights.values()) flight.deadline.bringForward(Date.now());
@@ -150,7 +148,10 @@ export class CacheExporter {
     this.rename(pending.name);
     this.self.zookeeperConnected.set(pending.watcher.state.connected ? 1 : 0);
     this.self.ensembleSwitchPending.set(0);
-    this.options.logger.info({ servers: pending.servers }, 'reloaded ensemble read; its topology replaces the previous one');
+    this.options.logger.info(
+      { servers: pending.servers },
+      'reloaded ensemble read; its topology replaces the previous one',
+    );
   }
 
   /** Gives up a reloaded ensemble not read yet (closing, or another reload changed the servers again). */
@@ -198,7 +199,7 @@ export class CacheExporter {
   }
 
   /** GET /metrics. Concurrent scrapes share one collection (and its body). */
-  metrics(deadline: number): Promise<MetricsBody> {
+  metrics(deadline: number): Promise<ExpositionBody> {
     return this.join('/metrics', deadline, (collection) => {
       // QoS probes falling due now wait until the nodes have answered (QosScheduler).
       this.qos.hold();
@@ -207,7 +208,7 @@ export class CacheExporter {
   }
 
   /** GET /metrics/prefixes, shared the same way. */
-  prefixMetrics(deadline: number): Promise<MetricsBody> {
+  prefixMetrics(deadline: number): Promise<ExpositionBody> {
     return this.join('/metrics/prefixes', deadline, async (collection) => {
       const topology = this.watcher.topology;
       const config = this.config;
@@ -221,12 +222,12 @@ export class CacheExporter {
     });
   }
 
-  /**
-   * Joins the collection running for `path`, or starts one. A scrape whose deadline is earlier than
-   * the running collection's brings the collection's end forward to it: every scrape sharing it is
-   * answered by its own deadline (nodes not in by then are down in that body).
-   */
-  private join(path: string, requested: number, collect: (deadline: CollectionDeadline) => Promise<MetricsBody>): Promise<MetricsBody> {
+  /** Joins the collection running for `path`, or starts one; an earlier deadline brings its end forward. */
+  private join(
+    path: string,
+    requested: number,
+    collect: (deadline: CollectionDeadline) => Promise<ExpositionBody>,
+  ): Promise<ExpositionBody> {
     const deadline = this.ending ? Date.now() : requested;
     const running = this.flights.get(path);
     if (running) {
@@ -245,17 +246,20 @@ export class CacheExporter {
     return body;
   }
 
-  private async collectMetrics(deadline: CollectionDeadline): Promise<MetricsBody> {
+  private async collectMetrics(deadline: CollectionDeadline): Promise<ExpositionBody> {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
-    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) => renderer.acceptStats(node, reply));
+    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) =>
+      renderer.acceptStats(node, reply),
+    );
     const processText = this.readProcessMetrics();
     const snapshots = await collecting;
     const collected = performance.now();
     const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
     for (const s of snapshots) {
-      if (!s.up && s.reason) this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
+      if (!s.up && s.reason)
+        this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
     }
     renderer.render(snapshots, writer, this.qosOf);
     const rendered = performance.now();
@@ -279,15 +283,11 @@ export class CacheExporter {
     return expositionBody(writer.toBuffer());
   }
 
-  /**
-   * The process metrics, read while the nodes answer: they do not depend on the scrape, and their
-   * reading (/proc, an event-loop turn) would otherwise come after the last reply. Started after
-   * the requests have left: the writes are flushed at the next tick, this runs after it.
-   */
+  /** The process metrics, read while the nodes answer (after the requests have left, at the next tick). */
   private readProcessMetrics(): Promise<string> | undefined {
     const read = this.options.processMetrics;
     if (read === undefined) return undefined;
-    return new Promise((resolve, reject) => setImmediate(() => read().then(resolve, reject)));
+    return new Promise((resolve, reject) => setImmediate(() => void read().then(resolve, reject)));
   }
 
   /** A node's latest QoS results. */
@@ -319,7 +319,8 @@ export class CacheExporter {
       if (!sameItems(wanted.serviceCodes, this.watched.serviceCodes)) this.watcher.setServiceCodes(wanted.serviceCodes);
       this.watched = wanted;
     } else if (this.pending !== undefined && sameItems(wanted.servers, this.pending.servers)) {
-      if (!sameItems(wanted.serviceCodes, this.pending.serviceCodes)) this.pending.watcher.setServiceCodes(wanted.serviceCodes);
+      if (!sameItems(wanted.serviceCodes, this.pending.serviceCodes))
+        this.pending.watcher.setServiceCodes(wanted.serviceCodes);
       this.pending = { ...this.pending, ...wanted, name: next.ensemble.name };
     } else {
       this.dropPending();

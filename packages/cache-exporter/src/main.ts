@@ -22,7 +22,10 @@ import { CacheExporter } from './exporter.js';
 import { VERSION } from './version.js';
 
 const FLAGS = {
-  'config-file': { type: 'string', description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).' },
+  'config-file': {
+    type: 'string',
+    description: 'Path of the JSON config (listen, ensembleByName, serviceCodes, ...).',
+  },
   'scrape-timeout': {
     type: 'duration',
     default: '4s',
@@ -63,8 +66,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // Every line names the ensemble whose topology is served: after a reload that renames it, the new name.
-  let served: CacheExporter | undefined;
-  const logger = createLogger(config.log, { name: PROGRAM, mixin: () => ({ ensemble: served?.ensembleName ?? config.ensemble.name }) });
+  const served: { exporter?: CacheExporter } = {};
+  const logger = createLogger(config.log, {
+    name: PROGRAM,
+    mixin: () => ({ ensemble: served.exporter?.ensembleName ?? config.ensemble.name }),
+  });
 
   const registry = new Registry();
   const processMetrics = createProcessMetrics();
@@ -75,13 +81,18 @@ async function main(argv: string[]): Promise<number> {
     zkSessionTimeoutMs: values['zk-session-timeout'],
     processMetrics: () => processMetrics.metrics(),
   });
-  served = exporter;
+  served.exporter = exporter;
 
   const webConfigFile = values['web.config.file'] || undefined;
-  const server = await createHttpServer({ name: 'cache exporter', logger, ...(webConfig ? { webConfig, webConfigFile } : {}) });
+  const server = await createHttpServer({
+    name: 'cache exporter',
+    logger,
+    ...(webConfig ? { webConfig, webConfigFile } : {}),
+  });
   const { app } = server;
 
-  const deadline = (timeoutHeader: string | string[] | undefined) => scrapeDeadline(timeoutHeader, values['scrape-timeout']);
+  const deadline = (timeoutHeader: string | string[] | undefined) =>
+    scrapeDeadline(timeoutHeader, values['scrape-timeout']);
   serveExposition(
     server,
     new Map<string, ExpositionSource>([
@@ -144,6 +155,5 @@ function landingPage(ensemble: string): string {
 <p>POST /-/reload (or SIGHUP) reloads the config file.</p></body></html>
 `;
 }
-
 
 runCli(PROGRAM, main);

@@ -11,15 +11,10 @@ export interface QosSchedulerOptions {
 
 /**
  * Runs the QoS probes of every live node in the background, once per interval, and keeps the
- * latest result for the scrape to report.
- *
- * Why not during the scrape: a scrape reads ~500 stats replies at once, and a probe timed in that
- * burst would measure the exporter's own event loop, not the server. Probes are spread evenly over
- * the interval (node i starts at i x interval / N), run on a connection of their own (never queued
- * behind a stats reply), and a node whose previous probes are still running is skipped. While a
- * /metrics collection runs (hold() to release()), probes that fall due wait for its end, for the
- * same reason: they would time the collection's burst. (It did not make scrapes measurably faster:
- * bench/cache-exporter README.)
+ * latest result for the scrape to report. Not during a scrape: a probe timed in its burst would
+ * measure the exporter's event loop, not the server; so probes due while a collection runs
+ * (hold() to release()) wait for its end. Each node's probes have a connection of their own, and
+ * a node whose previous probes still run is skipped.
  */
 export class QosScheduler {
   private intervalMs: number;
@@ -98,12 +93,7 @@ export class QosScheduler {
     this.connections.clear();
   }
 
-  /**
-   * Starts node i's probes at i x step, step = 80 % of the interval / N, so that the last node
-   * finishes before the next round. One timer a round, moved from node to node: a timer per node
-   * lived up to 80 % of the interval, long enough to outlive two young-generation collections, so
-   * every round sent hundreds of timers to the old generation.
-   */
+  /** Starts node i's probes at i x (80 % of the interval / N), so the last finishes before the next round; one timer a round. */
   private round(): void {
     const nodes = this.nodes;
     if (nodes.length === 0) return;

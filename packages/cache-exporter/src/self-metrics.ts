@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, type Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
 import type { ReloadMetrics } from '@cachemon/core';

@@ -22,7 +22,7 @@ after(async () => {
 interface Setup {
   readonly double: ArcusDouble;
   /** One collection of the node; `onStats` is called when its `stats` reply has been rendered. */
-  collect(deadline: CollectionDeadline, onStats?: () => void): Promise<NodeSnapshot>;
+  readonly collect: (deadline: CollectionDeadline, onStats?: () => void) => Promise<NodeSnapshot>;
 }
 
 async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Promise<Setup> {
@@ -44,7 +44,10 @@ async function setup(auxRefreshMs: number, logger: CollectorLogger = silent): Pr
 }
 
 /** A collection started, and when the node's `stats` reply is in (what comes after it may hang). */
-async function collectPastStats(collect: Setup['collect'], deadline: CollectionDeadline): Promise<{ result: Promise<NodeSnapshot> }> {
+async function collectPastStats(
+  collect: Setup['collect'],
+  deadline: CollectionDeadline,
+): Promise<{ result: Promise<NodeSnapshot> }> {
   let statsIn!: () => void;
   const statsArrived = new Promise<void>((resolve) => (statsIn = resolve));
   const result = collect(deadline, () => statsIn());
@@ -52,7 +55,8 @@ async function collectPastStats(collect: Setup['collect'], deadline: CollectionD
   return { result };
 }
 
-const setting = (snapshot: NodeSnapshot | undefined, name: string): string | undefined => snapshot?.settings?.find(([key]) => key === name)?.[1];
+const setting = (snapshot: NodeSnapshot | undefined, name: string): string | undefined =>
+  snapshot?.settings?.find(([key]) => key === name)?.[1];
 
 /** Collections until the node is up again (a connection that timed out backs off for at least 500 ms). */
 async function collectUntilUp(collect: Setup['collect']): Promise<NodeSnapshot | undefined> {
@@ -102,7 +106,11 @@ describe('CacheCollector: stats settings read with stats', () => {
 
   test('settings that time out after their collection ended do not log a node down since then as answering again', async () => {
     const logged: string[] = [];
-    const logger: CollectorLogger = { debug: () => undefined, info: (_, msg) => logged.push(msg), warn: (_, msg) => logged.push(msg) };
+    const logger: CollectorLogger = {
+      debug: () => undefined,
+      info: (_, msg) => logged.push(msg),
+      warn: (_, msg) => logged.push(msg),
+    };
     const { double, collect } = await setup(0, logger);
     assert.equal((await collect(new CollectionDeadline(Date.now() + 2000))).up, true);
 
@@ -147,15 +155,30 @@ describe('prefix statistics of a node that left the topology', () => {
     });
     await new Promise<void>((resolve) => left.listen(0, '127.0.0.1', resolve));
     try {
-      const stays: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'cache-1', live: true, mapped: true };
-      const gone: CacheNode = { ...stays, node: `127.0.0.1:${(left.address() as AddressInfo).port}`, hostname: 'cache-2' };
+      const stays: CacheNode = {
+        serviceCode: 'test',
+        node: double.address,
+        hostname: 'cache-1',
+        live: true,
+        mapped: true,
+      };
+      const gone: CacheNode = {
+        ...stays,
+        node: `127.0.0.1:${(left.address() as AddressInfo).port}`,
+        hostname: 'cache-2',
+      };
       const collector = new CacheCollector({ logger: silent });
       collectors.push(collector);
       // The topology changed after the scrape took its node list: `gone` is no longer in it.
       collector.retain([stays]);
       const aggregator = new PrefixAggregator();
       const sums = aggregator.newSums();
-      await collector.collectPrefixes([stays, gone], () => ({ kind: 'all' }), new CollectionDeadline(Date.now() + 2000), sums);
+      await collector.collectPrefixes(
+        [stays, gone],
+        () => ({ kind: 'all' }),
+        new CollectionDeadline(Date.now() + 2000),
+        sums,
+      );
       assert.equal(accepted, 0, 'no connection to the node that left');
       const writer = new ExpositionWriter();
       aggregator.render('zk1', sums, writer);

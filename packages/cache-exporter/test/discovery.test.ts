@@ -35,7 +35,7 @@ describe('cache exporter discovery and collection', () => {
     memcachedRegistration = await arcus.registerNode(memcached.address, 'test');
     doubleA.populate([{ key: 'app:k1' }, { key: 'app:list', type: 'list' }, { key: 'user:k2' }, { key: 'nokey' }]);
     // A real server's first heartbeat (set arcus:zk-ping) comes one period after it registers.
-    await doubleA.heartbeat();
+    doubleA.heartbeat();
     exporter = await startExporter({ ensembleByName: { zk1: [zk.address] } });
   });
 
@@ -53,7 +53,9 @@ describe('cache exporter discovery and collection', () => {
     const { samples } = await exporter.scrape();
     const up = select(samples, 'arcus_up');
     assert.deepEqual(
-      up.map((s) => [s.labels['service_code'], s.labels['node'], s.labels['hostname'], s.labels['ensemble'], s.value]).sort(),
+      up
+        .map((s) => [s.labels['service_code'], s.labels['node'], s.labels['hostname'], s.labels['ensemble'], s.value])
+        .sort(),
       [
         ['demo', doubleB.address, 'localhost', 'zk1', 1],
         ['test', doubleA.address, 'localhost', 'zk1', 1],
@@ -85,7 +87,11 @@ describe('cache exporter discovery and collection', () => {
     });
     const latency = valueOf(samples, 'arcus_qos_latency_seconds', { node: doubleA.address, probe: 'kv_get' })!;
     assert.ok(latency > 0 && latency < 1, `latency ${latency}`);
-    assert.equal(select(samples, 'arcus_qos_success', { probe: 'lop_insert' }).length, 0, 'simpleQos defaults to kv only');
+    assert.equal(
+      select(samples, 'arcus_qos_success', { probe: 'lop_insert' }).length,
+      0,
+      'simpleQos defaults to kv only',
+    );
   });
 
   test('a node that joins is collected and one that leaves is dropped, without restart', async () => {
@@ -114,7 +120,10 @@ describe('cache exporter discovery and collection', () => {
       const { samples } = await exporter.scrape();
       assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 0);
       assert.equal(valueOf(samples, 'arcus_node_registered', { node: memcached.address }), 0);
-      assert.equal(valueOf(samples, 'arcus_node_last_error_info', { node: memcached.address, reason: 'not_registered' }), 1);
+      assert.equal(
+        valueOf(samples, 'arcus_node_last_error_info', { node: memcached.address, reason: 'not_registered' }),
+        1,
+      );
       // The hostname it registered with is kept, so the series keeps its identity.
       assert.equal(select(samples, 'arcus_up', { node: memcached.address })[0]?.labels['hostname'], 'localhost');
     });
@@ -148,14 +157,17 @@ describe('cache exporter discovery and collection', () => {
   });
 
   test('concurrent scrapes share one collection, gzipped or not, whichever form the first one asked for', async () => {
-    const sharedOf = (samples: Sample[]): number => select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+    const sharedOf = (samples: Sample[]): number =>
+      select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
     let shared = sharedOf((await exporter.scrape('/metrics')).samples);
     doubleB.setBehavior('hang');
     try {
       for (const first of ['gzip', 'identity']) {
         const encodings = first === 'gzip' ? ['gzip', 'identity', 'gzip'] : ['identity', 'gzip', 'identity'];
         const results = await Promise.all(
-          encodings.map((encoding) => exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1', 'Accept-Encoding': encoding })),
+          encodings.map((encoding) =>
+            exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '1', 'Accept-Encoding': encoding }),
+          ),
         );
         assert.deepEqual(
           results.map((r) => r.encoding ?? 'identity'),
@@ -167,7 +179,7 @@ describe('cache exporter discovery and collection', () => {
         }
         // The body is rendered once the three have joined: it counts the two that joined.
         const now = sharedOf(results[0]!.samples);
-        assert.equal(now - shared, 2, 'two scrapes joined the first one\'s collection');
+        assert.equal(now - shared, 2, "two scrapes joined the first one's collection");
         shared = now;
       }
     } finally {
@@ -192,15 +204,19 @@ describe('cache exporter discovery and collection', () => {
 
   test('a scrape that joins a collection with a later deadline is answered by its own deadline', async () => {
     await doubleBUp();
-    const sharedOf = (samples: Sample[]): number => select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
+    const sharedOf = (samples: Sample[]): number =>
+      select(samples, 'cachemon_scrapes_shared_total', { path: '/metrics' })[0]?.value ?? 0;
     const shared = sharedOf((await exporter.scrape('/metrics')).samples);
     doubleB.setBehavior('hang');
     try {
       const short = await joinedScrape('/metrics');
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleB.address }), 0);
-      assert.equal(valueOf(short.samples, 'arcus_node_last_error_info', { node: doubleB.address, reason: 'timeout' }), 1);
+      assert.equal(
+        valueOf(short.samples, 'arcus_node_last_error_info', { node: doubleB.address, reason: 'timeout' }),
+        1,
+      );
       assert.equal(valueOf(short.samples, 'arcus_up', { node: doubleA.address }), 1);
-      assert.equal(sharedOf(short.samples) - shared, 1, 'the short scrape joined the long one\'s collection');
+      assert.equal(sharedOf(short.samples) - shared, 1, "the short scrape joined the long one's collection");
     } finally {
       doubleB.setBehavior('normal');
     }
@@ -264,9 +280,12 @@ describe('cache exporter discovery and collection', () => {
     } finally {
       await memcached.start();
     }
-    await eventually(async () => {
-      const { samples } = await exporter.scrape();
-      assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
-    }, { timeoutMs: 40_000 });
+    await eventually(
+      async () => {
+        const { samples } = await exporter.scrape();
+        assert.equal(valueOf(samples, 'arcus_up', { node: memcached.address }), 1);
+      },
+      { timeoutMs: 40_000 },
+    );
   });
 });

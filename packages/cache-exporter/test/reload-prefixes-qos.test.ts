@@ -52,7 +52,12 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     await crowded.register(arcus);
     await master.register(arcus, { role: 'M' });
     memcachedRegistration = await arcus.registerNode(memcached.address, 'test');
-    app.populate([{ key: 'app:k1' }, { key: 'app:l1', type: 'list' }, { key: 'user:s1', type: 'set' }, { key: 'plain' }]);
+    app.populate([
+      { key: 'app:k1' },
+      { key: 'app:l1', type: 'list' },
+      { key: 'user:s1', type: 'set' },
+      { key: 'plain' },
+    ]);
     crowded.populate(['a', 'b', 'c', 'd', 'e'].map((p) => ({ key: `${p}:k` })));
     await traffic(app.address, 'get app:k1\r\nget app:k1\r\nget app:missing\r\nset user:x 0 0 1\r\nx\r\nquit\r\n');
     exporter = await startExporter({ ...zkConfig(), serviceCodes: ['test', 'repl', 'crowded'] });
@@ -69,7 +74,11 @@ describe('cache exporter config reload, prefixes and QoS', () => {
 
   test('serviceCodes limits collection; replication nodes carry group and role', async () => {
     const { samples } = await exporter.scrape();
-    assert.deepEqual([...new Set(select(samples, 'arcus_up').map((s) => s.labels['service_code']))].sort(), ['crowded', 'repl', 'test']);
+    assert.deepEqual([...new Set(select(samples, 'arcus_up').map((s) => s.labels['service_code']))].sort(), [
+      'crowded',
+      'repl',
+      'test',
+    ]);
     const repl = select(samples, 'arcus_up', { service_code: 'repl' });
     assert.equal(repl.length, 1);
     assert.equal(repl[0]!.labels['group'], 'g1');
@@ -99,11 +108,20 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     assert.equal(select(before.samples, 'arcus_prefix_items', { service_code: 'crowded' }).length, 0);
     assert.match(exporter.output(), /more prefixes than its max_stats_prefixes/);
 
-    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['test', 'repl', 'crowded'], serviceCodesToCollectPrefixes: { crowded: ['a', 'c'] } });
+    exporter.writeConfig({
+      ...zkConfig(),
+      serviceCodes: ['test', 'repl', 'crowded'],
+      serviceCodesToCollectPrefixes: { crowded: ['a', 'c'] },
+    });
     const response = await fetch(`${exporter.url}/-/reload`, { method: 'POST' });
     assert.equal(response.status, 200);
     const { samples } = await exporter.scrape('/metrics/prefixes');
-    assert.deepEqual(select(samples, 'arcus_prefix_items', { service_code: 'crowded', type: 'kv' }).map((s) => s.labels['prefix']).sort(), ['a', 'c']);
+    assert.deepEqual(
+      select(samples, 'arcus_prefix_items', { service_code: 'crowded', type: 'kv' })
+        .map((s) => s.labels['prefix'])
+        .sort(),
+      ['a', 'c'],
+    );
     assert.equal(valueOf(samples, 'arcus_prefix_nodes', { service_code: 'crowded', state: 'ok' }), 1);
   });
 
@@ -116,22 +134,42 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     const { samples } = await exporter.scrape('/metrics/prefixes');
-    assert.deepEqual([...new Set(select(samples, 'arcus_prefix_items', { service_code: 'test' }).map((s) => s.labels['prefix']))], ['user']);
+    assert.deepEqual(
+      [...new Set(select(samples, 'arcus_prefix_items', { service_code: 'test' }).map((s) => s.labels['prefix']))],
+      ['user'],
+    );
     assert.equal(valueOf(samples, 'arcus_prefix_collection_enabled', { service_code: 'crowded' }), 0);
-    assert.equal(valueOf(samples, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 0, 'collectPrefixes false applies to unlisted codes');
+    assert.equal(
+      valueOf(samples, 'arcus_prefix_collection_enabled', { service_code: 'repl' }),
+      0,
+      'collectPrefixes false applies to unlisted codes',
+    );
     assert.equal(select(samples, 'arcus_prefix_items', { service_code: 'repl' }).length, 0);
 
     // ["*"]: every prefix of that code, though collectPrefixes is false for the others.
-    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['test', 'repl'], collectPrefixes: false, serviceCodesToCollectPrefixes: { test: ['*'] } });
+    exporter.writeConfig({
+      ...zkConfig(),
+      serviceCodes: ['test', 'repl'],
+      collectPrefixes: false,
+      serviceCodesToCollectPrefixes: { test: ['*'] },
+    });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     const all = (await exporter.scrape('/metrics/prefixes')).samples;
-    const prefixes = new Set(select(all, 'arcus_prefix_items', { service_code: 'test' }).map((s) => s.labels['prefix']));
-    for (const prefix of ['app', 'user', '<null>']) assert.ok(prefixes.has(prefix), `${prefix} in ${[...prefixes].join(', ')}`);
+    const prefixes = new Set(
+      select(all, 'arcus_prefix_items', { service_code: 'test' }).map((s) => s.labels['prefix']),
+    );
+    for (const prefix of ['app', 'user', '<null>'])
+      assert.ok(prefixes.has(prefix), `${prefix} in ${[...prefixes].join(', ')}`);
     assert.equal(valueOf(all, 'arcus_prefix_collection_enabled', { service_code: 'test' }), 1);
     assert.equal(valueOf(all, 'arcus_prefix_collection_enabled', { service_code: 'repl' }), 0);
 
     // collectPrefixes true, with [] for one code: that one off, the others on.
-    exporter.writeConfig({ ...zkConfig(), serviceCodes: ['test', 'repl'], collectPrefixes: true, serviceCodesToCollectPrefixes: { test: [] } });
+    exporter.writeConfig({
+      ...zkConfig(),
+      serviceCodes: ['test', 'repl'],
+      collectPrefixes: true,
+      serviceCodesToCollectPrefixes: { test: [] },
+    });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     const some = (await exporter.scrape('/metrics/prefixes')).samples;
     assert.equal(valueOf(some, 'arcus_prefix_collection_enabled', { service_code: 'test' }), 0);
@@ -181,7 +219,10 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     exporter.process.kill('SIGHUP');
     await eventually(async () => {
       const { samples } = await exporter.scrape();
-      assert.deepEqual(select(samples, 'arcus_up').map((s) => s.labels['node']), [demo.address]);
+      assert.deepEqual(
+        select(samples, 'arcus_up').map((s) => s.labels['node']),
+        [demo.address],
+      );
       assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 1);
       assert.match(exporter.output(), /"missing":\["dmeo"\].*service codes in serviceCodes are not in the ensemble/);
     });
@@ -191,7 +232,10 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     exporter.writeConfig({ ...zkConfig(), serviceCodes: [] });
     const response = await fetch(`${exporter.url}/-/reload`, { method: 'POST' });
     assert.equal(response.status, 400);
-    assert.match(((await response.json()) as { error: string }).error, /serviceCodes: an empty list would collect nothing: leave serviceCodes out to collect every service code/);
+    assert.match(
+      ((await response.json()) as { error: string }).error,
+      /serviceCodes: an empty list would collect nothing: leave serviceCodes out to collect every service code/,
+    );
   });
 
   test('simpleQos false adds the list, set and b+tree probes', async () => {
@@ -199,7 +243,19 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     await eventually(async () => {
       const { samples } = await exporter.scrape();
-      for (const probe of ['kv_set', 'kv_get', 'lop_insert', 'lop_get', 'lop_delete', 'sop_insert', 'sop_exist', 'sop_delete', 'bop_insert', 'bop_get', 'bop_delete']) {
+      for (const probe of [
+        'kv_set',
+        'kv_get',
+        'lop_insert',
+        'lop_get',
+        'lop_delete',
+        'sop_insert',
+        'sop_exist',
+        'sop_delete',
+        'bop_insert',
+        'bop_get',
+        'bop_delete',
+      ]) {
         assert.equal(valueOf(samples, 'arcus_qos_success', { node: app.address, probe }), 1, probe);
       }
       // Plain memcached has no collections: those probes fail, the kv ones do not.
@@ -209,12 +265,16 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     });
   });
 
-  test('a reload that renames the ensemble relabels the node series, the exporter\'s own and its log lines', async () => {
+  test("a reload that renames the ensemble relabels the node series, the exporter's own and its log lines", async () => {
     const logStart = exporter.output().length;
     exporter.writeConfig({ ensembleByName: { renamed: [zk.address] }, serviceCodes: ['test'], log: { level: 'info' } });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     // The lines the reload logged name the new ensemble, once each.
-    const lines = exporter.output().slice(logStart).split('\n').filter((line) => line.startsWith('{'));
+    const lines = exporter
+      .output()
+      .slice(logStart)
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
     const reloaded = lines.find((line) => line.includes('"configuration reloaded"'));
     assert.ok(reloaded, lines.join('\n'));
     assert.equal((JSON.parse(reloaded) as { ensemble?: string }).ensemble, 'renamed');
@@ -225,7 +285,10 @@ describe('cache exporter config reload, prefixes and QoS', () => {
       const own = samples.filter((s) => s.name.startsWith('cachemon_'));
       assert.ok(own.some((s) => s.name === 'cachemon_zookeeper_connected'));
       for (const s of own) assert.equal(s.labels['ensemble'], 'renamed', `${s.name} ${JSON.stringify(s.labels)}`);
-      assert.deepEqual(samples.filter((s) => s.labels['ensemble'] === 'zk1'), []);
+      assert.deepEqual(
+        samples.filter((s) => s.labels['ensemble'] === 'zk1'),
+        [],
+      );
     });
   });
 
@@ -235,7 +298,9 @@ describe('cache exporter config reload, prefixes and QoS', () => {
       assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
     };
     await reload({ ensembleByName: { zk1: [zk.address] }, serviceCodes: ['test'] });
-    await eventually(async () => assert.equal(valueOf((await exporter.scrape()).samples, 'arcus_up', { node: app.address, ensemble: 'zk1' }), 1));
+    await eventually(async () =>
+      assert.equal(valueOf((await exporter.scrape()).samples, 'arcus_up', { node: app.address, ensemble: 'zk1' }), 1),
+    );
 
     // A server list nothing answers at: a valid config, so the reload succeeds, but the nodes stay.
     const nowhere = `127.0.0.1:${await freePort()}`;
@@ -279,7 +344,10 @@ describe('cache exporter config reload, prefixes and QoS', () => {
 
   test('started with servers nothing answers at, not ready; a reload with the right servers makes it ready', async () => {
     const nowhere = `127.0.0.1:${await freePort()}`;
-    const wrong = await startExporter({ ensembleByName: { zk1: [nowhere] }, serviceCodes: ['test'] }, { waitReady: false });
+    const wrong = await startExporter(
+      { ensembleByName: { zk1: [nowhere] }, serviceCodes: ['test'] },
+      { waitReady: false },
+    );
     try {
       await eventually(async () => assert.equal((await fetch(`${wrong.url}/-/healthy`)).status, 200));
       assert.equal((await fetch(`${wrong.url}/-/ready`)).status, 503);
@@ -297,7 +365,12 @@ describe('cache exporter config reload, prefixes and QoS', () => {
   test('a replication node that stops is reported down with its group and the role it last registered with', async () => {
     exporter.writeConfig({ ...zkConfig(), serviceCodes: ['repl'] });
     assert.equal((await fetch(`${exporter.url}/-/reload`, { method: 'POST' })).status, 200);
-    await eventually(async () => assert.equal(valueOf((await exporter.scrape('/metrics')).samples, 'arcus_up', { service_code: 'repl', role: 'master' }), 1));
+    await eventually(async () =>
+      assert.equal(
+        valueOf((await exporter.scrape('/metrics')).samples, 'arcus_up', { service_code: 'repl', role: 'master' }),
+        1,
+      ),
+    );
     await master.stop();
     const down = await eventually(async () => {
       const { samples } = await exporter.scrape('/metrics');
@@ -316,12 +389,16 @@ describe('cache exporter config reload, prefixes and QoS', () => {
 });
 
 describe('cache exporter start-up errors', () => {
-  const run = (args: string[]) => spawnSync(process.execPath, [CACHE_EXPORTER_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, [CACHE_EXPORTER_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
 
   test('an invalid config at start exits non-zero naming the file, key and reason', async () => {
     const dir = await tempDir('cache-exporter-bad-');
     const file = join(dir, 'bad.json');
-    writeFileSync(file, JSON.stringify({ listen: ':9151', ensembleByName: { a: ['h:1'], b: ['h:2'] }, serviceCodes: 'x' }));
+    writeFileSync(
+      file,
+      JSON.stringify({ listen: ':9151', ensembleByName: { a: ['h:1'], b: ['h:2'] }, serviceCodes: 'x' }),
+    );
     const result = run([`-config-file=${file}`]);
     assert.equal(result.status, 1);
     assert.match(result.stderr, /bad\.json: ensembleByName: exactly one ensemble/);

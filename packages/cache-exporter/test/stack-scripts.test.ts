@@ -101,7 +101,10 @@ describe('cache_exporter start.sh / stop.sh', () => {
       process.kill(other.pid!, 0); // still alive: not signalled
 
       const port = await freePort();
-      writeFileSync(join(componentDir, 'conf', 'stale.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { stale: [zk.address] } }));
+      writeFileSync(
+        join(componentDir, 'conf', 'stale.json'),
+        JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { stale: [zk.address] } }),
+      );
       writeFileSync(pidFile, `${other.pid}\n`);
       utimesSync(pidFile, before, before);
       const started = sh('start.sh', 'stale');
@@ -110,7 +113,10 @@ describe('cache_exporter start.sh / stop.sh', () => {
       assert.notEqual(pid, other.pid);
       // A session of its own: a Ctrl-C in the terminal that ran start.sh does not reach it.
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const [, , , sessionId] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+      const [, , , sessionId] = stat
+        .slice(stat.lastIndexOf(')') + 2)
+        .split(' ')
+        .map(Number);
       assert.equal(sessionId, pid);
       assert.equal(sh('stop.sh', 'stale').status, 0);
       process.kill(other.pid!, 0);
@@ -121,8 +127,15 @@ describe('cache_exporter start.sh / stop.sh', () => {
 
   test('CACHE_EXPORTER_NODE_FLAGS runs the exporter with those node flags instead of its own', async () => {
     const port = await freePort();
-    writeFileSync(join(componentDir, 'conf', 'ens2.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens2: [zk.address] } }));
-    const started = shWith({ CACHE_EXPORTER_NODE_FLAGS: '--max-old-space-size=300 --stack-size=900' }, 'start.sh', 'ens2');
+    writeFileSync(
+      join(componentDir, 'conf', 'ens2.json'),
+      JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens2: [zk.address] } }),
+    );
+    const started = shWith(
+      { CACHE_EXPORTER_NODE_FLAGS: '--max-old-space-size=300 --stack-size=900' },
+      'start.sh',
+      'ens2',
+    );
     try {
       assert.equal(started.status, 0, started.stderr);
       const pid = Number(readFileSync(join(componentDir, 'run', 'ens2.pid'), 'utf8'));
@@ -141,7 +154,10 @@ describe('cache_exporter start.sh / stop.sh', () => {
 
   test('start.sh checks CACHE_EXPORTER_FLAGS before starting: a bad value or a web config that does not load starts nothing', async () => {
     const port = await freePort();
-    writeFileSync(join(componentDir, 'conf', 'flags.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { flags: [zk.address] } }));
+    writeFileSync(
+      join(componentDir, 'conf', 'flags.json'),
+      JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { flags: [zk.address] } }),
+    );
     const pidFile = join(componentDir, 'run', 'flags.pid');
     const badValue = shWith({ CACHE_EXPORTER_FLAGS: '-qos-interval=30d' }, 'start.sh', 'flags');
     assert.notEqual(badValue.status, 0);
@@ -153,7 +169,11 @@ describe('cache_exporter start.sh / stop.sh', () => {
     assert.match(missingDash.stderr, /unexpected argument "qos-interval=10s"/);
     assert.doesNotMatch(missingDash.stderr, /exited at start/, 'refused before it started');
     writeFileSync(join(componentDir, 'conf', 'web.yml'), 'basic_auth_users:\n  alice: not-a-hash\n');
-    const badWeb = shWith({ CACHE_EXPORTER_FLAGS: `-web.config.file=${join(componentDir, 'conf', 'web.yml')}` }, 'start.sh', 'flags');
+    const badWeb = shWith(
+      { CACHE_EXPORTER_FLAGS: `-web.config.file=${join(componentDir, 'conf', 'web.yml')}` },
+      'start.sh',
+      'flags',
+    );
     assert.notEqual(badWeb.status, 0);
     assert.match(badWeb.stderr, /web\.yml.*basic_auth_users.*not a bcrypt hash/);
     assert.doesNotMatch(badWeb.stderr, /exited at start/, 'refused before it started');
@@ -166,10 +186,18 @@ describe('cache_exporter start.sh / stop.sh', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      writeFileSync(join(componentDir, 'conf', 'busy.json'), JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { busy: [zk.address] } }));
+      writeFileSync(
+        join(componentDir, 'conf', 'busy.json'),
+        JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { busy: [zk.address] } }),
+      );
       const result = sh('start.sh', 'busy');
       assert.equal(result.status, 1, result.stderr);
-      assert.match(result.stderr, new RegExp(`cache_exporter busy: 127\\.0\\.0\\.1:${port} is already in use by another process; change listen in .*conf/busy\\.json`));
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `cache_exporter busy: 127\\.0\\.0\\.1:${port} is already in use by another process; change listen in .*conf/busy\\.json`,
+        ),
+      );
       assert.ok(!existsSync(join(componentDir, 'run', 'busy.pid')));
     } finally {
       taken.close();
@@ -219,7 +247,9 @@ describe('cache_exporter start.sh / stop.sh', () => {
     writeFileSync(webConfig, `basic_auth_users:\n  prometheus: ${bcrypt.hashSync('n3w', 4)}\n`);
     exporter.process.kill('SIGHUP');
     const renewed = { Authorization: `Basic ${Buffer.from('prometheus:n3w').toString('base64')}` };
-    await eventually(async () => assert.equal((await fetch(`${exporter.url}/metrics`, { headers: renewed })).status, 200));
+    await eventually(async () =>
+      assert.equal((await fetch(`${exporter.url}/metrics`, { headers: renewed })).status, 200),
+    );
     assert.equal((await fetch(`${exporter.url}/metrics`, { headers: auth })).status, 401);
     // A web config that does not parse is refused by POST /-/reload, naming the file; the running one stays.
     writeFileSync(webConfig, 'basic_auth_users: [\n');
@@ -229,13 +259,18 @@ describe('cache_exporter start.sh / stop.sh', () => {
     assert.equal(body.code, 'CACHEMON_WEB_CONFIG_INVALID');
     assert.match(body.error, /web\.yml:/);
     assert.equal((await fetch(`${exporter.url}/metrics`, { headers: renewed })).status, 200);
-    assert.equal(valueOf((await exporter.scrape('/metrics', renewed)).samples, 'cachemon_config_last_reload_successful'), 0);
+    assert.equal(
+      valueOf((await exporter.scrape('/metrics', renewed)).samples, 'cachemon_config_last_reload_successful'),
+      0,
+    );
     assert.equal(await exporter.stop(), 0);
   });
 
   test('SIGTERM while a scrape with a long timeout waits for a hung node: the scrape is answered at once, then a clean exit', async () => {
     const exporter = await startExporter({ ensembleByName: { ens1: [zk.address] } });
-    await eventually(async () => assert.equal(valueOf((await exporter.scrape()).samples, 'arcus_up', { node: node.address }), 1));
+    await eventually(async () =>
+      assert.equal(valueOf((await exporter.scrape()).samples, 'arcus_up', { node: node.address }), 1),
+    );
     node.setBehavior('hang');
     try {
       const scrape = exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '30' });

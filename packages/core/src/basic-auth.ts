@@ -32,11 +32,16 @@ export type BasicAuthVerifier = (credentials: BasicCredentials) => Promise<boole
 /** bcrypt's check of a password against a hash (a parameter so that a test can count its calls). */
 export type PasswordCheck = (password: string, hash: string) => Promise<boolean>;
 
-export function createBasicAuthVerifier(users: ReadonlyMap<string, string>, check: PasswordCheck = bcrypt.compare): BasicAuthVerifier {
+export function createBasicAuthVerifier(
+  users: ReadonlyMap<string, string>,
+  check: PasswordCheck = bcrypt.compare,
+): BasicAuthVerifier {
   const verified = new Set<string>();
   return async ({ username, password }) => {
     const hash = users.get(username);
-    const key = createHash('sha256').update(`${username}\0${password}\0${hash ?? ''}`).digest('base64');
+    const key = createHash('sha256')
+      .update(`${username}\0${password}\0${hash ?? ''}`)
+      .digest('base64');
     if (hash !== undefined && verified.has(key)) return true;
     const ok = await check(password, hash ?? DUMMY_HASH);
     if (!ok || hash === undefined) return false;

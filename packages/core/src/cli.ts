@@ -8,7 +8,12 @@ import { CachemonError, errorMessage } from './errors.js';
 import { formatUsage, type FlagSpec } from './flags.js';
 
 /** Prints the usage for `help`, the version for `version`; true when it printed (exit 0 then). */
-export function answeredHelpOrVersion(program: string, version: string, spec: FlagSpec, request: { help: boolean; version?: boolean | undefined }): boolean {
+export function answeredHelpOrVersion(
+  program: string,
+  version: string,
+  spec: FlagSpec,
+  request: { help: boolean; version?: boolean | undefined },
+): boolean {
   if (request.help) {
     process.stdout.write(formatUsage(program, spec));
     return true;
@@ -49,11 +54,17 @@ export function packageVersion(moduleUrl: string): string {
 
 /** Flags every daemon takes, spread into its own spec: `-web.config.file` and `-version`. */
 export const DAEMON_FLAGS = {
-  'web.config.file': { type: 'string', description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.' },
+  'web.config.file': {
+    type: 'string',
+    description: 'Path of a web config file (TLS, basic auth) in the Prometheus exporters format.',
+  },
   version: { type: 'boolean', description: 'Print the version and exit.' },
 } as const satisfies FlagSpec;
 
 /** `-check-config`, for the daemons started with a config file. */
 export const CHECK_CONFIG_FLAG = {
-  'check-config': { type: 'boolean', description: 'Validate the config file, print the result and exit (0 when valid).' },
+  'check-config': {
+    type: 'boolean',
+    description: 'Validate the config file, print the result and exit (0 when valid).',
+  },
 } as const satisfies FlagSpec;

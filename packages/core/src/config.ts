@@ -42,15 +42,8 @@ export function readConfigText(file: string): string {
 }
 
 function lineAndColumn(text: string, offset: number): { line: number; column: number } {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = 0; i < offset && i < text.length; i++) {
-    if (text.charCodeAt(i) === 10) {
-      line++;
-      lineStart = i + 1;
-    }
-  }
-  return { line, column: offset - lineStart + 1 };
+  const lines = text.slice(0, offset).split('\n');
+  return { line: lines.length, column: lines[lines.length - 1]!.length + 1 };
 }
 
 const PARSE_ERROR_TEXT: Readonly<Record<string, string>> = {

@@ -90,7 +90,16 @@ export function formatDuration(ms: number): string {
 }
 
 /** Milliseconds per unit of a Go duration (time.ParseDuration's units). */
-const GO_MS_PER_UNIT: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, 'μs': 0.001, ns: 0.000_001 };
+const GO_MS_PER_UNIT: Readonly<Record<string, number>> = {
+  h: 3_600_000,
+  m: 60_000,
+  s: 1000,
+  ms: 1,
+  us: 0.001,
+  µs: 0.001,
+  μs: 0.001,
+  ns: 0.000_001,
+};
 const GO_DURATION = /^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:h|ms|m|s|us|µs|μs|ns))+$/;
 const GO_DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|μs|ns)/g;
 

@@ -52,7 +52,7 @@ export class CachemonError extends Error {
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CachemonError';
-    this.code = definition.code as ErrorCode;
+    this.code = definition.code;
     this.status = definition.status;
     this.details = options?.details;
   }

@@ -1,8 +1,4 @@
-/**
- * Prometheus text exposition format 0.0.4. This is the hot path of every scrape (tens of
- * thousands of samples every 5 s), so label sets are rendered once by the caller and the writer
- * only concatenates.
- */
+/** Prometheus text exposition format 0.0.4: label sets are rendered once by the caller, the writer only concatenates. */
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -29,12 +25,8 @@ export function escapeHelp(help: string): string {
 
 /**
  * A sample value as the exposition format writes it: `+Inf`, `-Inf`, `NaN`, else JS's shortest
- * round-trip form (integers as digits). Through JSON.stringify, which writes the same text as
- * String() for a finite number without V8's number-to-string cache: String() leaves each result
- * referenced from that cache, and at a scrape's few hundred conversions a second an entry stays
- * for tens of seconds, so every duration and latency text outlived two young-generation
- * collections and went to the old generation, to be freed only by a full collection (a third of
- * what the cache exporter promoted; bench/cache-exporter README).
+ * round-trip form. JSON.stringify writes what String() does, without V8's number-to-string cache
+ * keeping each text alive into the old generation.
  */
 export function formatValue(value: number): string {
   if (value === Infinity) return '+Inf';
@@ -97,11 +89,7 @@ export class ExpositionWriter {
   }
 }
 
-/**
- * Level 1: exposition text is so repetitive that the fastest level already shrinks it ~25x
- * (level 6: ~28x) at a quarter of the CPU. A scrape is latency- and CPU-bound on the exporter's
- * machine, not bandwidth-bound on loopback or a LAN.
- */
+/** The fastest level: exposition text is so repetitive that higher levels gain little for their CPU. */
 const GZIP_LEVEL = zlib.constants.Z_BEST_SPEED;
 
 const gzipAsync = promisify(zlib.gzip);
@@ -149,7 +137,11 @@ export async function expositionPayload(body: string | Buffer | ExpositionBody, 
 }
 
 /** Sends an exposition body, gzipped (gzipBody) when the scraper accepts it. */
-export async function sendExposition(request: FastifyRequest, reply: FastifyReply, body: string | Buffer | ExpositionBody): Promise<void> {
+export async function sendExposition(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string | Buffer | ExpositionBody,
+): Promise<void> {
   reply.header('Content-Type', EXPOSITION_CONTENT_TYPE).header('Vary', 'Accept-Encoding');
   const gzip = acceptsGzip(request.headers['accept-encoding']);
   const payload = await expositionPayload(body, gzip);
@@ -158,10 +150,8 @@ export async function sendExposition(request: FastifyRequest, reply: FastifyRepl
 }
 
 /**
- * An exposition body written as bytes into one growing buffer: for scrapes of many thousands of
- * series, where building a string per sample and joining them costs more than the collection.
- * Callers keep series prefixes (`name{labels} `) as encoded bytes across scrapes and append the
- * value text. HELP/TYPE come from family(), once per family name, exactly like ExpositionWriter.
+ * An exposition body written as bytes into one growing buffer, for large scrapes: callers keep
+ * series prefixes (`name{labels} `) encoded across scrapes. HELP/TYPE as in ExpositionWriter.
  */
 export class ExpositionBuffer {
   #buffer: Buffer;

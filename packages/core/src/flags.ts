@@ -145,10 +145,8 @@ export function parseFlags<const S extends FlagSpec>(
     }
     let text = flag.inline;
     if (text === undefined && definition.type === 'boolean') text = 'true';
-    if (text === undefined) {
-      if (i + 1 >= argv.length) throw flagError(`flag needs an argument: -${flag.name}`);
-      text = argv[++i] as string;
-    }
+    text ??= argv[++i];
+    if (text === undefined) throw flagError(`flag needs an argument: -${flag.name}`);
     given.set(flag.name, convert(definition, flag.name, text, 'flag'));
   }
 
@@ -174,7 +172,9 @@ function typeHint(definition: FlagDefinition): string {
 
 /** A ranged duration flag's values, for its usage line. */
 function describeRangeOf(definition: FlagDefinition): string {
-  return definition.type === 'duration' && definition.range !== undefined ? ` (${describeRange(definition.range)})` : '';
+  return definition.type === 'duration' && definition.range !== undefined
+    ? ` (${describeRange(definition.range)})`
+    : '';
 }
 
 function describeDefault(definition: FlagDefinition): string {

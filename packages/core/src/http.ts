@@ -47,11 +47,9 @@ export interface HttpServer {
   listen(address: string): Promise<BoundAddress>;
   close(): Promise<void>;
   /**
-   * Reads the web config file again (SIGHUP, POST /-/reload) and applies it: certificate, key and
-   * client CA (a rotated certificate), TLS versions, headers and basic auth users, for the
-   * connections and requests that come next. An unreadable or invalid file, or one that turns TLS
-   * on or off or changes client_auth_type (which need a restart), is refused with
-   * CACHEMON_WEB_CONFIG_INVALID and changes nothing. Nothing to do without webConfigFile.
+   * Reads the web config file again and applies it to the connections and requests that come next.
+   * A bad file, or one that turns TLS on or off or changes client_auth_type (a restart's job), is
+   * refused with CACHEMON_WEB_CONFIG_INVALID and changes nothing.
    */
   reloadWebConfig(): Promise<void>;
 }
@@ -163,7 +161,8 @@ function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toErrorAnswer(err);
     // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
-    if (status >= 500 && body.code !== Errors.NOT_READY.code) request.log.error({ err, url: request.url }, 'request failed');
+    if (status >= 500 && body.code !== Errors.NOT_READY.code)
+      request.log.error({ err, url: request.url }, 'request failed');
     return reply.code(status).type(JSON_TYPE).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -182,9 +181,7 @@ function urlHost(bound: string): string {
 
 /**
  * The one address a listen host name stands for, as Go daemons take it: its first IPv4 address,
- * else its first. One address, one server: fastify given a name such as "localhost" would open a
- * second server for the name's other address, which a reloaded certificate and close()'s sweep
- * of idle connections would not reach.
+ * else its first. Fastify given a name would open a second server that reloads would not reach.
  */
 export function listenAddressFor(host: string, addresses: readonly LookupAddress[]): string {
   const chosen = addresses.find((a) => a.family === 4) ?? addresses[0];
@@ -192,7 +189,12 @@ export function listenAddressFor(host: string, addresses: readonly LookupAddress
   return chosen.address;
 }
 
-async function listenOn(app: FastifyInstance, address: string, scheme: string, resolveHost: HttpServerOptions['resolveHost']): Promise<BoundAddress> {
+async function listenOn(
+  app: FastifyInstance,
+  address: string,
+  scheme: string,
+  resolveHost: HttpServerOptions['resolveHost'],
+): Promise<BoundAddress> {
   const { host, port } = parseListenAddress(address);
   const fail = (err: unknown): CachemonError =>
     new CachemonError(Errors.LISTEN_FAILED, `cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
@@ -236,10 +238,8 @@ export function scrapeDeadline(header: string | string[] | undefined, defaultTim
 }
 
 /**
- * A POST route that takes no request body, such as `/-/reload`. Whatever body or content type a
- * client sends with it (`curl -d ''`, `wget --post-data=''`, `Content-Type: application/json` and
- * nothing) is read, up to the body limit, and ignored, instead of being refused as an unsupported
- * media type or a bad JSON body. Call before the server listens.
+ * A POST route that takes no request body, such as `/-/reload`: whatever body or content type a
+ * client sends (`curl -d ''`) is read, up to the limit, and ignored. Call before the server listens.
  */
 export function postWithoutBody(app: FastifyInstance, path: string, handler: RouteHandlerMethod): void {
   void app.register(async (scope) => {
@@ -291,11 +291,15 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
       if (file === undefined || security === undefined) return;
       const next = await loadWebConfig(file);
       const problem = restartNeededFor(security.config, next);
-      if (problem !== undefined) throw new CachemonError(Errors.WEB_CONFIG_INVALID, `${file}: ${problem}; the running web config stays`);
+      if (problem !== undefined)
+        throw new CachemonError(Errors.WEB_CONFIG_INVALID, `${file}: ${problem}; the running web config stays`);
       // New connections get the new certificate; those open keep theirs until they close.
       if (next.tls !== undefined) (app.server as HttpsServer).setSecureContext(tlsContextOptions(next.tls));
       security = securityState(next);
-      logger.info({ file, tls: next.tls !== undefined, basicAuthUsers: next.basicAuthUsers.size }, 'web config reloaded');
+      logger.info(
+        { file, tls: next.tls !== undefined, basicAuthUsers: next.basicAuthUsers.size },
+        'web config reloaded',
+      );
     },
     close: async () => {
       closing = true;
@@ -315,7 +319,10 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
  * What an exporter's scrape path answers with, from the scraper's X-Prometheus-Scrape-Timeout-Seconds
  * (scrapeDeadline) and whether it accepts gzip.
  */
-export type ExpositionSource = (timeoutHeader: string | string[] | undefined, gzip: boolean) => Promise<string | Buffer | ExpositionBody>;
+export type ExpositionSource = (
+  timeoutHeader: string | string[] | undefined,
+  gzip: boolean,
+) => Promise<string | Buffer | ExpositionBody>;
 
 const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
 
@@ -323,7 +330,11 @@ const TIMEOUT_HEADER = 'x-prometheus-scrape-timeout-seconds';
 export function serveExposition(server: HttpServer, paths: ReadonlyMap<string, ExpositionSource>): void {
   for (const [path, source] of paths) {
     server.app.get(path, async (request, reply) => {
-      await sendExposition(request, reply, await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])));
+      await sendExposition(
+        request,
+        reply,
+        await source(request.headers[TIMEOUT_HEADER], acceptsGzip(request.headers['accept-encoding'])),
+      );
     });
   }
 }

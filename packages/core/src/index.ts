@@ -34,7 +34,13 @@ export type {
 export { clientAuthTypes, loadWebConfig } from './web-config.js';
 export type { ClientAuthType, TlsSettings, TlsVersion, WebConfig } from './web-config.js';
 
-export { formatHostPort, listenAddressSchema, parseListenAddress, serverAddressSchema, serverListSchema } from './listen-address.js';
+export {
+  formatHostPort,
+  listenAddressSchema,
+  parseListenAddress,
+  serverAddressSchema,
+  serverListSchema,
+} from './listen-address.js';
 export type { ListenAddress } from './listen-address.js';
 
 export { createHttpServer, postWithoutBody, scrapeDeadline, serveExposition, toErrorAnswer } from './http.js';
@@ -69,6 +75,14 @@ export {
 } from './exposition.js';
 export type { ExpositionBody, MetricType } from './exposition.js';
 
-export { createReloadMetrics, createScrapeMetrics, loadForReload, registerBuildInfo, ReloadMetrics, reloadRefused, reloadWebConfigFor } from './self-metrics.js';
+export {
+  createReloadMetrics,
+  createScrapeMetrics,
+  loadForReload,
+  registerBuildInfo,
+  ReloadMetrics,
+  reloadRefused,
+  reloadWebConfigFor,
+} from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';
 export { answeredHelpOrVersion, CHECK_CONFIG_FLAG, DAEMON_FLAGS, packageVersion, runCli } from './cli.js';

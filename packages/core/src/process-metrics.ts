@@ -1,20 +1,17 @@
 /**
- * The daemons' process_* and nodejs_* metrics: prom-client's default collectors, on a registry of
- * their own (never the global one, which tests and embedders may share), with two changes.
- *
- * `nodejs_active_handles_total`, `nodejs_active_requests_total` and `nodejs_active_resources_total`
- * are left out: gauges with a counter's `_total` suffix, which `promtool check metrics` rejects.
- * `nodejs_active_handles`, `nodejs_active_requests` and `nodejs_active_resources` count the same
- * by type; their sum is the total.
- *
- * `nodejs_gc_duration_seconds` is observed here: prom-client's observer records only the first
- * entry of each batch Node delivers, and one synchronous stretch of allocation (rendering a large
- * body) ends in many collections delivered together. Same name, help, buckets and labels.
+ * The daemons' process_* and nodejs_* metrics: prom-client's default collectors on a registry of
+ * their own, without the `nodejs_active_*_total` gauges (`promtool check metrics` rejects a gauge
+ * named `_total`; the per-type gauges sum to them). `nodejs_gc_duration_seconds` is observed here:
+ * prom-client's observer records only the first entry of each batch Node delivers.
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
-const REJECTED_BY_PROMTOOL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const REJECTED_BY_PROMTOOL = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
 
 const GC_KINDS: Readonly<Record<number, string>> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',

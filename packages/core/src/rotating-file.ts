@@ -1,13 +1,8 @@
 /**
- * Size-based log file rotation with the semantics of Go's lumberjack (which the spec's log block
- * fields come from): backups are named `<base>-<UTC timestamp>.<ext>`, optionally gzipped, at most
- * maxBackups kept and none older than maxAge days.
- *
- * rotating-file-stream does the writing, renaming and gzip; it only knows count- and total-size
- * limits kept in a history file of its own, so retention (count and age) is done here by scanning
- * the directory, as lumberjack does, which also covers backups left by earlier runs.
- * One difference from lumberjack: rotation happens right after the write that reaches maxSize, so a
- * file can exceed it by one log line.
+ * Size-based log file rotation with the semantics of Go's lumberjack: backups named
+ * `<base>-<UTC timestamp>.<ext>`, optionally gzipped, at most maxBackups kept, none older than
+ * maxAge days. rotating-file-stream writes, renames and gzips; retention scans the directory here,
+ * as lumberjack does. A file can exceed maxSize by one log line.
  */
 import { accessSync, constants, mkdirSync, openSync, closeSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';
@@ -151,11 +146,9 @@ const REOPEN_DELAY_MS = 1000;
 type InnerStream = ReturnType<typeof createStream>;
 
 /**
- * The log file as pino writes it: rotating-file-stream underneath, replaced by a new one when it
- * fails. A rotating-file-stream that fails once (the live file removed or moved away before a
- * rotation renames it, a full disk) is destroyed and drops every later line, so a daemon would log
- * nothing more until restarted. Here the failure is reported, and the file opened again (at most
- * once a second), as lumberjack does: a line may be lost, never the log.
+ * The log file as pino writes it: a rotating-file-stream, replaced by a new one when it fails (it
+ * would drop every later line). The failure is reported and the file opened again, at most once a
+ * second, as lumberjack does: a line may be lost, never the log.
  */
 class ResilientLogFile extends Writable {
   private inner: InnerStream | undefined;
@@ -191,8 +184,7 @@ class ResilientLogFile extends Writable {
       this.onError(new Error(`${this.describe}: ${err.message}; opening it again`, { cause: err }));
       if (this.inner === inner) {
         this.inner = undefined;
-        // At once after a first failure; a second within REOPEN_DELAY_MS (a full disk) waits, so
-        // that stderr gets at most a line or two a second.
+        // At once after a first failure; a second within REOPEN_DELAY_MS (a full disk) waits.
         const now = Date.now();
         this.reopenAt = now - this.failedAt < REOPEN_DELAY_MS ? now + REOPEN_DELAY_MS : now;
         this.failedAt = now;
@@ -206,25 +198,20 @@ class ResilientLogFile extends Writable {
     if (this.inner === undefined && Date.now() >= this.reopenAt) {
       this.inner = this.open();
       if (this.inner !== undefined && this.dropped > 0) {
-        this.onError(new Error(`${this.describe}: ${this.dropped} log write(s) may be lost while the file could not be written`));
+        this.onError(
+          new Error(`${this.describe}: ${this.dropped} log write(s) may be lost while the file could not be written`),
+        );
         this.dropped = 0;
       }
     }
     return this.inner;
   }
 
-  override _write(chunk: Buffer | string, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    const inner = this.current();
-    if (inner === undefined || inner.destroyed) {
-      this.dropped++;
-      callback();
-      return;
-    }
-    // The inner stream's own failure goes to its 'error' listener; this stream carries on.
-    inner.write(chunk, (err) => this.written(err, 1, callback));
-  }
-
-  override _writev(chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>, callback: (error?: Error | null) => void): void {
+  // Node's Writable hands single writes to _writev too.
+  override _writev(
+    chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>,
+    callback: (error?: Error | null) => void,
+  ): void {
     const inner = this.current();
     if (inner === undefined || inner.destroyed) {
       this.dropped += chunks.length;
@@ -266,9 +253,11 @@ export function createRotatingFileStream(options: RotatingFileOptions): Rotating
 
   let pruning: Promise<void> = Promise.resolve();
   const schedulePrune = (): void => {
-    pruning = pruning.then(() => pruneBackups(filename, maxBackups, maxAgeDays)).catch((err: unknown) => {
-      onError(new Error(`pruning backups of ${filename}: ${errorMessage(err)}`));
-    });
+    pruning = pruning
+      .then(() => pruneBackups(filename, maxBackups, maxAgeDays))
+      .catch((err: unknown) => {
+        onError(new Error(`pruning backups of ${filename}: ${errorMessage(err)}`));
+      });
   };
   const openInner = (): InnerStream => {
     ensureWritable(filename);

@@ -3,7 +3,7 @@
  * tests and several servers in one process never see each other's series. The process_* and
  * nodejs_* ones are in process-metrics.ts.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { errorMessage } from './errors.js';
 import { markReported } from './signals.js';
 import type { Logger } from './log.js';
@@ -16,8 +16,16 @@ export class ReloadMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.successful = new Gauge({ name: 'cachemon_config_last_reload_successful', help: 'Whether the last configuration reload succeeded.', registers });
-    this.timestamp = new Gauge({ name: 'cachemon_config_last_reload_success_timestamp_seconds', help: 'When the configuration was last loaded successfully.', registers });
+    this.successful = new Gauge({
+      name: 'cachemon_config_last_reload_successful',
+      help: 'Whether the last configuration reload succeeded.',
+      registers,
+    });
+    this.timestamp = new Gauge({
+      name: 'cachemon_config_last_reload_success_timestamp_seconds',
+      help: 'When the configuration was last loaded successfully.',
+      registers,
+    });
     this.reloads = new Counter({
       name: 'cachemon_config_reloads_total',
       help: 'Configuration reloads (reload endpoint, SIGHUP), by result (success, failure).',
@@ -71,7 +79,11 @@ export function reloadRefused(err: unknown, metrics: ReloadMetrics, logger: Logg
  * Reads the web config file again for a reload (HttpServer.reloadWebConfig). When it is refused:
  * recorded, logged, rethrown; the running web config stays.
  */
-export async function reloadWebConfigFor(server: { reloadWebConfig(): Promise<void> }, metrics: ReloadMetrics, logger: Logger): Promise<void> {
+export async function reloadWebConfigFor(
+  server: { reloadWebConfig(): Promise<void> },
+  metrics: ReloadMetrics,
+  logger: Logger,
+): Promise<void> {
   try {
     await server.reloadWebConfig();
   } catch (err) {
@@ -82,7 +94,12 @@ export async function reloadWebConfigFor(server: { reloadWebConfig(): Promise<vo
 
 /** `cachemon_build_info` (value 1): version, Node.js version, component, and any labels the daemon adds. */
 export function registerBuildInfo(registry: Registry, labels: () => Readonly<Record<string, string>>): void {
-  const names = ['version', 'nodejs', 'component', ...Object.keys(labels()).filter((k) => !['version', 'nodejs', 'component'].includes(k))];
+  const names = [
+    'version',
+    'nodejs',
+    'component',
+    ...Object.keys(labels()).filter((k) => !['version', 'nodejs', 'component'].includes(k)),
+  ];
   new Gauge({
     name: 'cachemon_build_info',
     help: 'Build of the daemon (value 1).',
@@ -96,7 +113,10 @@ export function registerBuildInfo(registry: Registry, labels: () => Readonly<Rec
 }
 
 /** How long scrapes take and how many joined one already running, by path: every exporter's. */
-export function createScrapeMetrics(registry: Registry): { readonly duration: Histogram<'path'>; readonly shared: Counter<'path'> } {
+export function createScrapeMetrics(registry: Registry): {
+  readonly duration: Histogram<'path'>;
+  readonly shared: Counter<'path'>;
+} {
   const registers = [registry];
   return {
     duration: new Histogram({

@@ -57,7 +57,8 @@ function createReloader(logger: Logger, onReload: () => Promise<void>): () => vo
         logger.info('reloading configuration (SIGHUP)');
         await onReload();
       } catch (err) {
-        if (!(typeof err === 'object' && err !== null && reported.has(err))) logger.error({ err }, `reload failed: ${errorMessage(err)}`);
+        if (!(typeof err === 'object' && err !== null && reported.has(err)))
+          logger.error({ err }, `reload failed: ${errorMessage(err)}`);
       }
     } while (again);
     running = false;

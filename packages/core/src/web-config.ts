@@ -36,7 +36,10 @@ const ALLOWED_HEADERS = [
 const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 
 /** Keys exporter-toolkit knows that we do not implement: refused by name rather than ignored. */
-const notSupported = z.any().refine(() => false, { message: 'not supported by cachemon' }).optional();
+const notSupported = z
+  .any()
+  .refine(() => false, { message: 'not supported by cachemon' })
+  .optional();
 
 const tlsVersionSchema = z.enum(Object.keys(TLS_VERSIONS) as [TlsVersionName, ...TlsVersionName[]]);
 
@@ -139,10 +142,7 @@ function parseYaml(file: string, text: string): unknown {
   return doc.toJS() ?? {};
 }
 
-async function loadTls(
-  file: string,
-  tls: z.output<typeof tlsServerConfigSchema>,
-): Promise<TlsSettings> {
+async function loadTls(file: string, tls: z.output<typeof tlsServerConfigSchema>): Promise<TlsSettings> {
   const base = dirname(file);
   const certFile = resolve(base, tls.cert_file);
   const keyFile = resolve(base, tls.key_file);

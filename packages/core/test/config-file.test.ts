@@ -48,19 +48,26 @@ describe('loadJsonConfig', () => {
         isCachemonError(err, Errors.CONFIG_UNREADABLE) &&
         err.message === `${file}: cannot read config file: ENOENT: no such file or directory`,
     );
-    assert.throws(() => loadJsonConfig(dir, schema), (err: unknown) => isCachemonError(err, Errors.CONFIG_UNREADABLE) && /EISDIR/.test(err.message));
+    assert.throws(
+      () => loadJsonConfig(dir, schema),
+      (err: unknown) => isCachemonError(err, Errors.CONFIG_UNREADABLE) && /EISDIR/.test(err.message),
+    );
   });
 
   it('points at the line and column of a syntax error', () => {
     const file = write('syntax.json', '{\n  "listen": ":8084"\n  "ensembleByName": {}\n}\n');
     assert.throws(
       () => loadJsonConfig(file, schema),
-      (err: unknown) => isCachemonError(err, Errors.CONFIG_INVALID) && err.message === `${file}:3:3: expected "," between entries`,
+      (err: unknown) =>
+        isCachemonError(err, Errors.CONFIG_INVALID) && err.message === `${file}:3:3: expected "," between entries`,
     );
   });
 
   it('lists every schema problem with the file and key path', () => {
-    const file = write('schema.json', '{ "listen": 8084, "ensembleByName": { "zk1": ["a:1", 2] }, "log": { "maxSize": -1, "compres": true } }');
+    const file = write(
+      'schema.json',
+      '{ "listen": 8084, "ensembleByName": { "zk1": ["a:1", 2] }, "log": { "maxSize": -1, "compres": true } }',
+    );
     assert.throws(
       () => loadJsonConfig(file, schema),
       (err: unknown) => {

@@ -60,7 +60,7 @@ describe('sendExposition', () => {
   }
 });
 
-describe('serveExposition: an exporter\'s scrape paths', () => {
+describe("serveExposition: an exporter's scrape paths", () => {
   const body = buildBody();
   let server: HttpServer;
   let url: string;
@@ -92,7 +92,9 @@ describe('serveExposition: an exporter\'s scrape paths', () => {
   after(() => server.close());
 
   it('answers GET /metrics as sendExposition does, telling the source the scrape timeout and whether gzip is accepted', async () => {
-    const zipped = await fetchRaw(`${url}/metrics`, { headers: { 'accept-encoding': 'gzip', 'x-prometheus-scrape-timeout-seconds': '5' } });
+    const zipped = await fetchRaw(`${url}/metrics`, {
+      headers: { 'accept-encoding': 'gzip', 'x-prometheus-scrape-timeout-seconds': '5' },
+    });
     assert.equal(zipped.status, 200);
     assert.equal(zipped.headers['content-encoding'], 'gzip');
     assert.equal(zipped.headers['content-type'], EXPOSITION_CONTENT_TYPE);
@@ -156,7 +158,9 @@ describe('serveExposition: connections', () => {
   }
 
   async function connections(): Promise<number> {
-    return new Promise((resolve, reject) => server.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+    return new Promise((resolve, reject) =>
+      server.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+    );
   }
 
   async function until(check: () => boolean | Promise<boolean>, what: string, ms = 3000): Promise<void> {

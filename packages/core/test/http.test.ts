@@ -5,7 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, it } from 'node:test';
 import bcrypt from 'bcryptjs';
-import { CachemonError, createHttpServer, Errors, isCachemonError, postWithoutBody, type HttpServer, type WebConfig } from '../src/index.js';
+import {
+  CachemonError,
+  createHttpServer,
+  Errors,
+  isCachemonError,
+  postWithoutBody,
+  type HttpServer,
+  type WebConfig,
+} from '../src/index.js';
 import { captureLogger } from './support/capture-logger.js';
 import { fetchRaw, parseJson } from './support/http-client.js';
 
@@ -61,14 +69,21 @@ describe('createHttpServer', () => {
     const { server, url, records } = await start();
     const before = await fetchRaw(`${url}/-/ready`);
     assert.equal(before.status, 503);
-    assert.deepEqual(parseJson(before), { status: 'error', code: 'CACHEMON_NOT_READY', error: 'cachemon-test is not ready.' });
+    assert.deepEqual(parseJson(before), {
+      status: 'error',
+      code: 'CACHEMON_NOT_READY',
+      error: 'cachemon-test is not ready.',
+    });
     server.setReady(true);
     const after = await fetchRaw(`${url}/-/ready`);
     assert.equal(after.status, 200);
     assert.equal(after.text, 'cachemon-test is Ready.\n');
     server.setReady(false);
     assert.equal((await fetchRaw(`${url}/-/ready`)).status, 503);
-    assert.deepEqual(records.filter((r) => r['level'] === 'error'), []);
+    assert.deepEqual(
+      records.filter((r) => r['level'] === 'error'),
+      [],
+    );
   });
 
   it('answers an unknown route with 404 JSON', async () => {
@@ -76,7 +91,11 @@ describe('createHttpServer', () => {
     const answer = await fetchRaw(`${url}/nope?x=1`);
     assert.equal(answer.status, 404);
     assert.match(String(answer.headers['content-type']), /^application\/json/);
-    assert.deepEqual(parseJson(answer), { status: 'error', code: 'CACHEMON_NOT_FOUND', error: 'no route for GET /nope' });
+    assert.deepEqual(parseJson(answer), {
+      status: 'error',
+      code: 'CACHEMON_NOT_FOUND',
+      error: 'no route for GET /nope',
+    });
   });
 
   it('answers a CachemonError with its status and code', async () => {
@@ -94,7 +113,11 @@ describe('createHttpServer', () => {
     const { url, records } = await start();
     const answer = await fetchRaw(`${url}/boom`);
     assert.equal(answer.status, 500);
-    assert.deepEqual(parseJson(answer), { status: 'error', code: 'CACHEMON_INTERNAL', error: 'internal error: kaboom' });
+    assert.deepEqual(parseJson(answer), {
+      status: 'error',
+      code: 'CACHEMON_INTERNAL',
+      error: 'internal error: kaboom',
+    });
     const logged = records.find((r) => r['msg'] === 'request failed');
     assert.equal(logged?.['level'], 'error');
     assert.equal((logged?.['err'] as { message?: string } | undefined)?.message, 'kaboom');
@@ -104,28 +127,50 @@ describe('createHttpServer', () => {
     const { url, records } = await start();
     for (let i = 0; i < 3; i++) await fetchRaw(`${url}/-/healthy`);
     await fetchRaw(`${url}/nope`);
-    assert.deepEqual(records.filter((r) => 'reqId' in r || 'req' in r || 'res' in r), []);
-    assert.deepEqual(records.map((r) => r['msg']), [`Server listening at ${url}`]);
+    assert.deepEqual(
+      records.filter((r) => 'reqId' in r || 'req' in r || 'res' in r),
+      [],
+    );
+    assert.deepEqual(
+      records.map((r) => r['msg']),
+      [`Server listening at ${url}`],
+    );
   });
 
   it('accepts a body under the limit and refuses a larger one with 413 JSON', async () => {
     const { url } = await start({ bodyLimitBytes: 1024 });
     const headers = { 'content-type': 'application/json' };
-    const small = await fetchRaw(`${url}/echo`, { method: 'POST', headers, body: JSON.stringify({ a: 'x'.repeat(100) }) });
+    const small = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ a: 'x'.repeat(100) }),
+    });
     assert.equal(small.status, 200);
     assert.deepEqual(parseJson(small), { got: { a: 'x'.repeat(100) } });
-    const large = await fetchRaw(`${url}/echo`, { method: 'POST', headers, body: JSON.stringify({ a: 'x'.repeat(2000) }) });
+    const large = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ a: 'x'.repeat(2000) }),
+    });
     assert.equal(large.status, 413);
     assert.equal(parseJson(large)['code'], 'CACHEMON_BODY_TOO_LARGE');
   });
 
   it('answers malformed JSON and an unsupported content type with JSON errors', async () => {
     const { url } = await start();
-    const bad = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":' });
+    const bad = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":',
+    });
     assert.equal(bad.status, 400);
     assert.equal(parseJson(bad)['code'], 'CACHEMON_BAD_REQUEST');
     assert.equal(parseJson(bad)['status'], 'error');
-    const media = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/x-nope' }, body: 'x' });
+    const media = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-nope' },
+      body: 'x',
+    });
     assert.equal(media.status, 415);
     assert.equal(parseJson(media)['code'], 'CACHEMON_UNSUPPORTED_MEDIA_TYPE');
   });
@@ -151,12 +196,24 @@ describe('createHttpServer', () => {
       assert.deepEqual(parseJson(answer), { status: 'success', calls: i + 1 });
     }
     // Still within the body limit, and only for that route: the others parse bodies as before.
-    const large = await fetchRaw(`${url}/-/reload`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(2000) });
+    const large = await fetchRaw(`${url}/-/reload`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x'.repeat(2000),
+    });
     assert.equal(large.status, 413);
     assert.equal(calls, sent.length);
-    const echo = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
+    const echo = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+    });
     assert.deepEqual(parseJson(echo), { got: { a: 1 } });
-    const media = await fetchRaw(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/x-nope' }, body: 'x' });
+    const media = await fetchRaw(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-nope' },
+      body: 'x',
+    });
     assert.equal(media.status, 415);
   });
 
@@ -176,7 +233,11 @@ describe('createHttpServer', () => {
       const server = await createHttpServer({ name: 'x', logger });
       open.push(server);
       await assert.rejects(server.listen(`127.0.0.1:${port}`), (err: unknown) => {
-        return isCachemonError(err, Errors.LISTEN_FAILED) && err.message.includes(`127.0.0.1:${port}`) && /EADDRINUSE/.test(err.message);
+        return (
+          isCachemonError(err, Errors.LISTEN_FAILED) &&
+          err.message.includes(`127.0.0.1:${port}`) &&
+          /EADDRINUSE/.test(err.message)
+        );
       });
     } finally {
       blocker.close();
@@ -202,7 +263,10 @@ describe('createHttpServer', () => {
     assert.deepEqual(asked, ['localhost']);
     assert.equal(bound.url, `http://127.0.0.1:${bound.port}`);
     // One server: nothing opened for the name's other address (fastify, given the name, would have).
-    assert.deepEqual(server.app.addresses().map((a) => (a as { address: string }).address), ['127.0.0.1']);
+    assert.deepEqual(
+      server.app.addresses().map((a) => (a as { address: string }).address),
+      ['127.0.0.1'],
+    );
     await assert.rejects(fetchRaw(`http://[::1]:${bound.port}/-/healthy`), /ECONNREFUSED/);
     assert.equal((await fetchRaw(`${bound.url}/-/healthy`)).status, 200);
   });
@@ -218,7 +282,11 @@ describe('createHttpServer', () => {
     const none = await createHttpServer({ name: 'x', logger });
     open.push(none);
     await assert.rejects(none.listen('no-such-host.invalid:0'), (err: unknown) => {
-      return isCachemonError(err, Errors.LISTEN_FAILED) && err.message.startsWith('cannot listen on no-such-host.invalid:0: ') && /ENOTFOUND/.test(err.message);
+      return (
+        isCachemonError(err, Errors.LISTEN_FAILED) &&
+        err.message.startsWith('cannot listen on no-such-host.invalid:0: ') &&
+        /ENOTFOUND/.test(err.message)
+      );
     });
   });
 });

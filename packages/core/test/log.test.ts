@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -49,7 +59,9 @@ function readLines(file: string): string[] {
 }
 
 function backupsIn(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name !== 'app.log').sort();
+  return readdirSync(dir)
+    .filter((name) => name !== 'app.log')
+    .sort();
 }
 
 /** Every line of the live file and its backups. */
@@ -79,7 +91,10 @@ describe('createLogger', () => {
   it('writes JSON lines with ISO time and level names, filtered by level', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
-    const logger = createLogger({ ...defaultLogBlock, filename: file, level: 'warn' }, { name: 'cache-exporter', base: { ensemble: 'zk1' } });
+    const logger = createLogger(
+      { ...defaultLogBlock, filename: file, level: 'warn' },
+      { name: 'cache-exporter', base: { ensemble: 'zk1' } },
+    );
     logger.debug('d');
     logger.info('i');
     logger.warn('w');
@@ -88,12 +103,15 @@ describe('createLogger', () => {
     logger.panic('p');
     await closeLogger(logger);
     const records = readLines(file).map((line) => JSON.parse(line) as Record<string, unknown>);
-    assert.deepEqual(records.map((r) => [r['level'], r['msg']]), [
-      ['warn', 'w'],
-      ['error', 'e'],
-      ['fatal', 'f'],
-      ['panic', 'p'],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r['level'], r['msg']]),
+      [
+        ['warn', 'w'],
+        ['error', 'e'],
+        ['fatal', 'f'],
+        ['panic', 'p'],
+      ],
+    );
     const first = records[0] ?? {};
     assert.match(String(first['time']), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.equal(first['name'], 'cache-exporter');
@@ -103,18 +121,28 @@ describe('createLogger', () => {
     assert.equal(records[1]?.['node'], 'a:1');
   });
 
-  it("rotates as the log block says: maxSize in MB, maxBackups, maxAge in days, compress", async () => {
+  it('rotates as the log block says: maxSize in MB, maxBackups, maxAge in days, compress', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
     // Backups as an earlier run left them: one 40 days old (past maxAge), one 2 days old.
     const stale = 'app-2020-01-01T00-00-00.000.log.gz';
     const recent = 'app-2020-01-02T00-00-00.000.log.gz';
-    for (const [name, days] of [[stale, 40], [recent, 2]] as const) {
+    for (const [name, days] of [
+      [stale, 40],
+      [recent, 2],
+    ] as const) {
       writeFileSync(join(dir, name), gzipSync('old\n'));
       const when = new Date(Date.now() - days * DAY);
       utimesSync(join(dir, name), when, when);
     }
-    const logger = createLogger({ level: 'info', filename: file, maxSize: 1, maxBackups: 2, maxAge: 30, compress: true });
+    const logger = createLogger({
+      level: 'info',
+      filename: file,
+      maxSize: 1,
+      maxBackups: 2,
+      maxAge: 30,
+      compress: true,
+    });
     // ~3.4 MB of lines: the file is rotated three times, so more backups are made than are kept.
     const pad = 'x'.repeat(1000);
     const count = 3300;
@@ -135,9 +163,15 @@ describe('createLogger', () => {
     }
     assert.ok(readFileSync(file).length < MB + lineBytes);
     // What is kept is the tail of what was written, in order, nothing lost in between.
-    const seqs = allLines(dir).map((line) => (JSON.parse(line) as { seq?: number }).seq).filter((seq) => seq !== undefined).sort((a, b) => a - b);
+    const seqs = allLines(dir)
+      .map((line) => (JSON.parse(line) as { seq?: number }).seq)
+      .filter((seq) => seq !== undefined)
+      .sort((a, b) => a - b);
     assert.equal(seqs[seqs.length - 1], count - 1);
-    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => count - seqs.length + i));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: seqs.length }, (_, i) => count - seqs.length + i),
+    );
   });
 
   it('ranks panic above fatal', async () => {
@@ -147,7 +181,10 @@ describe('createLogger', () => {
     logger.fatal('hidden');
     logger.panic('shown');
     await closeLogger(logger);
-    assert.deepEqual(readLines(file).map((line) => (JSON.parse(line) as { msg: string }).msg), ['shown']);
+    assert.deepEqual(
+      readLines(file).map((line) => (JSON.parse(line) as { msg: string }).msg),
+      ['shown'],
+    );
   });
 
   it('changes level on reload, for children too', async () => {
@@ -162,22 +199,37 @@ describe('createLogger', () => {
     setLogLevel(logger, 'error');
     logger.warn('quiet again');
     await closeLogger(logger);
-    assert.deepEqual(readLines(file).map((line) => (JSON.parse(line) as { msg: string }).msg), ['after', 'root after']);
+    assert.deepEqual(
+      readLines(file).map((line) => (JSON.parse(line) as { msg: string }).msg),
+      ['after', 'root after'],
+    );
   });
 
   it('logs to stdout by default', () => {
     const dir = freshDir();
-    const result = runScript(dir, `const log = core.createLogger(core.defaultLogBlock); log.warn('to stdout'); log.info('filtered'); await core.closeLogger(log);`);
+    const result = runScript(
+      dir,
+      `const log = core.createLogger(core.defaultLogBlock); log.warn('to stdout'); log.info('filtered'); await core.closeLogger(log);`,
+    );
     assert.equal(result.status, 0, result.stderr);
     const lines = result.stdout.trim().split('\n');
     assert.equal(lines.length, 1);
-    assert.deepEqual(Object.keys(JSON.parse(lines[0] ?? '')).sort(), ['hostname', 'level', 'msg', 'pid', 'time']);
+    assert.deepEqual(Object.keys(JSON.parse(lines[0] ?? '') as object).sort(), [
+      'hostname',
+      'level',
+      'msg',
+      'pid',
+      'time',
+    ]);
     assert.equal((JSON.parse(lines[0] ?? '') as { msg: string }).msg, 'to stdout');
   });
 
   it('logs to stderr when asked', () => {
     const dir = freshDir();
-    const result = runScript(dir, `const log = core.createLogger({ ...core.defaultLogBlock, filename: 'stderr' }); log.error('to stderr');`);
+    const result = runScript(
+      dir,
+      `const log = core.createLogger({ ...core.defaultLogBlock, filename: 'stderr' }); log.error('to stderr');`,
+    );
     assert.equal(result.status, 0, result.stderr);
     assert.equal(result.stdout, '');
     assert.equal((JSON.parse(result.stderr.trim()) as { msg: string }).msg, 'to stderr');
@@ -191,7 +243,10 @@ describe('createLogger', () => {
     );
     assert.equal(result.status, 0, result.stderr);
     assert.equal(result.stdout, '');
-    assert.deepEqual(readLines(join(dir, 'logs', 'sub', 'app.log')).map((l) => (JSON.parse(l) as { msg: string }).msg), ['in file']);
+    assert.deepEqual(
+      readLines(join(dir, 'logs', 'sub', 'app.log')).map((l) => (JSON.parse(l) as { msg: string }).msg),
+      ['in file'],
+    );
   });
 
   it('fails at start with a coded error when the log file cannot be opened', () => {
@@ -208,7 +263,13 @@ describe('createRotatingFileStream', () => {
   it('rotates by size into timestamped backups without losing or repeating a line', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
-    const stream = createRotatingFileStream({ filename: file, maxSizeBytes: 2000, maxBackups: 0, maxAgeDays: 0, compress: false });
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 0,
+      maxAgeDays: 0,
+      compress: false,
+    });
     const written = await writeNumbered(stream, 500);
     const backups = backupsIn(dir);
     assert.ok(backups.length >= 10, `only ${backups.length} backups`);
@@ -224,7 +285,13 @@ describe('createRotatingFileStream', () => {
   it('keeps at most maxBackups backups, the newest ones', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
-    const stream = createRotatingFileStream({ filename: file, maxSizeBytes: 2000, maxBackups: 3, maxAgeDays: 0, compress: false });
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 3,
+      maxAgeDays: 0,
+      compress: false,
+    });
     const written = await writeNumbered(stream, 500);
     const backups = backupsIn(dir);
     assert.equal(backups.length, 3, backups.join(', '));
@@ -236,7 +303,13 @@ describe('createRotatingFileStream', () => {
   it('gzips backups when compress is set', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
-    const stream = createRotatingFileStream({ filename: file, maxSizeBytes: 2000, maxBackups: 0, maxAgeDays: 0, compress: true });
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 0,
+      maxAgeDays: 0,
+      compress: true,
+    });
     const written = await writeNumbered(stream, 200);
     const backups = backupsIn(dir);
     assert.ok(backups.length >= 3, `only ${backups.length} backups`);
@@ -262,7 +335,13 @@ describe('createRotatingFileStream', () => {
     for (const name of [...old, unrelated]) setAge(name, 40);
     setAge(recent, 2);
 
-    const stream = createRotatingFileStream({ filename: file, maxSizeBytes: 2000, maxBackups: 0, maxAgeDays: 30, compress: false });
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 0,
+      maxAgeDays: 30,
+      compress: false,
+    });
     await writeNumbered(stream, 10);
     for (const name of old) assert.equal(existsSync(join(dir, name)), false, `${name} should be gone`);
     assert.equal(existsSync(join(dir, recent)), true);
@@ -286,19 +365,36 @@ describe('createRotatingFileStream', () => {
     unlinkSync(file);
     // Past maxSize: the rotation's rename of the removed file fails.
     for (let i = 0; i < 60; i++) stream.write(`${'y'.repeat(60)}\n`);
-    await eventually(() => assert.ok(errors.some((m) => m.includes(`log file ${file}: `) && m.includes('ENOENT')), errors.join('; ')));
+    await eventually(() =>
+      assert.ok(
+        errors.some((m) => m.includes(`log file ${file}: `) && m.includes('ENOENT')),
+        errors.join('; '),
+      ),
+    );
     const after = Array.from({ length: 5 }, (_, i) => `after ${i}`);
     for (const line of after) stream.write(`${line}\n`);
     await stream.close();
-    assert.deepEqual(readLines(file).filter((line) => line.startsWith('after')), after);
-    assert.ok(errors.every((m) => m.startsWith(`log file ${file}: `)), errors.join('; '));
+    assert.deepEqual(
+      readLines(file).filter((line) => line.startsWith('after')),
+      after,
+    );
+    assert.ok(
+      errors.every((m) => m.startsWith(`log file ${file}: `)),
+      errors.join('; '),
+    );
   });
 
   it('continues an existing file across restarts', async () => {
     const dir = freshDir();
     const file = join(dir, 'app.log');
     writeFileSync(file, 'from before\n');
-    const stream = createRotatingFileStream({ filename: file, maxSizeBytes: 2000, maxBackups: 0, maxAgeDays: 0, compress: false });
+    const stream = createRotatingFileStream({
+      filename: file,
+      maxSizeBytes: 2000,
+      maxBackups: 0,
+      maxAgeDays: 0,
+      compress: false,
+    });
     stream.write('after restart\n');
     await stream.close();
     assert.deepEqual(readLines(file), ['from before', 'after restart']);

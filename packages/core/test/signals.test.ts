@@ -78,21 +78,28 @@ describe('installSignalHandlers', () => {
     assert.deepEqual(stdout.trim().split('\n'), ['ready', 'reloaded 1', 'reloaded 2', 'shutdown']);
   });
 
-  it('writes the shutdown\'s last log lines to the log file before it exits', async () => {
+  it("writes the shutdown's last log lines to the log file before it exits", async () => {
     const logFile = join(dir, `shutdown-${scriptCount}.log`);
-    const shutdown = "await new Promise((r) => setTimeout(r, 20)); for (let i = 0; i < 2000; i++) logger.info({ i, pad: 'x'.repeat(200) }, 'closing'); logger.info('bye');";
+    const shutdown =
+      "await new Promise((r) => setTimeout(r, 20)); for (let i = 0; i < 2000; i++) logger.info({ i, pad: 'x'.repeat(200) }, 'closing'); logger.info('bye');";
     const daemon = startDaemon({ reload: '', shutdown, logFile });
     await daemon.waitFor('ready');
     daemon.signal('SIGTERM');
     assert.equal((await daemon.exited).code, 0);
-    const messages = readFileSync(logFile, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { msg: string }).msg);
+    const messages = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
     assert.equal(messages[0], 'SIGTERM received; shutting down');
     assert.equal(messages.filter((m) => m === 'closing').length, 2000);
     assert.equal(messages[messages.length - 1], 'bye');
   });
 
   it('survives a failing reload and shuts down on SIGINT', async () => {
-    const daemon = startDaemon({ reload: "say('reload attempted'); throw new Error('bad config');", shutdown: "say('shutdown');" });
+    const daemon = startDaemon({
+      reload: "say('reload attempted'); throw new Error('bad config');",
+      shutdown: "say('shutdown');",
+    });
     await daemon.waitFor('ready');
     daemon.signal('SIGHUP');
     await daemon.waitFor('reload attempted');
@@ -125,7 +132,8 @@ describe('installSignalHandlers', () => {
 
   it('runs reloads one at a time', async () => {
     const daemon = startDaemon({
-      reload: "reloads++; say('start ' + reloads); await new Promise((r) => setTimeout(r, 200)); say('end ' + reloads);",
+      reload:
+        "reloads++; say('start ' + reloads); await new Promise((r) => setTimeout(r, 200)); say('end ' + reloads);",
       shutdown: "say('shutdown');",
     });
     await daemon.waitFor('ready');

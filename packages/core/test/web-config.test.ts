@@ -67,7 +67,9 @@ describe('loadWebConfig', () => {
   });
 
   it('defaults to TLS 1.2 and no client certificates', async () => {
-    const config = await loadWebConfig(writeConfig('tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n'));
+    const config = await loadWebConfig(
+      writeConfig('tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n'),
+    );
     assert.equal(config.tls?.minVersion, 'TLSv1.2');
     assert.equal(config.tls?.clientAuthType, 'NoClientCert');
   });
@@ -80,18 +82,62 @@ describe('loadWebConfig', () => {
   });
 
   const invalid: Array<[string, string, RegExp]> = [
-    ['an unknown key', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  certfile: x\n', /: tls_server_config\.certfile: unknown key$/],
+    [
+      'an unknown key',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  certfile: x\n',
+      /: tls_server_config\.certfile: unknown key$/,
+    ],
     ['an unknown top-level key', 'basic_auth:\n  a: b\n', /: basic_auth: unknown key$/],
-    ['a missing key_file', 'tls_server_config:\n  cert_file: tls/server.crt\n', /: tls_server_config\.key_file: missing/],
-    ['a bad client_auth_type', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  client_auth_type: Sometimes\n', /: tls_server_config\.client_auth_type: /],
-    ['verification without a CA', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  client_auth_type: RequireAndVerifyClientCert\n', /: tls_server_config\.client_ca_file: missing/],
-    ['a bad min_version', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  min_version: TLS14\n', /: tls_server_config\.min_version: /],
-    ['max below min', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  min_version: TLS13\n  max_version: TLS12\n', /: tls_server_config\.max_version: lower than min_version/],
-    ['an unsupported exporter-toolkit key', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n', /: tls_server_config\.cipher_suites: not supported/],
-    ['an unreadable cert_file', 'tls_server_config:\n  cert_file: tls/nope.crt\n  key_file: tls/server.key\n', /: tls_server_config\.cert_file: cannot read .*nope\.crt: ENOENT/],
-    ['a key not matching the cert', 'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/other.key\n', /: tls_server_config: .*mismatch/],
-    ['a password that is not a bcrypt hash', 'basic_auth_users:\n  alice: secret\n', /: basic_auth_users\.alice: not a bcrypt hash/],
-    ['a header that may not be set', 'http_server_config:\n  headers:\n    Content-Type: text/html\n', /http_server_config\.headers.*Content-Type.*cannot be configured/],
+    [
+      'a missing key_file',
+      'tls_server_config:\n  cert_file: tls/server.crt\n',
+      /: tls_server_config\.key_file: missing/,
+    ],
+    [
+      'a bad client_auth_type',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  client_auth_type: Sometimes\n',
+      /: tls_server_config\.client_auth_type: /,
+    ],
+    [
+      'verification without a CA',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  client_auth_type: RequireAndVerifyClientCert\n',
+      /: tls_server_config\.client_ca_file: missing/,
+    ],
+    [
+      'a bad min_version',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  min_version: TLS14\n',
+      /: tls_server_config\.min_version: /,
+    ],
+    [
+      'max below min',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  min_version: TLS13\n  max_version: TLS12\n',
+      /: tls_server_config\.max_version: lower than min_version/,
+    ],
+    [
+      'an unsupported exporter-toolkit key',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n',
+      /: tls_server_config\.cipher_suites: not supported/,
+    ],
+    [
+      'an unreadable cert_file',
+      'tls_server_config:\n  cert_file: tls/nope.crt\n  key_file: tls/server.key\n',
+      /: tls_server_config\.cert_file: cannot read .*nope\.crt: ENOENT/,
+    ],
+    [
+      'a key not matching the cert',
+      'tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/other.key\n',
+      /: tls_server_config: .*mismatch/,
+    ],
+    [
+      'a password that is not a bcrypt hash',
+      'basic_auth_users:\n  alice: secret\n',
+      /: basic_auth_users\.alice: not a bcrypt hash/,
+    ],
+    [
+      'a header that may not be set',
+      'http_server_config:\n  headers:\n    Content-Type: text/html\n',
+      /http_server_config\.headers.*Content-Type.*cannot be configured/,
+    ],
     ['a YAML syntax error', 'basic_auth_users:\n  alice: [unclosed\n', /web-\d+\.yml:\d+:\d+: /],
     ['a document that is not a mapping', '- a\n- b\n', /: \(root\): /],
   ];

@@ -30,7 +30,12 @@ function family(
 
 // ---- node state -------------------------------------------------------------------------------
 
-export const UP = family('arcus_up', 'gauge', 'Whether the cache node answered stats within the scrape deadline (1) or not (0).', 'stats');
+export const UP = family(
+  'arcus_up',
+  'gauge',
+  'Whether the cache node answered stats within the scrape deadline (1) or not (0).',
+  'stats',
+);
 export const NODE_REGISTERED = family(
   'arcus_node_registered',
   'gauge',
@@ -50,7 +55,13 @@ export const NODE_ERROR = family(
   'exporter',
   ['reason'],
 );
-export const VERSION_INFO = family('arcus_version_info', 'gauge', 'Server version (value 1).', 'stats version, libevent', ['version', 'libevent']);
+export const VERSION_INFO = family(
+  'arcus_version_info',
+  'gauge',
+  'Server version (value 1).',
+  'stats version, libevent',
+  ['version', 'libevent'],
+);
 
 // ---- stats: explicit fields -------------------------------------------------------------------
 
@@ -70,14 +81,30 @@ export const STATS_FIELDS: ReadonlyMap<string, FieldRule> = new Map([
   field('arcus_uptime_seconds', 'gauge', 'Seconds since the server started.', 'uptime'),
   field('arcus_time_seconds', 'gauge', "Server's clock, Unix seconds.", 'time'),
   field('arcus_pointer_size_bits', 'gauge', 'Pointer size of the server build.', 'pointer_size'),
-  field('arcus_heartbeats_total', 'counter', 'Heartbeats (set arcus:zk-ping) the server ran against itself.', 'hb_count'),
-  field('arcus_heartbeat_latency_seconds_total', 'counter', 'Sum of heartbeat latencies; divide its rate by the heartbeats rate for the mean.', 'hb_latency', 0.001),
+  field(
+    'arcus_heartbeats_total',
+    'counter',
+    'Heartbeats (set arcus:zk-ping) the server ran against itself.',
+    'hb_count',
+  ),
+  field(
+    'arcus_heartbeat_latency_seconds_total',
+    'counter',
+    'Sum of heartbeat latencies; divide its rate by the heartbeats rate for the mean.',
+    'hb_latency',
+    0.001,
+  ),
   field('arcus_cpu_user_seconds_total', 'counter', 'User CPU time of the server process.', 'rusage_user'),
   field('arcus_cpu_system_seconds_total', 'counter', 'System CPU time of the server process.', 'rusage_system'),
   field('arcus_daemon_connections', 'gauge', 'Connections the server uses internally.', 'daemon_connections'),
   field('arcus_connections', 'gauge', 'Open client connections.', 'curr_connections'),
   field('arcus_connections_quit_total', 'counter', 'Connections closed by quit.', 'quit_connections'),
-  field('arcus_connections_rejected_total', 'counter', 'Connections rejected because of the connection limit.', 'reject_connections'),
+  field(
+    'arcus_connections_rejected_total',
+    'counter',
+    'Connections rejected because of the connection limit.',
+    'reject_connections',
+  ),
   field('arcus_connections_total', 'counter', 'Connections opened.', 'total_connections'),
   field('arcus_connection_structures', 'gauge', 'Connection structures allocated.', 'connection_structures'),
   field('arcus_auth_errors_total', 'counter', 'Failed authentications.', 'auth_errors'),
@@ -87,7 +114,12 @@ export const STATS_FIELDS: ReadonlyMap<string, FieldRule> = new Map([
   field('arcus_limit_bytes', 'gauge', 'Memory limit for items.', 'limit_maxbytes'),
   field('arcus_limit_connections', 'gauge', 'Connection limit.', 'limit_maxconns'),
   field('arcus_threads', 'gauge', 'Worker threads.', 'threads'),
-  field('arcus_connection_yields_total', 'counter', 'Times a connection yielded to others (reqs_per_event reached).', 'conn_yields'),
+  field(
+    'arcus_connection_yields_total',
+    'counter',
+    'Times a connection yielded to others (reqs_per_event reached).',
+    'conn_yields',
+  ),
   field('arcus_prefixes', 'gauge', 'Prefixes holding items.', 'curr_prefixes'),
   field('arcus_items_reclaimed_total', 'counter', 'Expired items whose memory was reused.', 'reclaimed'),
   field('arcus_items_evicted_total', 'counter', 'Valid items evicted to free memory.', 'evictions'),
@@ -107,9 +139,27 @@ export const STATS_TEXT_FIELDS: ReadonlySet<string> = new Set(['version', 'libev
 
 // ---- stats: per-command families (by name pattern) ---------------------------------------------
 
-export const COMMANDS = family('arcus_commands_total', 'counter', 'Commands received, by command (cmd_<command>).', 'stats cmd_*', ['command']);
-export const COMMAND_HITS = family('arcus_command_hits_total', 'counter', 'Commands that found their item, by command (<command>_hits).', 'stats *_hits', ['command']);
-export const COMMAND_MISSES = family('arcus_command_misses_total', 'counter', 'Commands that did not find their item, by command (<command>_misses).', 'stats *_misses', ['command']);
+export const COMMANDS = family(
+  'arcus_commands_total',
+  'counter',
+  'Commands received, by command (cmd_<command>).',
+  'stats cmd_*',
+  ['command'],
+);
+export const COMMAND_HITS = family(
+  'arcus_command_hits_total',
+  'counter',
+  'Commands that found their item, by command (<command>_hits).',
+  'stats *_hits',
+  ['command'],
+);
+export const COMMAND_MISSES = family(
+  'arcus_command_misses_total',
+  'counter',
+  'Commands that did not find their item, by command (<command>_misses).',
+  'stats *_misses',
+  ['command'],
+);
 export const COMMAND_ELEM_HITS = family(
   'arcus_command_elem_hits_total',
   'counter',
@@ -124,8 +174,20 @@ export const COMMAND_NONE_HITS = family(
   'stats *_none_hits',
   ['command'],
 );
-export const COMMAND_OKS = family('arcus_command_oks_total', 'counter', 'Commands that succeeded, for commands counted that way (<command>_oks).', 'stats *_oks', ['command']);
-export const COMMAND_BADVAL = family('arcus_command_badval_total', 'counter', 'cas commands whose item changed meanwhile (cas_badval).', 'stats cas_badval', ['command']);
+export const COMMAND_OKS = family(
+  'arcus_command_oks_total',
+  'counter',
+  'Commands that succeeded, for commands counted that way (<command>_oks).',
+  'stats *_oks',
+  ['command'],
+);
+export const COMMAND_BADVAL = family(
+  'arcus_command_badval_total',
+  'counter',
+  'cas commands whose item changed meanwhile (cas_badval).',
+  'stats cas_badval',
+  ['command'],
+);
 export const OTHER_STAT = family(
   'arcus_stat',
   'untyped',
@@ -187,33 +249,158 @@ const number = (value: string): number | undefined => {
   const n = Number(value);
   return value.trim() === '' || !Number.isFinite(n) ? undefined : n;
 };
-const flag = (on: string) => (value: string): number | undefined => (value === on ? 1 : value === '' ? undefined : 0);
+const flag =
+  (on: string) =>
+  (value: string): number | undefined =>
+    value === on ? 1 : value === '' ? undefined : 0;
 const millis = (value: string): number | undefined => {
   const n = number(value);
   return n === undefined ? undefined : n / 1000;
 };
 
-const COLLECTION_MAX = family('arcus_collection_max_elements', 'gauge', 'Most elements a collection item may hold, by collection type.', 'stats settings max_<type>_size', ['type']);
+const COLLECTION_MAX = family(
+  'arcus_collection_max_elements',
+  'gauge',
+  'Most elements a collection item may hold, by collection type.',
+  'stats settings max_<type>_size',
+  ['type'],
+);
 
 export const SETTINGS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
-  ['max_stats_prefixes', { family: family('arcus_max_stats_prefixes', 'gauge', 'Prefix count above which stats prefixes and stats detail dump refuse to answer.', 'stats settings max_stats_prefixes'), parse: number }],
-  ['detail_enabled', { family: family('arcus_prefix_detail_enabled', 'gauge', 'Whether per-prefix operation counting (stats detail) is on; prefix operation metrics need it.', 'stats settings detail_enabled'), parse: flag('yes') }],
-  ['evictions', { family: family('arcus_evictions_enabled', 'gauge', 'Whether the server evicts items when memory is full (0: it answers out of memory).', 'stats settings evictions'), parse: flag('on') }],
-  ['item_size_max', { family: family('arcus_item_size_max_bytes', 'gauge', 'Largest item size.', 'stats settings item_size_max'), parse: number }],
-  ['max_element_bytes', { family: family('arcus_element_max_bytes', 'gauge', 'Largest collection element size.', 'stats settings max_element_bytes'), parse: number }],
+  [
+    'max_stats_prefixes',
+    {
+      family: family(
+        'arcus_max_stats_prefixes',
+        'gauge',
+        'Prefix count above which stats prefixes and stats detail dump refuse to answer.',
+        'stats settings max_stats_prefixes',
+      ),
+      parse: number,
+    },
+  ],
+  [
+    'detail_enabled',
+    {
+      family: family(
+        'arcus_prefix_detail_enabled',
+        'gauge',
+        'Whether per-prefix operation counting (stats detail) is on; prefix operation metrics need it.',
+        'stats settings detail_enabled',
+      ),
+      parse: flag('yes'),
+    },
+  ],
+  [
+    'evictions',
+    {
+      family: family(
+        'arcus_evictions_enabled',
+        'gauge',
+        'Whether the server evicts items when memory is full (0: it answers out of memory).',
+        'stats settings evictions',
+      ),
+      parse: flag('on'),
+    },
+  ],
+  [
+    'item_size_max',
+    {
+      family: family('arcus_item_size_max_bytes', 'gauge', 'Largest item size.', 'stats settings item_size_max'),
+      parse: number,
+    },
+  ],
+  [
+    'max_element_bytes',
+    {
+      family: family(
+        'arcus_element_max_bytes',
+        'gauge',
+        'Largest collection element size.',
+        'stats settings max_element_bytes',
+      ),
+      parse: number,
+    },
+  ],
   ['max_list_size', { family: COLLECTION_MAX, label: ['type', 'list'], parse: number }],
   ['max_set_size', { family: COLLECTION_MAX, label: ['type', 'set'], parse: number }],
   ['max_map_size', { family: COLLECTION_MAX, label: ['type', 'map'], parse: number }],
   ['max_btree_size', { family: COLLECTION_MAX, label: ['type', 'btree'], parse: number }],
-  ['hb_timeout', { family: family('arcus_heartbeat_timeout_seconds', 'gauge', 'Heartbeat latency counted as a failure.', 'stats settings hb_timeout'), parse: millis }],
-  ['hb_failstop', { family: family('arcus_heartbeat_failstop_seconds', 'gauge', 'Accumulated heartbeat failure time after which the server stops itself (0: never).', 'stats settings hb_failstop'), parse: millis }],
+  [
+    'hb_timeout',
+    {
+      family: family(
+        'arcus_heartbeat_timeout_seconds',
+        'gauge',
+        'Heartbeat latency counted as a failure.',
+        'stats settings hb_timeout',
+      ),
+      parse: millis,
+    },
+  ],
+  [
+    'hb_failstop',
+    {
+      family: family(
+        'arcus_heartbeat_failstop_seconds',
+        'gauge',
+        'Accumulated heartbeat failure time after which the server stops itself (0: never).',
+        'stats settings hb_failstop',
+      ),
+      parse: millis,
+    },
+  ],
 ]);
 
 export const ZOOKEEPER_STATS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
-  ['zk_connected', { family: family('arcus_zookeeper_connected', 'gauge', "Whether the server's own ZooKeeper session is connected.", 'stats zookeeper zk_connected'), parse: flag('true') }],
-  ['zk_ready', { family: family('arcus_zookeeper_ready', 'gauge', 'Whether the server is registered and ready in ZooKeeper.', 'stats zookeeper zk_ready'), parse: flag('true') }],
-  ['zk_timeout', { family: family('arcus_zookeeper_session_timeout_seconds', 'gauge', "The server's ZooKeeper session timeout.", 'stats zookeeper zk_timeout'), parse: millis }],
-  ['zk_failstop', { family: family('arcus_zookeeper_failstop', 'gauge', 'Whether the server stops itself when its ZooKeeper session expires.', 'stats zookeeper zk_failstop'), parse: flag('on') }],
+  [
+    'zk_connected',
+    {
+      family: family(
+        'arcus_zookeeper_connected',
+        'gauge',
+        "Whether the server's own ZooKeeper session is connected.",
+        'stats zookeeper zk_connected',
+      ),
+      parse: flag('true'),
+    },
+  ],
+  [
+    'zk_ready',
+    {
+      family: family(
+        'arcus_zookeeper_ready',
+        'gauge',
+        'Whether the server is registered and ready in ZooKeeper.',
+        'stats zookeeper zk_ready',
+      ),
+      parse: flag('true'),
+    },
+  ],
+  [
+    'zk_timeout',
+    {
+      family: family(
+        'arcus_zookeeper_session_timeout_seconds',
+        'gauge',
+        "The server's ZooKeeper session timeout.",
+        'stats zookeeper zk_timeout',
+      ),
+      parse: millis,
+    },
+  ],
+  [
+    'zk_failstop',
+    {
+      family: family(
+        'arcus_zookeeper_failstop',
+        'gauge',
+        'Whether the server stops itself when its ZooKeeper session expires.',
+        'stats zookeeper zk_failstop',
+      ),
+      parse: flag('on'),
+    },
+  ],
 ]);
 
 // ---- QoS ---------------------------------------------------------------------------------------
@@ -225,17 +412,42 @@ export const QOS_LATENCY = family(
   'QoS probes',
   ['probe'],
 );
-export const QOS_SUCCESS = family('arcus_qos_success', 'gauge', 'Whether the last QoS probe of this kind got its expected reply.', 'QoS probes', ['probe']);
-export const QOS_TIMESTAMP = family('arcus_qos_last_run_timestamp_seconds', 'gauge', 'When the QoS probes of the node last ran (Unix seconds).', 'QoS probes');
+export const QOS_SUCCESS = family(
+  'arcus_qos_success',
+  'gauge',
+  'Whether the last QoS probe of this kind got its expected reply.',
+  'QoS probes',
+  ['probe'],
+);
+export const QOS_TIMESTAMP = family(
+  'arcus_qos_last_run_timestamp_seconds',
+  'gauge',
+  'When the QoS probes of the node last ran (Unix seconds).',
+  'QoS probes',
+);
 
 // ---- prefixes (summed per service code) -------------------------------------------------------
 
-export const PREFIX_ITEMS = family('arcus_prefix_items', 'gauge', 'Items under the prefix, summed over the nodes of the service code, by item type.', 'stats prefixes *itm', ['prefix', 'type'], '/metrics/prefixes');
-export const PREFIX_BYTES = family('arcus_prefix_bytes', 'gauge', 'Bytes of the items under the prefix, summed over the nodes of the service code, by item type.', 'stats prefixes *tsz', ['prefix', 'type'], '/metrics/prefixes');
+export const PREFIX_ITEMS = family(
+  'arcus_prefix_items',
+  'gauge',
+  'Items under the prefix, summed over the nodes of the service code, by item type.',
+  'stats prefixes *itm',
+  ['prefix', 'type'],
+  '/metrics/prefixes',
+);
+export const PREFIX_BYTES = family(
+  'arcus_prefix_bytes',
+  'gauge',
+  'Bytes of the items under the prefix, summed over the nodes of the service code, by item type.',
+  'stats prefixes *tsz',
+  ['prefix', 'type'],
+  '/metrics/prefixes',
+);
 export const PREFIX_COMMANDS = family(
   'arcus_prefix_commands_total',
   'counter',
-  'Requests on keys of the prefix over the nodes of the service code, by command (needs stats detail on): a running total of each node\'s increase, so a node that fails, restarts or leaves never makes it fall.',
+  "Requests on keys of the prefix over the nodes of the service code, by command (needs stats detail on): a running total of each node's increase, so a node that fails, restarts or leaves never makes it fall.",
   'stats detail dump',
   ['prefix', 'command'],
   '/metrics/prefixes',
@@ -248,7 +460,14 @@ export const PREFIX_COMMAND_HITS = family(
   ['prefix', 'command'],
   '/metrics/prefixes',
 );
-export const PREFIX_OTHER = family('arcus_prefix_stat', 'untyped', 'A per-prefix field this exporter has no specific metric for, summed over the nodes of the service code.', 'stats prefixes, stats detail dump', ['prefix', 'field'], '/metrics/prefixes');
+export const PREFIX_OTHER = family(
+  'arcus_prefix_stat',
+  'untyped',
+  'A per-prefix field this exporter has no specific metric for, summed over the nodes of the service code.',
+  'stats prefixes, stats detail dump',
+  ['prefix', 'field'],
+  '/metrics/prefixes',
+);
 export const PREFIX_NODES = family(
   'arcus_prefix_nodes',
   'gauge',
@@ -257,7 +476,14 @@ export const PREFIX_NODES = family(
   ['state'],
   '/metrics/prefixes',
 );
-export const PREFIX_COLLECTED = family('arcus_prefix_collection_enabled', 'gauge', 'Whether prefix statistics are collected for the service code (collectPrefixes / serviceCodesToCollectPrefixes).', 'config', [], '/metrics/prefixes');
+export const PREFIX_COLLECTED = family(
+  'arcus_prefix_collection_enabled',
+  'gauge',
+  'Whether prefix statistics are collected for the service code (collectPrefixes / serviceCodesToCollectPrefixes).',
+  'config',
+  [],
+  '/metrics/prefixes',
+);
 
 /** Item type of the `stats prefixes` count and size fields. */
 export const PREFIX_ITEM_FIELDS: ReadonlyMap<string, { family: FamilySpec; type: string }> = new Map([
@@ -282,22 +508,60 @@ export const PREFIX_ITEM_TOTALS: ReadonlySet<string> = new Set(['itm', 'tsz']);
 export const PREFIX_OPERATION_CODES: ReadonlyMap<string, { command: string; hits: boolean }> = new Map(
   (
     [
-      ['get', 'get', false], ['hit', 'get', true], ['set', 'set', false], ['del', 'delete', false],
-      ['inc', 'incr', false], ['dec', 'decr', false],
-      ['lcs', 'lop_create', false], ['lis', 'lop_insert', false], ['lih', 'lop_insert', true],
-      ['lds', 'lop_delete', false], ['ldh', 'lop_delete', true], ['lgs', 'lop_get', false], ['lgh', 'lop_get', true],
-      ['scs', 'sop_create', false], ['sis', 'sop_insert', false], ['sih', 'sop_insert', true],
-      ['sds', 'sop_delete', false], ['sdh', 'sop_delete', true], ['sgs', 'sop_get', false], ['sgh', 'sop_get', true],
-      ['ses', 'sop_exist', false], ['seh', 'sop_exist', true],
-      ['mcs', 'mop_create', false], ['mis', 'mop_insert', false], ['mih', 'mop_insert', true],
-      ['mus', 'mop_update', false], ['muh', 'mop_update', true], ['mds', 'mop_delete', false], ['mdh', 'mop_delete', true],
-      ['mgs', 'mop_get', false], ['mgh', 'mop_get', true],
-      ['bcs', 'bop_create', false], ['bis', 'bop_insert', false], ['bih', 'bop_insert', true],
-      ['bus', 'bop_update', false], ['buh', 'bop_update', true], ['bds', 'bop_delete', false], ['bdh', 'bop_delete', true],
-      ['bps', 'bop_incr', false], ['bph', 'bop_incr', true], ['bms', 'bop_decr', false], ['bmh', 'bop_decr', true],
-      ['bgs', 'bop_get', false], ['bgh', 'bop_get', true], ['bns', 'bop_count', false], ['bnh', 'bop_count', true],
-      ['pfs', 'bop_position', false], ['pfh', 'bop_position', true], ['pgs', 'bop_pwg', false], ['pgh', 'bop_pwg', true],
-      ['gps', 'bop_gbp', false], ['gph', 'bop_gbp', true], ['gas', 'getattr', false], ['sas', 'setattr', false],
+      ['get', 'get', false],
+      ['hit', 'get', true],
+      ['set', 'set', false],
+      ['del', 'delete', false],
+      ['inc', 'incr', false],
+      ['dec', 'decr', false],
+      ['lcs', 'lop_create', false],
+      ['lis', 'lop_insert', false],
+      ['lih', 'lop_insert', true],
+      ['lds', 'lop_delete', false],
+      ['ldh', 'lop_delete', true],
+      ['lgs', 'lop_get', false],
+      ['lgh', 'lop_get', true],
+      ['scs', 'sop_create', false],
+      ['sis', 'sop_insert', false],
+      ['sih', 'sop_insert', true],
+      ['sds', 'sop_delete', false],
+      ['sdh', 'sop_delete', true],
+      ['sgs', 'sop_get', false],
+      ['sgh', 'sop_get', true],
+      ['ses', 'sop_exist', false],
+      ['seh', 'sop_exist', true],
+      ['mcs', 'mop_create', false],
+      ['mis', 'mop_insert', false],
+      ['mih', 'mop_insert', true],
+      ['mus', 'mop_update', false],
+      ['muh', 'mop_update', true],
+      ['mds', 'mop_delete', false],
+      ['mdh', 'mop_delete', true],
+      ['mgs', 'mop_get', false],
+      ['mgh', 'mop_get', true],
+      ['bcs', 'bop_create', false],
+      ['bis', 'bop_insert', false],
+      ['bih', 'bop_insert', true],
+      ['bus', 'bop_update', false],
+      ['buh', 'bop_update', true],
+      ['bds', 'bop_delete', false],
+      ['bdh', 'bop_delete', true],
+      ['bps', 'bop_incr', false],
+      ['bph', 'bop_incr', true],
+      ['bms', 'bop_decr', false],
+      ['bmh', 'bop_decr', true],
+      ['bgs', 'bop_get', false],
+      ['bgh', 'bop_get', true],
+      ['bns', 'bop_count', false],
+      ['bnh', 'bop_count', true],
+      ['pfs', 'bop_position', false],
+      ['pfh', 'bop_position', true],
+      ['pgs', 'bop_pwg', false],
+      ['pgh', 'bop_pwg', true],
+      ['gps', 'bop_gbp', false],
+      ['gph', 'bop_gbp', true],
+      ['gas', 'getattr', false],
+      ['sas', 'setattr', false],
     ] as const
   ).map(([code, command, hits]) => [code, { command, hits }]),
 );
@@ -308,10 +572,27 @@ export function allFamilies(): FamilySpec[] {
   const add = (spec: FamilySpec) => seen.has(spec.name) || seen.set(spec.name, spec);
   [UP, NODE_REGISTERED, NODE_SCRAPE_DURATION, NODE_ERROR, VERSION_INFO].forEach(add);
   for (const rule of STATS_FIELDS.values()) add(rule.family);
-  [COMMANDS, COMMAND_HITS, COMMAND_MISSES, COMMAND_ELEM_HITS, COMMAND_NONE_HITS, COMMAND_OKS, COMMAND_BADVAL, OTHER_STAT].forEach(add);
+  [
+    COMMANDS,
+    COMMAND_HITS,
+    COMMAND_MISSES,
+    COMMAND_ELEM_HITS,
+    COMMAND_NONE_HITS,
+    COMMAND_OKS,
+    COMMAND_BADVAL,
+    OTHER_STAT,
+  ].forEach(add);
   for (const rule of SETTINGS.values()) add(rule.family);
   for (const rule of ZOOKEEPER_STATS.values()) add(rule.family);
   [QOS_LATENCY, QOS_SUCCESS, QOS_TIMESTAMP].forEach(add);
-  [PREFIX_ITEMS, PREFIX_BYTES, PREFIX_COMMANDS, PREFIX_COMMAND_HITS, PREFIX_OTHER, PREFIX_NODES, PREFIX_COLLECTED].forEach(add);
+  [
+    PREFIX_ITEMS,
+    PREFIX_BYTES,
+    PREFIX_COMMANDS,
+    PREFIX_COMMAND_HITS,
+    PREFIX_OTHER,
+    PREFIX_NODES,
+    PREFIX_COLLECTED,
+  ].forEach(add);
   return [...seen.values()];
 }

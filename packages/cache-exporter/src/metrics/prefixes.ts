@@ -16,75 +16,41 @@ import {
 } from './catalog.js';
 
 /**
- * Prefix series are summed per service code, not kept per node.
+ * Prefix series are summed per service code, not kept per node: keys of a prefix are hashed over
+ * every node, so a per-node split multiplies the series by the node count for little an operator
+ * acts on. A series is emitted once its value has been non-zero, and from then on, zeros included.
  *
- * Cardinality: a service code with P prefixes yields at most P x (10 item/size series +
- * ~55 operation series). Per node that would multiply by the node count: 500 nodes x 50 prefixes
- * x 65 = 1.6 M series at 1m, more than the whole rest of the stack. Keys of a prefix are hashed
- * over every node of the cluster, so the per-node split carries little information an operator
- * acts on; the per-node totals (items, bytes, commands) are in /metrics. Summed: 10 service codes
- * x 50 prefixes x 65 = 32 k series at most, and far fewer in practice because a series is only
- * emitted once its value has been non-zero (most prefixes use one or two item types); after that
- * it stays, zeros included, so rates and sums keep working. The cost of that rule: the very first
- * increase of a never-used command on a prefix is not seen by rate().
- *
- * Operation counts are counters, and a sum over whichever nodes answered is not one: it falls
- * when a node fails, times out, restarts or leaves, and rate() reads every fall as a reset, a
- * spike of the whole sum. So they are running totals instead (CounterTotals): every scrape adds
- * each answering node's increase since its last reading (its whole value when it counts from
- * zero again after a restart, or is new), and a node that does not answer adds nothing until it
- * does. The totals never fall; their rate is the service code's rate. Item counts and sizes are
- * gauges: summed over the nodes that answered, as arcus_prefix_nodes says.
- *
- * Speed and memory: replies are read as bytes the moment they arrive and added into one row of
- * numbers (a Float64Array) per service code and prefix; nothing per line or per field is kept,
- * and a scrape holds those rows, never the replies of all nodes. What lasts between scrapes: the
- * totals, and each node's last operation counts (CounterTotals: ~7 MB at 500 nodes x 50
- * prefixes).
+ * Operation counts are running totals (CounterTotals): a plain sum over the nodes that answered
+ * falls when one fails or restarts, and rate() would read that as a reset. Item counts and sizes
+ * are gauges, summed over the nodes that answered (arcus_prefix_nodes).
  */
 
 export type NodePrefixState = 'ok' | 'failed' | 'limited';
 export type PrefixKind = 'items' | 'operations';
 
-/**
- * The field names of one kind of prefix line, numbered in the order they were first seen: the
- * columns of the sum rows. Lines of one server share one field layout, so the layout of the last
- * line is kept as bytes and a line that matches it needs no name decoded.
- */
+/** The field names of one kind of prefix line, numbered in the order they were first seen: the columns of the sum rows. */
 export class FieldTable {
   readonly names: string[] = [];
   private readonly ids = new Map<string, number>();
-  private layout = Buffer.alloc(0);
-  private layoutEnds = new Uint32Array(0);
-  private layoutColumns = new Int32Array(0);
 
   get size(): number {
     return this.names.length;
   }
 
-  /**
-   * The columns of a line's fields into `columns[at..at + pairs)`; -1 for the text field. Copied
-   * element by element: a typed array's subarray() is an object of its own, and this runs for
-   * every line of every node (51,000 lines a prefix scrape at 500 nodes x 50 prefixes).
-   */
-  columnsOf(reply: Buffer, ranges: Uint32Array, counts: Float64Array, pairs: number, columns: Int32Array, at: number): void {
-    if (this.matchesLayout(reply, ranges, pairs)) {
-      const layoutColumns = this.layoutColumns;
-      for (let i = 0; i < pairs; i++) columns[at + i] = layoutColumns[i]!;
-      return;
-    }
-    const layoutParts: Buffer[] = [];
-    const ends = new Uint32Array(pairs);
-    let end = 0;
+  /** The columns of a line's fields into `columns[at..at + pairs)`; -1 for the text field. */
+  columnsOf(
+    reply: Buffer,
+    ranges: Uint32Array,
+    counts: Float64Array,
+    pairs: number,
+    columns: Int32Array,
+    at: number,
+  ): void {
     for (let i = 0; i < pairs; i++) {
-      const field = reply.subarray(ranges[i * 4]!, ranges[i * 4 + 1]!);
-      layoutParts.push(field);
-      ends[i] = end += field.length;
-      columns[at + i] = Number.isNaN(counts[i]!) ? -1 : this.id(field.toString('utf8'));
+      columns[at + i] = Number.isNaN(counts[i]!)
+        ? -1
+        : this.id(reply.toString('utf8', ranges[i * 4], ranges[i * 4 + 1]));
     }
-    this.layout = Buffer.concat(layoutParts);
-    this.layoutEnds = ends;
-    this.layoutColumns = columns.slice(at, at + pairs);
   }
 
   private id(name: string): number {
@@ -95,20 +61,6 @@ export class FieldTable {
       this.ids.set(name, id);
     }
     return id;
-  }
-
-  private matchesLayout(reply: Buffer, ranges: Uint32Array, pairs: number): boolean {
-    if (pairs !== this.layoutEnds.length) return false;
-    const layout = this.layout;
-    let at = 0;
-    for (let i = 0; i < pairs; i++) {
-      const start = ranges[i * 4]!;
-      const length = ranges[i * 4 + 1]! - start;
-      if (at + length !== this.layoutEnds[i]) return false;
-      for (let j = 0; j < length; j++) if (reply[start + j] !== layout[at + j]) return false;
-      at += length;
-    }
-    return true;
   }
 }
 
@@ -124,34 +76,20 @@ interface ServiceCodeSums {
 /**
  * The running totals of the operation counters per service code and prefix, and each node's last
  * reading they were advanced from. Owned by the PrefixAggregator; lasts between scrapes.
- *
- * The last readings are what 500 nodes x 50 prefixes make large, so they are kept compactly: per
- * service code, each prefix has a slot; per node, one array of slots x columns holding the low
- * 32 bits of each count. An increase is worked out modulo 2^32, which is exact while a count grows
- * by less than 2^32 between two readings of a node; a count lower than that increase has counted
- * from zero again (a restart), and then all of it is the increase. About 7 MB at 500 nodes x 50
- * prefixes.
  */
 export class CounterTotals {
   private readonly codes = new Map<string, CodeCounters>();
   private scrape = 0;
-  /** advance(): the slot of each pending line. */
-  private slots = new Uint32Array(64);
 
-  /**
-   * A new scrape. The totals of a prefix no node has reported for PREFIX_KEPT_SCRAPES scrapes are
-   * dropped, so prefixes that come and go (names with dates in them) pile up neither as series nor
-   * in the nodes' last readings: its slot serves the next new prefix.
-   */
+  /** A new scrape. Totals of a prefix unreported for PREFIX_KEPT_SCRAPES scrapes are dropped, so prefixes that come and go do not pile up. */
   nextScrape(): void {
     this.scrape++;
     for (const code of this.codes.values()) {
-      for (const [prefix, entry] of code.prefixes) {
-        if (this.scrape - entry.readIn <= PREFIX_KEPT_SCRAPES) continue;
-        code.prefixes.delete(prefix);
+      for (const [prefix, readIn] of code.readIn) {
+        if (this.scrape - readIn <= PREFIX_KEPT_SCRAPES) continue;
+        code.readIn.delete(prefix);
         code.totals.delete(prefix);
-        for (const last of code.nodes.values()) if (entry.slot < last.seen.length) last.seen[entry.slot] = 0;
-        code.freeSlots.push(entry.slot);
+        for (const last of code.nodes.values()) last.delete(prefix);
       }
     }
   }
@@ -163,52 +101,30 @@ export class CounterTotals {
 
   private code(serviceCode: string): CodeCounters {
     let code = this.codes.get(serviceCode);
-    if (code === undefined) this.codes.set(serviceCode, (code = { totals: new Map(), prefixes: new Map(), freeSlots: [], nodes: new Map() }));
+    if (code === undefined)
+      this.codes.set(serviceCode, (code = { totals: new Map(), readIn: new Map(), nodes: new Map() }));
     return code;
   }
 
-  /**
-   * Advances the service code's totals by one node's counts: by each count's increase over the
-   * node's last reading of it, or by the whole count when the node counts from zero again
-   * (restarted) or is read for the first time.
-   */
+  /** Advances the service code's totals by each of one node's counts' increase (all of it when restarted or new). */
   advance(serviceCode: string, node: string, pending: PendingLines, width: number): void {
     const code = this.code(serviceCode);
     let last = code.nodes.get(node);
-    if (last === undefined) code.nodes.set(node, (last = { counts: new Uint32Array(0), seen: new Uint8Array(0), width }));
-    // The slots first, so that the node's readings grow once, to the size they need.
-    if (this.slots.length < pending.lines) this.slots = new Uint32Array(pending.lines * 2);
-    let needed = 0;
+    if (last === undefined) code.nodes.set(node, (last = new Map<string, Float64Array>()));
     for (let line = 0; line < pending.lines; line++) {
       const prefix = pending.prefixes[line]!;
-      let entry = code.prefixes.get(prefix);
-      // Slots in use and free ones are 0 .. size - 1 together: with none free, the next is `size`.
-      if (entry === undefined) code.prefixes.set(prefix, (entry = { slot: code.freeSlots.pop() ?? code.prefixes.size, readIn: 0 }));
-      entry.readIn = this.scrape;
-      this.slots[line] = entry.slot;
-      needed = Math.max(needed, entry.slot + 1);
-    }
-    fit(last, needed, width);
-    for (let line = 0; line < pending.lines; line++) {
-      const prefix = pending.prefixes[line]!;
-      const slot = this.slots[line]!;
+      code.readIn.set(prefix, this.scrape);
+      const first = !last.has(prefix);
+      const counts = rowOf(last, prefix, width);
       const total = rowOf(code.totals, prefix, width);
-      const counts = last.counts;
-      const base = slot * last.width;
-      const first = last.seen[slot] === 0;
-      last.seen[slot] = 1;
       for (let i = pending.lineStarts[line]!; i < pending.lineStarts[line + 1]!; i++) {
         const column = pending.columns[i]!;
         if (column < 0) continue;
         const count = Math.max(0, Math.floor(pending.counts[i]!));
-        const low = count % TWO_32;
-        if (first) {
-          total[column]! += count;
-        } else {
-          const increase = (low - counts[base + column]! + TWO_32) % TWO_32;
-          total[column]! += increase <= count ? increase : count;
-        }
-        counts[base + column] = low;
+        const increase = count - counts[column]!;
+        // A count lower than the last reading has counted from zero again (a restart): all of it is new.
+        total[column]! += first || increase < 0 ? count : increase;
+        counts[column] = count;
       }
     }
   }
@@ -236,41 +152,14 @@ export class CounterTotals {
 interface CodeCounters {
   /** prefix -> running totals, one column per operation field. */
   readonly totals: Map<string, Float64Array>;
-  /** prefix -> its slot in the nodes' last readings, and the scrape that last read it. */
-  readonly prefixes: Map<string, { readonly slot: number; readIn: number }>;
-  /** Slots of dropped prefixes, for the next new ones. */
-  readonly freeSlots: number[];
-  /** node (`ip:port`) -> its last readings. */
-  readonly nodes: Map<string, LastReadings>;
+  /** prefix -> the scrape that last read it. */
+  readonly readIn: Map<string, number>;
+  /** node (`ip:port`) -> prefix -> its last counts. */
+  readonly nodes: Map<string, Map<string, Float64Array>>;
 }
 
-/** A node's last counts: `counts[slot * width + column]` (low 32 bits), `seen[slot]` once read. */
-interface LastReadings {
-  counts: Uint32Array;
-  seen: Uint8Array;
-  width: number;
-}
-
-const TWO_32 = 2 ** 32;
 /** Scrapes (minutes, at the prefix job's interval) a prefix's totals outlive its last report. */
 export const PREFIX_KEPT_SCRAPES = 10;
-
-/** Room for `slots` slots of `width` columns (the layout is redone when the width grows). */
-function fit(last: LastReadings, slots: number, width: number): void {
-  const capacity = last.seen.length;
-  if (slots <= capacity && width <= last.width) return;
-  const newWidth = Math.max(width, last.width);
-  // Exactly what is needed the first time (a node's readings are most of this object's memory:
-  // ~10 KB a node at 50 prefixes); a quarter more when new prefixes appear later.
-  const newCapacity = slots <= capacity ? capacity : Math.max(slots, capacity + (capacity >> 2));
-  const counts = new Uint32Array(newCapacity * newWidth);
-  for (let slot = 0; slot < capacity; slot++) counts.set(last.counts.subarray(slot * last.width, (slot + 1) * last.width), slot * newWidth);
-  const seen = new Uint8Array(newCapacity);
-  seen.set(last.seen);
-  last.counts = counts;
-  last.seen = seen;
-  last.width = newWidth;
-}
 
 /** A line read and checked, waiting until every reply of its node is checked. */
 interface PendingLines {
@@ -321,13 +210,16 @@ export class PrefixSums {
   }
 
   /**
-   * Adds one node's replies (`stats prefixes` and `stats detail dump`, or their prefixlist forms)
-   * into its service code's sums: its item counts to this scrape's sums, its operation counts'
-   * increase since its last reading to the running totals. `node` names it (`ip:port`). Every
-   * reply is checked first: one that is not a prefix reply throws (CachemonError NODE_PROTOCOL or
-   * NODE_ERROR_REPLY) and nothing of the node is added.
+   * Adds one node's (`ip:port`) prefix replies into its service code's sums. Every reply is checked
+   * first: one that is not a prefix reply throws (NODE_PROTOCOL, NODE_ERROR_REPLY), adding nothing.
    */
-  addNode(serviceCode: string, node: string, state: 'ok' | 'limited', items: readonly Buffer[], operations: readonly Buffer[]): void {
+  addNode(
+    serviceCode: string,
+    node: string,
+    state: 'ok' | 'limited',
+    items: readonly Buffer[],
+    operations: readonly Buffer[],
+  ): void {
     if (this.#closed) return;
     this.read('items', items, 'time');
     this.read('operations', operations, undefined);
@@ -353,12 +245,7 @@ export class PrefixSums {
         reserve(pending, pending.lines + 2, pending.pairs + pairs);
         const at = pending.pairs;
         table.columnsOf(reply, ranges, counts, pairs, pending.columns, at);
-        // Nodes of a service code list their prefixes in the same order: the string the last
-        // node's line at this place left is most often the name again.
-        const last = pending.prefixes[pending.lines];
-        if (last === undefined || !isAsciiText(reply, nameStart, nameEnd, last)) {
-          pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
-        }
+        pending.prefixes[pending.lines] = reply.toString('utf8', nameStart, nameEnd);
         pending.lineStarts[pending.lines] = at;
         const pendingCounts = pending.counts;
         for (let i = 0; i < pairs; i++) pendingCounts[at + i] = counts[i]!;
@@ -380,19 +267,6 @@ export class PrefixSums {
   }
 }
 
-/**
- * True when bytes [start, end) are `text` and it is ASCII (so that its UTF-8 bytes are its
- * characters' codes); false for any other text, which is then decoded.
- */
-function isAsciiText(bytes: Buffer, start: number, end: number, text: string): boolean {
-  if (text.length !== end - start) return false;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0x80 || code !== bytes[start + i]) return false;
-  }
-  return true;
-}
-
 /** A row of at least `width` columns for `prefix` in `rows` (grown, values kept). */
 function rowOf(rows: Map<string, Float64Array>, prefix: string, width: number): Float64Array {
   let row = rows.get(prefix);
@@ -405,7 +279,14 @@ function rowOf(rows: Map<string, Float64Array>, prefix: string, width: number): 
 }
 
 function pendingLines(): PendingLines {
-  return { prefixes: [], lineStarts: new Uint32Array(64), columns: new Int32Array(1024), counts: new Float64Array(1024), lines: 0, pairs: 0 };
+  return {
+    prefixes: [],
+    lineStarts: new Uint32Array(64),
+    columns: new Int32Array(1024),
+    counts: new Float64Array(1024),
+    lines: 0,
+    pairs: 0,
+  };
 }
 
 function reserve(pending: PendingLines, lines: number, pairs: number): void {
@@ -434,7 +315,9 @@ function columnRule(kind: PrefixKind, field: string): ColumnRule | undefined {
   if (kind === 'items') {
     if (PREFIX_ITEM_TOTALS.has(field)) return undefined;
     const rule = PREFIX_ITEM_FIELDS.get(field);
-    return rule ? { family: rule.family, label: `type="${rule.type}"` } : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
+    return rule
+      ? { family: rule.family, label: `type="${rule.type}"` }
+      : { family: PREFIX_OTHER, label: `field="${escapeLabelValue(field)}"` };
   }
   const rule = PREFIX_OPERATION_CODES.get(field);
   return rule
@@ -450,7 +333,15 @@ interface PrefixSeries {
   readonly everNonZero: Record<PrefixKind, Uint8Array>;
 }
 
-const FAMILY_ORDER: readonly FamilySpec[] = [PREFIX_COLLECTED, PREFIX_NODES, PREFIX_ITEMS, PREFIX_BYTES, PREFIX_COMMANDS, PREFIX_COMMAND_HITS, PREFIX_OTHER];
+const FAMILY_ORDER: readonly FamilySpec[] = [
+  PREFIX_COLLECTED,
+  PREFIX_NODES,
+  PREFIX_ITEMS,
+  PREFIX_BYTES,
+  PREFIX_COMMANDS,
+  PREFIX_COMMAND_HITS,
+  PREFIX_OTHER,
+];
 
 /** Sums prefix statistics per service code and renders them; owns what lasts between scrapes. */
 export class PrefixAggregator {
@@ -473,7 +364,9 @@ export class PrefixAggregator {
   }
 
   render(ensemble: string, sums: PrefixSums, writer: ExpositionWriter): void {
-    const samples = new Map<FamilySpec, { labels: string[]; values: number[] }>(FAMILY_ORDER.map((family) => [family, { labels: [], values: [] }]));
+    const samples = new Map<FamilySpec, { labels: string[]; values: number[] }>(
+      FAMILY_ORDER.map((family) => [family, { labels: [], values: [] }]),
+    );
     const add = (family: FamilySpec, labels: string, value: number) => {
       const list = samples.get(family)!;
       list.labels.push(`{${labels}}`);
@@ -481,23 +374,28 @@ export class PrefixAggregator {
     };
     for (const kind of ['items', 'operations'] as const) {
       const table = this.fields[kind];
-      for (let column = this.rules[kind].length; column < table.size; column++) this.rules[kind].push(columnRule(kind, table.names[column]!));
+      for (let column = this.rules[kind].length; column < table.size; column++)
+        this.rules[kind].push(columnRule(kind, table.names[column]!));
     }
 
     for (const [serviceCode, group] of sums.serviceCodes) {
       const base = `ensemble="${escapeLabelValue(ensemble)}",service_code="${escapeLabelValue(serviceCode)}"`;
       add(PREFIX_COLLECTED, base, group.collected ? 1 : 0);
       if (group.collected) {
-        for (const state of ['ok', 'failed', 'limited'] as const) add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
+        for (const state of ['ok', 'failed', 'limited'] as const)
+          add(PREFIX_NODES, `state="${state}",${base}`, group.states[state]);
       }
       let known = this.series.get(serviceCode);
-      if (known === undefined) this.series.set(serviceCode, (known = new Map()));
+      if (known === undefined) this.series.set(serviceCode, (known = new Map<string, PrefixSeries>()));
       for (const kind of ['items', 'operations'] as const) {
         const rules = this.rules[kind];
         for (const [prefix, row] of group[kind]) {
           let series = known.get(prefix);
           if (series === undefined) {
-            series = { labels: `prefix="${escapeLabelValue(prefix)}",${base}`, everNonZero: { items: new Uint8Array(0), operations: new Uint8Array(0) } };
+            series = {
+              labels: `prefix="${escapeLabelValue(prefix)}",${base}`,
+              everNonZero: { items: new Uint8Array(0), operations: new Uint8Array(0) },
+            };
             known.set(prefix, series);
           }
           let seen = series.everNonZero[kind];

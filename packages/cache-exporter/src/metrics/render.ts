@@ -35,12 +35,7 @@ export interface RenderedStats {
   readonly plan: StatsPlan;
   /** The node's byte area, holding this reply's sample lines. */
   readonly bytes: Buffer;
-  /**
-   * Per family index i of the plan, at segments[3i .. 3i + 2]: where its lines are in `bytes`
-   * (start and end; equal: none) and how many samples they hold. Offsets rather than a view
-   * (subarray) per family: at 500 nodes those were 17,000 objects kept, and made again whenever a
-   * value's length moved the segments after it.
-   */
+  /** Per family index i of the plan, at segments[3i .. 3i + 2]: start and end of its lines in `bytes`, and their count. */
   readonly segments: Uint32Array;
   readonly version: string;
   readonly libevent: string;
@@ -61,23 +56,11 @@ export interface NodeSnapshot {
 }
 
 /*
- * How /metrics is written fast. A scrape of 500 nodes has ~87,000 series. Parsing every `stats`
- * reply into strings and building a string per sample cost more than talking to the nodes, and
- * the garbage (~450 objects per node per scrape, half of them kept until the next scrape) made
- * the young-generation collections copy megabytes on every scrape. Instead:
- *
- * - A *plan* per distinct `stats` field list (every node of one server version has the same list,
- *   in the same order): each line's `STAT <name>` head as bytes, which family each position
- *   belongs to, and its scale. Plans are shared by the nodes with that list.
- * - Per node, an *area*: its sample lines, family by family, as the last reply left them. A new
- *   reply is matched against the plan's heads byte for byte (matchPlan) and written into the area
- *   in place (writeSamples): a value of unchanged length is the only thing written; a length change
- *   moves the rest of the area once; a line appears or goes when a value becomes or stops being a
- *   number. Only a reply whose field list differs from the node's plan is parsed (once, to find or
- *   make its plan). Nothing per line is allocated.
- * - Per node and family, where its segment of the area starts and ends; the body is then, family
- *   by family and node by node, one copy of each segment.
- * - State, settings and QoS lines are kept encoded per node, re-encoded only when they change.
+ * How /metrics is written without garbage per sample: a *plan* per distinct `stats` field list
+ * (shared by the nodes of one server version) holds each line's `STAT <name>` head, family and
+ * scale. Per node, an *area* keeps its sample lines, family by family, as the last reply left
+ * them; a new reply matched against the plan (matchPlan) is written into it in place
+ * (writeSamples). The body is then one copy of each node's segment per family.
  */
 
 interface NodeSeries {
@@ -90,19 +73,12 @@ interface NodeSeries {
   /** Prefixes of the series with one extra label (reason, probe, setting type). */
   readonly labelled: Map<string, string>;
   plan: StatsPlan | undefined;
-  /**
-   * Encoded length of the `name{labels} ` prefix of each position of the plan, and their sum. The
-   * prefixes themselves are in the area, before each value; one is written only when its line
-   * appears (plan.prefixText), so a node keeps no second copy of them.
-   */
+  /** Encoded length of the `name{labels} ` prefix of each position of the plan (written in the area), and their sum. */
   prefixLengths: Uint32Array;
   prefixesLength: number;
   /** Value ranges in the reply being rendered: start and end per position. */
   values: Uint32Array;
-  /**
-   * The node's sample lines, family by family, as the last reply left them: area[0, areaLength).
-   * valueLengths[k] is the value length of the k-th rendered position's line (-1: no line).
-   */
+  /** The node's sample lines, area[0, areaLength); valueLengths[k]: the k-th position's value length (-1: no line). */
   area: Buffer;
   areaLength: number;
   areaPlan: StatsPlan | undefined;
@@ -121,14 +97,12 @@ interface EncodedLines {
 }
 
 /** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
-const SETTINGS_FAMILIES: readonly FamilySpec[] = [...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family))];
+const SETTINGS_FAMILIES: readonly FamilySpec[] = [
+  ...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family)),
+];
 const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP];
 
-/**
- * Renders the node series of /metrics for one ensemble. Keeps, per node, what repeats from one
- * scrape to the next (label texts, the area its sample lines live in, encoded state, settings and
- * QoS lines); per distinct stats field list, the plan.
- */
+/** Renders the node series of /metrics for one ensemble, keeping per node what repeats from scrape to scrape. */
 export class NodeMetricsRenderer {
   private readonly plans = new Map<string, StatsPlan>();
   /** Stats families in the order they were first seen, across plans: each is written once. */
@@ -138,9 +112,8 @@ export class NodeMetricsRenderer {
   constructor(readonly ensemble: string) {}
 
   /**
-   * Renders one node's `stats` reply (its bytes, as framed) into the node's own byte area and
-   * returns it. Throws CachemonError NODE_ERROR_REPLY or NODE_PROTOCOL when the bytes are not a
-   * stats reply; the node's previous rendering is then no longer valid.
+   * Renders one node's `stats` reply into the node's own byte area. Throws NODE_ERROR_REPLY or
+   * NODE_PROTOCOL when it is not a stats reply; the node's previous rendering is then invalid.
    */
   acceptStats(node: CacheNode, reply: Buffer): RenderedStats {
     const series = this.nodeSeries(node);
@@ -154,11 +127,12 @@ export class NodeMetricsRenderer {
     return writeSamples(series, series.plan!, reply);
   }
 
-  /**
-   * Writes the node series of /metrics: state, stats, settings and QoS (the latest results of the
-   * node's probes, `qosOf`), family by family, node by node.
-   */
-  render(snapshots: readonly NodeSnapshot[], out: ExpositionBuffer, qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined): void {
+  /** Writes the node series of /metrics (state, stats, settings, QoS), family by family, node by node. */
+  render(
+    snapshots: readonly NodeSnapshot[],
+    out: ExpositionBuffer,
+    qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined,
+  ): void {
     const series = snapshots.map((snapshot) => this.nodeSeries(snapshot.node));
     const count = snapshots.length;
 
@@ -188,12 +162,26 @@ export class NodeMetricsRenderer {
       for (const snapshot of snapshots) {
         const stats = snapshot.up ? snapshot.stats : undefined;
         const index = stats === undefined ? -1 : stats.plan.byOrder[order]!;
-        if (index >= 0) block.lines(stats!.bytes, stats!.segments[index * 3]!, stats!.segments[index * 3 + 1]!, stats!.segments[index * 3 + 2]!);
+        if (index >= 0)
+          block.lines(
+            stats!.bytes,
+            stats!.segments[index * 3]!,
+            stats!.segments[index * 3 + 1]!,
+            stats!.segments[index * 3 + 2]!,
+          );
       }
     });
 
-    encodedFamilies(out, SETTINGS_FAMILIES, snapshots.map((snapshot, i) => settingsLines(series[i]!, snapshot)));
-    encodedFamilies(out, QOS_FAMILIES, snapshots.map((snapshot, i) => (snapshot.node.live ? qosLines(series[i]!, qosOf(snapshot.node)) : undefined)));
+    encodedFamilies(
+      out,
+      SETTINGS_FAMILIES,
+      snapshots.map((snapshot, i) => settingsLines(series[i]!, snapshot)),
+    );
+    encodedFamilies(
+      out,
+      QOS_FAMILIES,
+      snapshots.map((snapshot, i) => (snapshot.node.live ? qosLines(series[i]!, qosOf(snapshot.node)) : undefined)),
+    );
   }
 
   private nodeSeries(node: CacheNode): NodeSeries {
@@ -205,7 +193,10 @@ export class NodeMetricsRenderer {
         base,
         braced,
         upLines: [Buffer.from(`${UP.name}${braced} 0\n`), Buffer.from(`${UP.name}${braced} 1\n`)],
-        registeredLines: [Buffer.from(`${NODE_REGISTERED.name}${braced} 0\n`), Buffer.from(`${NODE_REGISTERED.name}${braced} 1\n`)],
+        registeredLines: [
+          Buffer.from(`${NODE_REGISTERED.name}${braced} 0\n`),
+          Buffer.from(`${NODE_REGISTERED.name}${braced} 1\n`),
+        ],
         durationPrefix: Buffer.from(`${NODE_SCRAPE_DURATION.name}${braced} `),
         labelled: new Map(),
         plan: undefined,
@@ -236,9 +227,11 @@ export class NodeMetricsRenderer {
     if (plan === undefined) {
       plan = makePlan(heads);
       this.plans.set(key, plan);
-      for (const family of plan.families) if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
+      for (const family of plan.families)
+        if (!this.statsFamilyOrder.includes(family)) this.statsFamilyOrder.push(family);
       // The order may have grown: every plan's positions in it, again.
-      for (const each of this.plans.values()) each.byOrder = Int32Array.from(this.statsFamilyOrder, (family) => each.familyIndex.get(family) ?? -1);
+      for (const each of this.plans.values())
+        each.byOrder = Int32Array.from(this.statsFamilyOrder, (family) => each.familyIndex.get(family) ?? -1);
     }
     return plan;
   }
@@ -262,11 +255,8 @@ const LF = 0x0a;
 const MAX_SCALED_TEXT = 32;
 
 /**
- * The samples of a matched reply, family by family, in the node's area. The area holds the last
- * reply's lines with the same prefixes in the same places, so a value of unchanged length (most
- * of them: counters rarely gain a digit) is the only thing written; a length change moves the
- * rest of the area once (a native memmove); a line appears or goes when a value becomes or stops
- * being a number.
+ * The samples of a matched reply, family by family, in the node's area, over the last reply's
+ * lines: a value of unchanged length is the only thing written; a length change moves the rest.
  */
 function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): RenderedStats {
   const { prefixLengths, values } = series;
@@ -274,21 +264,19 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   let area = series.area;
   let length = series.areaLength;
   let valueLengths = series.valueLengths;
-  // While rewriting, the area holds new lines before `at` and old ones after it: at most the old
-  // length plus every new value (a scaled one at most a float's shortest text) plus the prefix
-  // and newline of every line that appears.
+  // While rewriting, the area holds new lines before `at` and old ones after: room for every new value and line.
   const samePlan = series.areaPlan === plan;
   let valueBytes = 0;
   let appearing = 0;
   for (let k = 0; k < order.length; k++) {
     const position = order[k]!;
-    valueBytes += plan.scales[position] === undefined ? values[position * 2 + 1]! - values[position * 2]! : MAX_SCALED_TEXT;
+    valueBytes +=
+      plan.scales[position] === undefined ? values[position * 2 + 1]! - values[position * 2]! : MAX_SCALED_TEXT;
     if (samePlan && valueLengths[k]! < 0) appearing += prefixLengths[position]! + 1;
   }
   const fresh = !samePlan || area.length < length + valueBytes + appearing;
   if (fresh) {
-    // Every line, plus room for the next rewrites in place (a reply's values once more, and a
-    // sixteenth): ~23 KB for an ARCUS node, 500 nodes ~11 MB.
+    // Every line, plus room for the next rewrites in place.
     const lines = series.prefixesLength + order.length + valueBytes;
     if (area.length < lines + valueBytes) area = Buffer.allocUnsafeSlow(lines + valueBytes + (lines >> 4));
     length = 0;
@@ -318,7 +306,8 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
         continue;
       }
       const scale = plan.scales[position];
-      const text = scale === undefined ? undefined : formatValue(Number(reply.toString('latin1', valueStart, valueEnd)) * scale);
+      const text =
+        scale === undefined ? undefined : formatValue(Number(reply.toString('latin1', valueStart, valueEnd)) * scale);
       const valueLength = text === undefined ? valueEnd - valueStart : text.length;
       if (old < 0) {
         const line = prefixLength + valueLength + 1;
@@ -330,7 +319,6 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
         length += valueLength - old;
       }
       let w = at + prefixLength;
-      // Values are a few bytes: a loop beats a native copy per line.
       if (text === undefined) {
         for (let i = valueStart; i < valueEnd; i++) area[w++] = reply[i]!;
       } else {
@@ -347,7 +335,8 @@ function writeSamples(series: NodeSeries, plan: StatsPlan, reply: Buffer): Rende
   series.area = area;
   series.areaLength = length;
   series.valueLengths = valueLengths;
-  const text = (position: number) => (position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]));
+  const text = (position: number) =>
+    position < 0 ? '' : reply.toString('utf8', values[position * 2], values[position * 2 + 1]);
   return { plan, bytes: area, segments, version: text(plan.versionAt), libevent: text(plan.libeventAt) };
 }
 
@@ -366,7 +355,9 @@ function versionLine(series: NodeSeries, stats: RenderedStats): Buffer | undefin
   if (version === '' && libevent === '') return undefined;
   const cached = series.versionLine;
   if (cached !== undefined && cached.version === version && cached.libevent === libevent) return cached.line;
-  const line = Buffer.from(`${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`);
+  const line = Buffer.from(
+    `${VERSION_INFO.name}{version="${escapeLabelValue(version)}",libevent="${escapeLabelValue(libevent)}",${series.base}} 1\n`,
+  );
   series.versionLine = { version, libevent, line };
   return line;
 }
@@ -393,7 +384,11 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
   const lines = encodeLines(QOS_FAMILIES, (add) => {
     for (const result of qos.results) {
       add(QOS_SUCCESS, `${labelledPrefix(series, QOS_SUCCESS, 'probe', result.probe)}${result.ok ? 1 : 0}\n`);
-      if (result.ok) add(QOS_LATENCY, `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`);
+      if (result.ok)
+        add(
+          QOS_LATENCY,
+          `${labelledPrefix(series, QOS_LATENCY, 'probe', result.probe)}${formatValue(result.seconds)}\n`,
+        );
     }
     add(QOS_TIMESTAMP, `${QOS_TIMESTAMP.name}${series.braced} ${formatValue(qos.at / 1000)}\n`);
   });
@@ -402,7 +397,10 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
 }
 
 /** Lines of `families`, as `write` adds them, encoded one Buffer per family. */
-function encodeLines(families: readonly FamilySpec[], write: (add: (family: FamilySpec, line: string) => void) => void): EncodedLines {
+function encodeLines(
+  families: readonly FamilySpec[],
+  write: (add: (family: FamilySpec, line: string) => void) => void,
+): EncodedLines {
   const lines: string[][] = families.map(() => []);
   write((family, line) => lines[families.indexOf(family)]!.push(line));
   return {
@@ -422,13 +420,19 @@ function addSettings(
     if (!rule) continue;
     const value = rule.parse(raw);
     if (value === undefined) continue;
-    const prefix = rule.label ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1]) : `${rule.family.name}${series.braced} `;
+    const prefix = rule.label
+      ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1])
+      : `${rule.family.name}${series.braced} `;
     add(rule.family, `${prefix}${formatValue(value)}\n`);
   }
 }
 
 /** Families whose lines come per node as EncodedLines (settings, QoS): each family, node by node. */
-function encodedFamilies(out: ExpositionBuffer, families: readonly FamilySpec[], encoded: ReadonlyArray<EncodedLines | undefined>): void {
+function encodedFamilies(
+  out: ExpositionBuffer,
+  families: readonly FamilySpec[],
+  encoded: ReadonlyArray<EncodedLines | undefined>,
+): void {
   families.forEach((spec, index) => {
     const block = new FamilyBlock(out, spec);
     for (const lines of encoded) {

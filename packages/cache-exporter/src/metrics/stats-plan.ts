@@ -78,7 +78,9 @@ export function makePlan(heads: readonly Buffer[]): StatsPlan {
     prefixText: (position, base, braced) => {
       if (!rendered.has(position)) return '';
       const rule = rules[position]!;
-      return rule.kind === 'field' ? `${rule.family.name}${braced} ` : `${rule.family.name}${withLabel(base, rule.label, rule.value)} `;
+      return rule.kind === 'field'
+        ? `${rule.family.name}${braced} `
+        : `${rule.family.name}${withLabel(base, rule.label, rule.value)} `;
     },
   };
 }

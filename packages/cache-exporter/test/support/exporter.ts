@@ -43,13 +43,20 @@ export async function startExporter(
   const configFile = join(dir, 'exporter.json');
   const outputFile = join(dir, 'output.log');
   const write = (value: object | string) =>
-    writeFileSync(configFile, typeof value === 'string' ? value : JSON.stringify({ listen: `127.0.0.1:${port}`, ...value }, null, 2));
+    writeFileSync(
+      configFile,
+      typeof value === 'string' ? value : JSON.stringify({ listen: `127.0.0.1:${port}`, ...value }, null, 2),
+    );
   write(config);
   const out = openSync(outputFile, 'a');
-  const child = spawn(process.execPath, [CACHE_EXPORTER_BIN, `-config-file=${configFile}`, ...(options.flags ?? ['-qos-interval=500ms'])], {
-    stdio: ['ignore', out, out],
-    cwd: dir,
-  });
+  const child = spawn(
+    process.execPath,
+    [CACHE_EXPORTER_BIN, `-config-file=${configFile}`, ...(options.flags ?? ['-qos-interval=500ms'])],
+    {
+      stdio: ['ignore', out, out],
+      cwd: dir,
+    },
+  );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   process.once('exit', () => child.kill('SIGKILL'));
 
@@ -64,7 +71,13 @@ export async function startExporter(
       const response = await fetch(url + path, { headers });
       const text = await response.text();
       const ms = performance.now() - started;
-      return { status: response.status, text, ms, samples: response.ok ? parseExposition(text) : [], encoding: response.headers.get('content-encoding') };
+      return {
+        status: response.status,
+        text,
+        ms,
+        samples: response.ok ? parseExposition(text) : [],
+        encoding: response.headers.get('content-encoding'),
+      };
     },
     writeConfig: write,
     output: () => readFileSync(outputFile, 'utf8'),

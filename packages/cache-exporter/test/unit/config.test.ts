@@ -63,28 +63,46 @@ test('exactly one ensemble: two pairs, none, or both forms are refused with the 
 });
 
 test('bad values name the key path and the reason', () => {
-  assert.match(configError({ listen: ':1', ensembleByName: { a: ['nohostport'] } }).message, /ensembleByName\.a(\[0\])?: /);
-  assert.match(configError({ listen: 'nowhere', ensembleByName: { a: ['h:1'] } }).message, /listen: invalid listen address "nowhere": expected <host>:<port>/);
-  assert.match(configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, surprise: 1 }).message, /unknown key/);
-  assert.match(configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, log: { level: 'loud' } }).message, /log\.level/);
   assert.match(
-    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['*', 'x'] } }).message,
+    configError({ listen: ':1', ensembleByName: { a: ['nohostport'] } }).message,
+    /ensembleByName\.a(\[0\])?: /,
+  );
+  assert.match(
+    configError({ listen: 'nowhere', ensembleByName: { a: ['h:1'] } }).message,
+    /listen: invalid listen address "nowhere": expected <host>:<port>/,
+  );
+  assert.match(configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, surprise: 1 }).message, /unknown key/);
+  assert.match(
+    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, log: { level: 'loud' } }).message,
+    /log\.level/,
+  );
+  assert.match(
+    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['*', 'x'] } })
+      .message,
     /serviceCodesToCollectPrefixes\.s: "\*" must be alone/,
   );
   assert.match(
-    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['bad prefix'] } }).message,
+    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['bad prefix'] } })
+      .message,
     /serviceCodesToCollectPrefixes\.s\[0\]: a prefix has 1-250 characters and no whitespace, control or format characters/,
   );
   // What the node client refuses to send is refused here, not at the first prefix scrape.
   for (const bad of ['a\u200bb', 'a\u2028b', 'x'.repeat(251), '']) {
     assert.match(
-      configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['ok', bad] } }).message,
+      configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: { s: ['ok', bad] } })
+        .message,
       /serviceCodesToCollectPrefixes\.s\[1\]: a prefix has/,
       JSON.stringify(bad),
     );
   }
-  assert.match(configError({ listen: ':99999', ensembleByName: { a: ['h:1'] } }).message, /listen: .*port 99999 is out of range/);
-  assert.match(configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, collectPrefixes: 'yes' }).message, /collectPrefixes/);
+  assert.match(
+    configError({ listen: ':99999', ensembleByName: { a: ['h:1'] } }).message,
+    /listen: .*port 99999 is out of range/,
+  );
+  assert.match(
+    configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, collectPrefixes: 'yes' }).message,
+    /collectPrefixes/,
+  );
 });
 
 test('prefix selection: serviceCodesToCollectPrefixes overrides collectPrefixes per service code', () => {
@@ -98,26 +116,41 @@ test('prefix selection: serviceCodesToCollectPrefixes overrides collectPrefixes 
   assert.deepEqual(prefixSelectionFor(config, 'some'), { kind: 'named', names: ['user', 'app'] });
   assert.deepEqual(prefixSelectionFor(config, 'none'), { kind: 'none' });
   assert.deepEqual(prefixSelectionFor(config, 'other'), { kind: 'none' });
-  const on = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, collectPrefixes: true });
+  const on = parseCacheExporterConfig('c.json', {
+    listen: ':1',
+    ensembleByName: { a: ['h:1'] },
+    collectPrefixes: true,
+  });
   assert.deepEqual(prefixSelectionFor(on, 'other'), { kind: 'all' });
   // Service codes that are names of Object's own methods are service codes like any other.
   for (const code of ['constructor', 'toString', 'valueOf', '__proto__', 'hasOwnProperty']) {
     assert.deepEqual(prefixSelectionFor(on, code), { kind: 'all' }, code);
     assert.deepEqual(prefixSelectionFor(config, code), { kind: 'none' }, code);
   }
-  const listed = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, serviceCodesToCollectPrefixes: JSON.parse('{"constructor": ["app"], "toString": []}') });
+  const listed = parseCacheExporterConfig('c.json', {
+    listen: ':1',
+    ensembleByName: { a: ['h:1'] },
+    serviceCodesToCollectPrefixes: JSON.parse('{"constructor": ["app"], "toString": []}') as unknown,
+  });
   assert.deepEqual(prefixSelectionFor(listed, 'constructor'), { kind: 'named', names: ['app'] });
   assert.deepEqual(prefixSelectionFor(listed, 'toString'), { kind: 'none' });
 });
 
 test('config files: comments allowed, syntax errors and missing files name the file', () => {
-  const good = file('good.json', '// comment\n{ "listen": ":9151", /* x */ "ensembleByName": { "z": ["127.0.0.1:2181"] }, }\n');
+  const good = file(
+    'good.json',
+    '// comment\n{ "listen": ":9151", /* x */ "ensembleByName": { "z": ["127.0.0.1:2181"] }, }\n',
+  );
   assert.equal(loadCacheExporterConfig(good).listen, ':9151');
   const broken = file('broken.json', '{ "listen": ":9151",\n  "ensembleByName": { "z": ["127.0.0.1:2181"] \n');
-  assert.throws(() => loadCacheExporterConfig(broken), (err: unknown) => err instanceof CachemonError && err.message.includes('broken.json:'));
+  assert.throws(
+    () => loadCacheExporterConfig(broken),
+    (err: unknown) => err instanceof CachemonError && err.message.includes('broken.json:'),
+  );
   assert.throws(
     () => loadCacheExporterConfig(join(dir, 'absent.json')),
-    (err: unknown) => err instanceof CachemonError && err.code === Errors.CONFIG_UNREADABLE.code && err.message.includes('absent.json'),
+    (err: unknown) =>
+      err instanceof CachemonError && err.code === Errors.CONFIG_UNREADABLE.code && err.message.includes('absent.json'),
   );
 });
 

@@ -50,7 +50,13 @@ test('a series appears once non-zero and stays, zeros included', () => {
   const aggregator = new PrefixAggregator();
   const scrape = (mitm: number): string => {
     const sums = aggregator.newSums();
-    sums.addNode('s', 'n3', 'ok', [Buffer.from(`PREFIX p itm 1 kitm 1 mitm ${mitm} time 20261121133144\r\nEND\r\n`)], []);
+    sums.addNode(
+      's',
+      'n3',
+      'ok',
+      [Buffer.from(`PREFIX p itm 1 kitm 1 mitm ${mitm} time 20261121133144\r\nEND\r\n`)],
+      [],
+    );
     return render(aggregator, sums);
   };
   assert.doesNotMatch(scrape(0), /type="map"/);
@@ -63,16 +69,32 @@ test('a service code without prefix collection reports only that', () => {
   const sums = aggregator.newSums();
   sums.serviceCode('quiet', false);
   const text = render(aggregator, sums);
-  assert.equal(text.trim().split('\n').filter((l) => !l.startsWith('#')).join('\n'), 'arcus_prefix_collection_enabled{ensemble="zk1",service_code="quiet"} 0');
+  assert.equal(
+    text
+      .trim()
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .join('\n'),
+    'arcus_prefix_collection_enabled{ensemble="zk1",service_code="quiet"} 0',
+  );
 });
 
 test('a node with one reply that is not prefix statistics adds nothing, not even its good reply', () => {
   const aggregator = new PrefixAggregator();
   const sums = aggregator.newSums();
   sums.addNode('test', 'n4', 'ok', [items], [operations]);
-  const garbage = Buffer.from(`${arcusSample('36-stats-detail-dump.raw').slice(0, -5)}PREFIX x get oops\r\nEND\r\n`, 'latin1');
-  assert.throws(() => sums.addNode('test', 'n5', 'ok', [items], [garbage]), (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code);
-  assert.throws(() => sums.addNode('test', 'n6', 'ok', [Buffer.from('SERVER_ERROR out of memory\r\n')], [operations]), CachemonError);
+  const garbage = Buffer.from(
+    `${arcusSample('36-stats-detail-dump.raw').slice(0, -5)}PREFIX x get oops\r\nEND\r\n`,
+    'latin1',
+  );
+  assert.throws(
+    () => sums.addNode('test', 'n5', 'ok', [items], [garbage]),
+    (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code,
+  );
+  assert.throws(
+    () => sums.addNode('test', 'n6', 'ok', [Buffer.from('SERVER_ERROR out of memory\r\n')], [operations]),
+    CachemonError,
+  );
   const text = render(aggregator, sums);
   has(text, `arcus_prefix_items{type="kv",prefix="app",${base}} 1`);
   has(text, `arcus_prefix_commands_total{command="get",prefix="app",${base}} 5`);
@@ -84,7 +106,13 @@ test('nodes with different field layouts (ARCUS, plain memcached, a newer server
   const sums = aggregator.newSums();
   sums.addNode('test', 'n7', 'ok', [items], [operations]);
   sums.addNode('test', 'n8', 'ok', [], [Buffer.from('PREFIX app get 7 hit 1 set 0 del 2\r\nEND\r\n')]);
-  sums.addNode('test', 'n9', 'ok', [Buffer.from('PREFIX app itm 1 kitm 1 citm 9 time 20261121133216\r\nEND\r\n')], [Buffer.from('PREFIX app get 1 xyz 4\r\nEND\r\n')]);
+  sums.addNode(
+    'test',
+    'n9',
+    'ok',
+    [Buffer.from('PREFIX app itm 1 kitm 1 citm 9 time 20261121133216\r\nEND\r\n')],
+    [Buffer.from('PREFIX app get 1 xyz 4\r\nEND\r\n')],
+  );
   sums.addNode('test', 'n10', 'limited', [items], [operations]);
   const text = render(aggregator, sums);
   has(text, `arcus_prefix_commands_total{command="get",prefix="app",${base}} 18`);
@@ -112,16 +140,51 @@ test('operation counts are running totals: a node that fails, restarts or leaves
       .find((l) => l.startsWith(`arcus_prefix_commands_total{command="get",prefix="app",${base}} `));
     return Number(line?.split(' ')[1]);
   };
-  assert.equal(scrape([['a', 5], ['b', 5]]), 10, 'first reading: the sum');
-  assert.equal(scrape([['a', 6], ['b', 'failed']]), 11, 'b failed: only a\'s increase');
-  assert.equal(scrape([['a', 6], ['b', 8]]), 14, 'b back: its increase since its last reading');
-  assert.equal(scrape([['a', 2], ['b', 8]]), 16, 'a restarted, counting from zero: its whole count');
+  assert.equal(
+    scrape([
+      ['a', 5],
+      ['b', 5],
+    ]),
+    10,
+    'first reading: the sum',
+  );
+  assert.equal(
+    scrape([
+      ['a', 6],
+      ['b', 'failed'],
+    ]),
+    11,
+    "b failed: only a's increase",
+  );
+  assert.equal(
+    scrape([
+      ['a', 6],
+      ['b', 8],
+    ]),
+    14,
+    'b back: its increase since its last reading',
+  );
+  assert.equal(
+    scrape([
+      ['a', 2],
+      ['b', 8],
+    ]),
+    16,
+    'a restarted, counting from zero: its whole count',
+  );
   aggregator.retain([{ serviceCode: 'test', node: 'a' }]);
   assert.equal(scrape([['a', 3]]), 17, 'b left the topology: the total stays, a goes on');
-  assert.equal(scrape([['a', 3], ['c', 4]]), 21, 'a new node: its whole count');
+  assert.equal(
+    scrape([
+      ['a', 3],
+      ['c', 4],
+    ]),
+    21,
+    'a new node: its whole count',
+  );
 });
 
-test('running totals stay exact for counts past 2^32 (the last readings keep their low 32 bits)', () => {
+test('running totals stay exact for counts past 2^32', () => {
   const aggregator = new PrefixAggregator();
   const scrape = (get: number): number => {
     const sums = aggregator.newSums();
@@ -149,21 +212,30 @@ test('totals: not shown for a service code that stopped collecting; dropped for 
   const gone = `arcus_prefix_commands_total{command="get",prefix="gone",${base}}`;
   assert.ok(scrape(true, 'PREFIX gone get 4 hit 0\r\nPREFIX app get 1 hit 0\r\n').includes(`${gone} 4`));
   assert.ok(!scrape(false, undefined).includes(gone), 'collection off: no prefix series');
-  for (let i = 1; i < PREFIX_KEPT_SCRAPES; i++) assert.ok(scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(`${gone} 4`), `scrape ${i} after its last report`);
-  assert.ok(!scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(gone), `dropped ${PREFIX_KEPT_SCRAPES} scrapes after its last report`);
-  // A new prefix takes the dropped one's slot in the node's last readings, but not its reading:
-  // its first count is all of it (10), not an increase over the 4 the dropped prefix had.
+  for (let i = 1; i < PREFIX_KEPT_SCRAPES; i++)
+    assert.ok(scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(`${gone} 4`), `scrape ${i} after its last report`);
+  assert.ok(
+    !scrape(true, 'PREFIX app get 1 hit 0\r\n').includes(gone),
+    `dropped ${PREFIX_KEPT_SCRAPES} scrapes after its last report`,
+  );
+  // A new prefix does not inherit the dropped one's reading: its first count is all of it (10).
   const next = `arcus_prefix_commands_total{command="get",prefix="next",${base}}`;
   const text = scrape(true, 'PREFIX app get 1 hit 0\r\nPREFIX next get 10 hit 0\r\n');
   assert.ok(text.includes(`${next} 10`), text);
-  assert.ok(text.includes(`arcus_prefix_commands_total{command="get",prefix="app",${base}} 1`), 'app unchanged: no increase');
+  assert.ok(
+    text.includes(`arcus_prefix_commands_total{command="get",prefix="app",${base}} 1`),
+    'app unchanged: no increase',
+  );
 });
 
 test('each line is summed under its own prefix when nodes list different names at the same place', () => {
   const aggregator = new PrefixAggregator();
   const sums = aggregator.newSums();
   const reply = (...lines: Array<[string, number]>): Buffer =>
-    Buffer.from(`${lines.map(([name, itm]) => `PREFIX ${name} itm ${itm} kitm ${itm} time 20261121133144\r\n`).join('')}END\r\n`, 'utf8');
+    Buffer.from(
+      `${lines.map(([name, itm]) => `PREFIX ${name} itm ${itm} kitm ${itm} time 20261121133144\r\n`).join('')}END\r\n`,
+      'utf8',
+    );
   // The same names in the same places, then other names there: ASCII, a name one byte longer,
   // UTF-8 names, and the Latin-1 reading of a UTF-8 name, which must not pass for it.
   sums.addNode('s', 'n1', 'ok', [reply(['a', 1], ['bb', 10], ['é', 100], ['Ã©', 1000])], []);
@@ -172,7 +244,8 @@ test('each line is summed under its own prefix when nodes list different names a
   sums.addNode('s', 'n4', 'ok', [reply(['a', 4], ['bbb', 40], ['é', 400])], []);
   const text = render(aggregator, sums);
   const base4 = 'service_code="s"';
-  const kv = (prefix: string, value: number) => has(text, `arcus_prefix_items{type="kv",prefix="${prefix}",ensemble="zk1",${base4}} ${value}`);
+  const kv = (prefix: string, value: number) =>
+    has(text, `arcus_prefix_items{type="kv",prefix="${prefix}",ensemble="zk1",${base4}} ${value}`);
   kv('a', 10);
   kv('bb', 60);
   kv('bbb', 40);

@@ -12,7 +12,13 @@ test('QoS probes that fall due while a collection runs wait for its end, then ru
   const double = await ArcusDouble.start();
   const scheduler = new QosScheduler({ intervalMs: 1000, simple: true, logger: quiet });
   try {
-    const node: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true };
+    const node: CacheNode = {
+      serviceCode: 'test',
+      node: double.address,
+      hostname: 'localhost',
+      live: true,
+      mapped: true,
+    };
     scheduler.setNodes([node]);
     scheduler.hold();
     scheduler.hold(); // two scrapes sharing the time
@@ -28,10 +34,15 @@ test('QoS probes that fall due while a collection runs wait for its end, then ru
     const snapshot = scheduler.snapshot(node.node);
     assert.ok(snapshot, 'the probes that fell due ran once the last collection ended');
     // The next round is due ~900 ms after the release; a loaded machine may add tens of ms.
-    assert.ok(snapshot.at >= released && snapshot.at - released < 600, `ran ${snapshot.at - released} ms after the release, not at the next round`);
+    assert.ok(
+      snapshot.at >= released && snapshot.at - released < 600,
+      `ran ${snapshot.at - released} ms after the release, not at the next round`,
+    );
     assert.ok(snapshot.results.length > 0 && snapshot.results.every((r) => r.ok), JSON.stringify(snapshot.results));
     scheduler.release(); // more releases than holds change nothing
-    await eventually(() => assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld'), { timeoutMs: 5000 });
+    await eventually(() => assert.ok(scheduler.snapshot(node.node)!.at > snapshot.at, 'rounds go on unheld'), {
+      timeoutMs: 5000,
+    });
   } finally {
     scheduler.stop();
     await double.stop();
@@ -48,7 +59,13 @@ test('a node that leaves the topology after its probe was scheduled is not conne
   await new Promise<void>((resolve) => leaving.listen(0, '127.0.0.1', resolve));
   const scheduler = new QosScheduler({ intervalMs: 1000, simple: true, logger: quiet });
   try {
-    const stays: CacheNode = { serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true };
+    const stays: CacheNode = {
+      serviceCode: 'test',
+      node: double.address,
+      hostname: 'localhost',
+      live: true,
+      mapped: true,
+    };
     const leaves: CacheNode = { ...stays, node: `127.0.0.1:${(leaving.address() as AddressInfo).port}` };
     scheduler.setNodes([stays, leaves]);
     const started = Date.now();
@@ -65,23 +82,37 @@ test('a node that leaves the topology after its probe was scheduled is not conne
   }
 });
 
-test('a round starts the nodes\' probes spread over 80 % of the interval', async () => {
+test("a round starts the nodes' probes spread over 80 % of the interval", async () => {
   const doubles = await Promise.all([0, 1, 2, 3].map(() => ArcusDouble.start()));
   const scheduler = new QosScheduler({ intervalMs: 2000, simple: true, logger: quiet });
   try {
-    const nodes: CacheNode[] = doubles.map((double) => ({ serviceCode: 'test', node: double.address, hostname: 'localhost', live: true, mapped: true }));
+    const nodes: CacheNode[] = doubles.map((double) => ({
+      serviceCode: 'test',
+      node: double.address,
+      hostname: 'localhost',
+      live: true,
+      mapped: true,
+    }));
     scheduler.setNodes(nodes);
     const started = Date.now();
     scheduler.start(); // node i at i x 400 ms
-    await eventually(() => assert.ok(nodes.every((node) => scheduler.snapshot(node.node) !== undefined)), { timeoutMs: 5000 });
+    await eventually(() => assert.ok(nodes.every((node) => scheduler.snapshot(node.node) !== undefined)), {
+      timeoutMs: 5000,
+    });
     const offsets = nodes.map((node) => scheduler.snapshot(node.node)!.at - started);
     for (let i = 0; i < nodes.length; i++) {
       // Each node's probes end a little after its start (i x 400 ms); a loaded machine may add some.
-      assert.ok(offsets[i]! >= i * 400 && offsets[i]! < i * 400 + 1000, `node ${i} probed ${offsets[i]} ms after the start: ${offsets.join(', ')}`);
+      assert.ok(
+        offsets[i]! >= i * 400 && offsets[i]! < i * 400 + 1000,
+        `node ${i} probed ${offsets[i]} ms after the start: ${offsets.join(', ')}`,
+      );
     }
     // The next round starts anew at 2000 ms, with node 0.
     await eventually(() => assert.ok(scheduler.snapshot(nodes[0]!.node)!.at >= started + 2000), { timeoutMs: 5000 });
-    assert.ok(scheduler.snapshot(nodes[0]!.node)!.at < started + 3000, 'node 0 was probed again at the start of the second round');
+    assert.ok(
+      scheduler.snapshot(nodes[0]!.node)!.at < started + 3000,
+      'node 0 was probed again at the start of the second round',
+    );
   } finally {
     scheduler.stop();
     await Promise.all(doubles.map((double) => double.stop()));

@@ -125,8 +125,14 @@ test('HELP and TYPE once per family across nodes; a down node has only its state
   assert.equal(text.match(/^# TYPE arcus_up gauge$/gm)?.length, 1);
   assert.equal(text.match(/^# HELP arcus_commands_total /gm)?.length, 1);
   assert.match(text, /^arcus_up\{ensemble="zk1",service_code="test",node="127.0.0.1:21212",hostname="localhost"\} 0$/m);
-  assert.match(text, /^arcus_node_last_error_info\{reason="timeout",ensemble="zk1",service_code="test",node="127.0.0.1:21212",hostname="localhost"\} 1$/m);
-  assert.match(text, /^arcus_node_registered\{ensemble="zk1",service_code="test",node="127.0.0.1:21213",hostname=""\} 0$/m);
+  assert.match(
+    text,
+    /^arcus_node_last_error_info\{reason="timeout",ensemble="zk1",service_code="test",node="127.0.0.1:21212",hostname="localhost"\} 1$/m,
+  );
+  assert.match(
+    text,
+    /^arcus_node_registered\{ensemble="zk1",service_code="test",node="127.0.0.1:21213",hostname=""\} 0$/m,
+  );
   assert.match(text, /^arcus_node_last_error_info\{reason="not_registered",.*node="127.0.0.1:21213"/m);
   assert.doesNotMatch(text, /arcus_commands_total\{[^}]*21212/);
 });
@@ -134,12 +140,29 @@ test('HELP and TYPE once per family across nodes; a down node has only its state
 test('replication nodes carry group and role; label values are escaped', () => {
   const n = node('10.0.0.1:11211', { group: 'g1', role: 'master', hostname: 'we"ird\\host' });
   const text = render([{ node: n, up: true, stats: accept(n, reply([['curr_items', '5']])) }]);
-  assert.match(text, /^arcus_items\{ensemble="zk1",service_code="test",node="10.0.0.1:11211",hostname="we\\"ird\\\\host",group="g1",role="master"\} 5$/m);
+  assert.match(
+    text,
+    /^arcus_items\{ensemble="zk1",service_code="test",node="10.0.0.1:11211",hostname="we\\"ird\\\\host",group="g1",role="master"\} 5$/m,
+  );
 });
 
 test('unknown numeric fields are kept as arcus_stat{field}; text fields are skipped', () => {
   const n = node('1.1.1.1:1');
-  const text = render([{ node: n, up: true, stats: accept(n, reply([['get_expired', '3'], ['brand_new_field', '7'], ['weird', 'text'], ['hexish', '0x10']])) }]);
+  const text = render([
+    {
+      node: n,
+      up: true,
+      stats: accept(
+        n,
+        reply([
+          ['get_expired', '3'],
+          ['brand_new_field', '7'],
+          ['weird', 'text'],
+          ['hexish', '0x10'],
+        ]),
+      ),
+    },
+  ]);
   assert.match(text, /^arcus_stat\{field="get_expired",.*\} 3$/m);
   assert.match(text, /^arcus_stat\{field="brand_new_field",.*\} 7$/m);
   assert.doesNotMatch(text, /weird|hexish/);
@@ -147,16 +170,31 @@ test('unknown numeric fields are kept as arcus_stat{field}; text fields are skip
 
 test('QoS results: latency of successful probes, success of every probe, time of the run', () => {
   const n = node('127.0.0.1:21211');
-  const qos = { at: 1_700_000_000_000, results: [{ probe: 'kv_set', ok: true, seconds: 0.0004 }, { probe: 'lop_insert', ok: false, seconds: 0 }] };
+  const qos = {
+    at: 1_700_000_000_000,
+    results: [
+      { probe: 'kv_set', ok: true, seconds: 0.0004 },
+      { probe: 'lop_insert', ok: false, seconds: 0 },
+    ],
+  };
   const text = render([{ node: n, up: true }], new Map([[n, qos]]));
-  assert.match(text, new RegExp(`^arcus_qos_latency_seconds\\{probe="kv_set",${labels.replace(/\./g, '\\.')}\\} 0.0004$`, 'm'));
+  assert.match(
+    text,
+    new RegExp(`^arcus_qos_latency_seconds\\{probe="kv_set",${labels.replace(/\./g, '\\.')}\\} 0.0004$`, 'm'),
+  );
   assert.match(text, /^arcus_qos_success\{probe="lop_insert",.*\} 0$/m);
   assert.doesNotMatch(text, /arcus_qos_latency_seconds\{probe="lop_insert"/);
   assert.match(text, /^arcus_qos_last_run_timestamp_seconds\{.*\} 1700000000$/m);
 });
 
 test('nodes with different stats field lists (ARCUS and plain memcached) share each family once', () => {
-  const memcachedStats: Array<[string, string]> = [['pid', '7'], ['cmd_get', '5'], ['get_hits', '4'], ['get_expired', '1'], ['curr_items', '2']];
+  const memcachedStats: Array<[string, string]> = [
+    ['pid', '7'],
+    ['cmd_get', '5'],
+    ['get_hits', '4'],
+    ['get_expired', '1'],
+    ['curr_items', '2'],
+  ];
   const [a, m, b] = [node('127.0.0.1:21211'), node('127.0.0.1:11211'), node('127.0.0.1:21212')];
   const text = render([
     { node: a, up: true, stats: accept(a) },
@@ -165,11 +203,17 @@ test('nodes with different stats field lists (ARCUS and plain memcached) share e
   ]);
   assert.equal(text.match(/^# TYPE arcus_commands_total counter$/gm)?.length, 1);
   assert.equal(text.match(/^# TYPE arcus_items gauge$/gm)?.length, 1);
-  assert.match(text, /^arcus_commands_total\{command="get",ensemble="zk1",service_code="test",node="127.0.0.1:11211",hostname="localhost"\} 5$/m);
+  assert.match(
+    text,
+    /^arcus_commands_total\{command="get",ensemble="zk1",service_code="test",node="127.0.0.1:11211",hostname="localhost"\} 5$/m,
+  );
   assert.match(text, /^arcus_stat\{field="get_expired",.*node="127.0.0.1:11211".*\} 1$/m);
   assert.equal(text.match(/^arcus_items\{/gm)?.length, 3);
   // Every family's samples are contiguous: once a family's block ends, its name never comes back.
-  const order = text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.slice(0, l.search(/[{ ]/)));
+  const order = text
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => l.slice(0, l.search(/[{ ]/)));
   const finished = new Set<string>();
   order.forEach((name, i) => {
     assert.ok(!finished.has(name), `${name} is split`);
@@ -179,10 +223,24 @@ test('nodes with different stats field lists (ARCUS and plain memcached) share e
 
 test('the next reply of a node is rendered into the same area: values change, nothing of the last one stays', () => {
   const n = node('127.0.0.1:21211');
-  const first = accept(n, reply([['curr_items', '1'], ['cmd_get', '10'], ['hb_latency', '6']]));
+  const first = accept(
+    n,
+    reply([
+      ['curr_items', '1'],
+      ['cmd_get', '10'],
+      ['hb_latency', '6'],
+    ]),
+  );
   const firstText = render([{ node: n, up: true, stats: first }]);
   assert.match(firstText, /^arcus_items\{.*\} 1$/m);
-  const second = accept(n, reply([['curr_items', '123456789'], ['cmd_get', '11'], ['hb_latency', '7000']]));
+  const second = accept(
+    n,
+    reply([
+      ['curr_items', '123456789'],
+      ['cmd_get', '11'],
+      ['hb_latency', '7000'],
+    ]),
+  );
   assert.equal(second.bytes, first.bytes, 'the byte area is reused');
   const text = render([{ node: n, up: true, stats: second }]);
   assert.match(text, /^arcus_items\{.*\} 123456789$/m);
@@ -199,11 +257,15 @@ test("a node's area holds its lines and room for one more reply's values, and li
   for (let f = 0; f < rendered.segments.length / 3; f++) {
     const view = rendered.bytes.subarray(rendered.segments[f * 3], rendered.segments[f * 3 + 1]);
     lines += view.length;
-    for (const line of view.toString('latin1').split('\n')) if (line !== '') values += line.length - line.lastIndexOf(' ') - 1;
+    for (const line of view.toString('latin1').split('\n'))
+      if (line !== '') values += line.length - line.lastIndexOf(' ') - 1;
   }
   assert.ok(lines > 10_000, `the sample's ${lines} bytes of lines`);
   // Scaled values are reserved at their longest text (32 bytes), the others at their length.
-  assert.ok(rendered.bytes.length <= lines + 2 * (values + 32 * 20) + (lines >> 4), `area ${rendered.bytes.length} bytes for ${lines} bytes of lines`);
+  assert.ok(
+    rendered.bytes.length <= lines + 2 * (values + 32 * 20) + (lines >> 4),
+    `area ${rendered.bytes.length} bytes for ${lines} bytes of lines`,
+  );
   assert.ok(rendered.bytes.length < lines * 1.25, `area ${rendered.bytes.length} bytes for ${lines} bytes of lines`);
   // The same reply again is written in place.
   assert.equal(accept(n).bytes, rendered.bytes);
@@ -217,7 +279,9 @@ test('a node whose field list changes (server upgraded) gets a plan of its own, 
   assert.match(text, /^arcus_stat\{field="brand_new_counter",.*\} 42$/m);
   assert.match(text, /^arcus_commands_total\{command="set",.*\} 10$/m);
   // Same length, one name different: must not be read with the old plan.
-  const renamed = stats.map(([name, value]) => (name === 'curr_items' ? (['curr_itemz', value] as const) : ([name, value] as const)));
+  const renamed = stats.map(([name, value]) =>
+    name === 'curr_items' ? (['curr_itemz', value] as const) : ([name, value] as const),
+  );
   const again = render([{ node: n, up: true, stats: accept(n, reply(renamed)) }]);
   assert.match(again, /^arcus_stat\{field="curr_itemz",.*\} 1$/m);
   assert.doesNotMatch(again, /^arcus_items\{/m);
@@ -225,7 +289,20 @@ test('a node whose field list changes (server upgraded) gets a plan of its own, 
 
 test('a field the server repeats is one series; empty values are skipped', () => {
   const n = node('127.0.0.1:21211');
-  const text = render([{ node: n, up: true, stats: accept(n, reply([['curr_items', '1'], ['curr_items', '2'], ['ssl_key', '']])) }]);
+  const text = render([
+    {
+      node: n,
+      up: true,
+      stats: accept(
+        n,
+        reply([
+          ['curr_items', '1'],
+          ['curr_items', '2'],
+          ['ssl_key', ''],
+        ]),
+      ),
+    },
+  ]);
   assert.equal(text.match(/^arcus_items\{/gm)?.length, 1);
   assert.match(text, /^arcus_items\{.*\} 1$/m);
   assert.doesNotMatch(text, /ssl_key/);
@@ -254,7 +331,24 @@ test('a reply that is not stats is refused with the protocol error codes', () =>
 
 test('isDecimal: what a server prints as a number, and nothing the format would refuse', () => {
   const yes = ['0', '12', '-3', '0.008834', '1.25', '.5', '5.', '1e9', '2.5E-3', '18446744073709551615'];
-  const no = ['', '-', '.', 'e5', '1e', '1e+', '0x10', 'NaN', 'Infinity', 'inf', ' 1', '1 ', '1.2.3', '+1', 'on', '(null)'];
+  const no = [
+    '',
+    '-',
+    '.',
+    'e5',
+    '1e',
+    '1e+',
+    '0x10',
+    'NaN',
+    'Infinity',
+    'inf',
+    ' 1',
+    '1 ',
+    '1.2.3',
+    '+1',
+    'on',
+    '(null)',
+  ];
   const check = (text: string) => isDecimal(Buffer.from(`x${text}y`), 1, 1 + Buffer.byteLength(text));
   for (const text of yes) assert.equal(check(text), true, text);
   for (const text of no) assert.equal(check(text), false, text);
@@ -270,17 +364,32 @@ test('a renderer is bound to its ensemble label', () => {
 
 test('in-place rewriting equals a fresh rendering, over random reply sequences (seeded, 3 nodes x 400 replies)', () => {
   let seed = 20261122;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const values = ['0', '7', '42', '1234567', '18446744073709551615', '0.008834', '12.5', '', 'on', '-3', '1e9', 'x1'];
-  const baseNames = ['pid', 'version', 'hb_latency', 'curr_items', 'cmd_get', 'get_hits', 'get_misses', 'rusage_user', 'libevent', 'brand_new', 'bytes'];
+  const baseNames = [
+    'pid',
+    'version',
+    'hb_latency',
+    'curr_items',
+    'cmd_get',
+    'get_hits',
+    'get_misses',
+    'rusage_user',
+    'libevent',
+    'brand_new',
+    'bytes',
+  ];
   const shared = new NodeMetricsRenderer('zk1');
   const nodes = [node('127.0.0.1:1'), node('127.0.0.1:2', { group: 'g', role: 'slave' }), node('127.0.0.1:3')];
   let names = baseNames;
   for (let step = 0; step < 400; step++) {
     if (random() < 0.05) {
       // The server's field list changes: a field dropped or one added.
-      names = random() < 0.5 ? baseNames.filter((n) => n !== pick(baseNames)) : [...baseNames.slice(0, 4), 'extra_field', ...baseNames.slice(4)];
+      names =
+        random() < 0.5
+          ? baseNames.filter((n) => n !== pick(baseNames))
+          : [...baseNames.slice(0, 4), 'extra_field', ...baseNames.slice(4)];
     }
     const snapshots: NodeSnapshot[] = [];
     const freshSnapshots: NodeSnapshot[] = [];
@@ -296,40 +405,88 @@ test('in-place rewriting equals a fresh rendering, over random reply sequences (
       return writer.toBuffer().toString('utf8');
     };
     // Families may come in another order (the shared renderer has seen more field lists); compare sorted lines.
-    const lines = (text: string) => text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).sort();
+    const lines = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .sort();
     assert.deepEqual(lines(write(shared, snapshots)), lines(write(fresh, freshSnapshots)), `step ${step}`);
   }
 });
 
 test('a renderer kept across scrapes writes what a fresh one writes, as values, states, settings and QoS change (seeded, 4 nodes x 300 scrapes)', () => {
   let seed = 20261123;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const values = ['0', '7', '42', '1234567', '0.008834', '12.5', '', 'on', '-3', '1e9'];
-  const baseNames = ['pid', 'version', 'hb_latency', 'curr_items', 'cmd_get', 'cmd_set', 'get_hits', 'get_misses', 'rusage_user', 'libevent', 'bytes', 'threads'];
+  const baseNames = [
+    'pid',
+    'version',
+    'hb_latency',
+    'curr_items',
+    'cmd_get',
+    'cmd_set',
+    'get_hits',
+    'get_misses',
+    'rusage_user',
+    'libevent',
+    'bytes',
+    'threads',
+  ];
   const shared = new NodeMetricsRenderer('zk1');
-  const nodes = [node('127.0.0.1:1'), node('127.0.0.1:2', { group: 'g', role: 'slave' }), node('127.0.0.1:3'), node('127.0.0.1:4')];
-  const current = new Map<CacheNode, Map<string, string>>(nodes.map((n) => [n, new Map(baseNames.map((name) => [name, name === 'version' ? '1.15.0' : '0']))]));
+  const nodes = [
+    node('127.0.0.1:1'),
+    node('127.0.0.1:2', { group: 'g', role: 'slave' }),
+    node('127.0.0.1:3'),
+    node('127.0.0.1:4'),
+  ];
+  const current = new Map<CacheNode, Map<string, string>>(
+    nodes.map((n) => [n, new Map(baseNames.map((name) => [name, name === 'version' ? '1.15.0' : '0']))]),
+  );
   const nodeSettings = new Map(nodes.map((n) => [n, settings]));
   const qos = new Map<CacheNode, QosSnapshot>();
   const upNow = new Map(nodes.map((n) => [n, true]));
   let names = baseNames;
   for (let step = 0; step < 300; step++) {
     // Mostly little moves; now and then a value, a node's state, its settings, its QoS or the field list.
-    if (random() < 0.03) names = random() < 0.5 ? baseNames.filter((n) => n !== pick(baseNames)) : [...baseNames.slice(0, 3), 'extra_field', ...baseNames.slice(3)];
+    if (random() < 0.03)
+      names =
+        random() < 0.5
+          ? baseNames.filter((n) => n !== pick(baseNames))
+          : [...baseNames.slice(0, 3), 'extra_field', ...baseNames.slice(3)];
     const snapshots: NodeSnapshot[] = [];
     const freshSnapshots: NodeSnapshot[] = [];
     const fresh = new NodeMetricsRenderer('zk1');
     for (const n of nodes) {
       const fields = current.get(n)!;
       for (const name of names) if (name !== 'version' && random() < 0.04) fields.set(name, pick(values));
-      if (random() < 0.05) qos.set(n, { at: 1_700_000_000_000 + step, results: [{ probe: 'kv_get', ok: random() < 0.8, seconds: random() / 100 }] });
-      if (random() < 0.02) nodeSettings.set(n, settings.map(([name, value]) => [name, name === 'threads' ? String(step) : value] as const));
+      if (random() < 0.05)
+        qos.set(n, {
+          at: 1_700_000_000_000 + step,
+          results: [{ probe: 'kv_get', ok: random() < 0.8, seconds: random() / 100 }],
+        });
+      if (random() < 0.02)
+        nodeSettings.set(
+          n,
+          settings.map(([name, value]) => [name, name === 'threads' ? String(step) : value] as const),
+        );
       if (random() < 0.05) upNow.set(n, !upNow.get(n));
       const bytes = reply(names.map((name) => [name, fields.get(name) ?? '1'] as const));
       if (upNow.get(n)) {
-        snapshots.push({ node: n, up: true, stats: shared.acceptStats(n, bytes), settings: nodeSettings.get(n)!, zookeeper });
-        freshSnapshots.push({ node: n, up: true, stats: fresh.acceptStats(n, bytes), settings: nodeSettings.get(n)!, zookeeper });
+        snapshots.push({
+          node: n,
+          up: true,
+          stats: shared.acceptStats(n, bytes),
+          settings: nodeSettings.get(n)!,
+          zookeeper,
+        });
+        freshSnapshots.push({
+          node: n,
+          up: true,
+          stats: fresh.acceptStats(n, bytes),
+          settings: nodeSettings.get(n)!,
+          zookeeper,
+        });
       } else {
         snapshots.push({ node: n, up: false, reason: 'timeout' });
         freshSnapshots.push({ node: n, up: false, reason: 'timeout' });

@@ -14,7 +14,10 @@ test('every cachemon_* series carries the ensemble; a rename relabels them and r
   let samples = parseExposition(await registry.metrics());
   assert.ok(samples.length > 0);
   for (const s of samples) assert.equal(s.labels['ensemble'], 'zk1', `${s.name} ${JSON.stringify(s.labels)}`);
-  assert.equal(select(samples, 'cachemon_node_errors_total', { node: '127.0.0.1:11211', reason: 'timeout' })[0]?.value, 1);
+  assert.equal(
+    select(samples, 'cachemon_node_errors_total', { node: '127.0.0.1:11211', reason: 'timeout' })[0]?.value,
+    1,
+  );
 
   // The same name again changes nothing.
   self.setEnsemble('zk1');

@@ -8,6 +8,9 @@ export interface CapturedLogger {
 /** A real logger whose lines land in memory, for asserting on what a component logged. */
 export function captureLogger(level: LogLevel = 'debug'): CapturedLogger {
   const records: Array<Record<string, unknown>> = [];
-  const logger = createLoggerOn({ write: (line: string) => void records.push(JSON.parse(line) as Record<string, unknown>) }, level);
+  const logger = createLoggerOn(
+    { write: (line: string) => void records.push(JSON.parse(line) as Record<string, unknown>) },
+    level,
+  );
   return { logger, records };
 }

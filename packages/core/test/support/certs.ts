@@ -22,11 +22,63 @@ function openssl(dir: string, args: string[]): void {
 
 /** Writes server.crt/key, client-ca.crt/key, client.crt/key and other.key into dir. */
 export function generateCerts(dir: string): TestCerts {
-  openssl(dir, ['req', '-x509', ...EC, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', 'server.key', '-out', 'server.crt']);
-  openssl(dir, ['req', '-x509', ...EC, '-days', '1', '-subj', '/CN=cachemon-test-ca', '-keyout', 'client-ca.key', '-out', 'client-ca.crt']);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...EC,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    'server.key',
+    '-out',
+    'server.crt',
+  ]);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...EC,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=cachemon-test-ca',
+    '-keyout',
+    'client-ca.key',
+    '-out',
+    'client-ca.crt',
+  ]);
   openssl(dir, ['req', ...EC, '-subj', '/CN=scraper', '-keyout', 'client.key', '-out', 'client.csr']);
-  openssl(dir, ['x509', '-req', '-in', 'client.csr', '-CA', 'client-ca.crt', '-CAkey', 'client-ca.key', '-CAcreateserial', '-days', '1', '-out', 'client.crt']);
-  openssl(dir, ['req', '-x509', ...EC, '-days', '1', '-subj', '/CN=other', '-keyout', 'other.key', '-out', 'other.crt']);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'client.csr',
+    '-CA',
+    'client-ca.crt',
+    '-CAkey',
+    'client-ca.key',
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-out',
+    'client.crt',
+  ]);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...EC,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=other',
+    '-keyout',
+    'other.key',
+    '-out',
+    'other.crt',
+  ]);
   const read = (name: string): Buffer => readFileSync(join(dir, name));
   return {
     dir,

@@ -24,10 +24,19 @@ describe('backup names', () => {
 
   it('recognises its own backups and nothing else', () => {
     const pattern = backupPattern('/var/log/app.log');
-    for (const name of ['app-2024-03-05T07-08-09.010.log', 'app-2024-03-05T07-08-09.010.log.gz', 'app-2024-03-05T07-08-09.010-2.log']) {
+    for (const name of [
+      'app-2024-03-05T07-08-09.010.log',
+      'app-2024-03-05T07-08-09.010.log.gz',
+      'app-2024-03-05T07-08-09.010-2.log',
+    ]) {
       assert.ok(pattern.test(name), name);
     }
-    for (const name of ['app.log', 'other-2024-03-05T07-08-09.010.log', 'app-2024-03-05.log', 'app-2024-03-05T07-08-09.010.txt']) {
+    for (const name of [
+      'app.log',
+      'other-2024-03-05T07-08-09.010.log',
+      'app-2024-03-05.log',
+      'app-2024-03-05T07-08-09.010.txt',
+    ]) {
       assert.ok(!pattern.test(name), name);
     }
   });
@@ -45,7 +54,11 @@ describe('selectExpiredBackups', () => {
 
   it('keeps the newest maxBackups', () => {
     const expired = selectExpiredBackups(backups, { maxBackups: 2, maxAgeDays: 0, nowMs: NOW });
-    assert.deepEqual(names(expired), ['2024-02-01T00-00-00.000#1', '2024-03-01T00-00-00.000#1', '2024-03-05T00-00-00.000#1']);
+    assert.deepEqual(names(expired), [
+      '2024-02-01T00-00-00.000#1',
+      '2024-03-01T00-00-00.000#1',
+      '2024-03-05T00-00-00.000#1',
+    ]);
   });
 
   it('removes backups older than maxAge days', () => {

@@ -63,7 +63,11 @@ describe('parseJsonWithComments', () => {
 
 describe('validateConfig', () => {
   it('returns the parsed value with defaults filled in', () => {
-    const config = validateConfig('c.json', { listen: ':1', ensembleByName: { zk: ['a:1'] }, timeout: '5s', log: {} }, schema);
+    const config = validateConfig(
+      'c.json',
+      { listen: ':1', ensembleByName: { zk: ['a:1'] }, timeout: '5s', log: {} },
+      schema,
+    );
     assert.equal(config.timeout, 5000);
     assert.equal(config.log?.level, 'warn');
   });
@@ -77,14 +81,17 @@ describe('validateConfig', () => {
     };
     const err = configError(() => validateConfig('/etc/cachemon.json', raw, schema));
     const lines = err.message.split('\n');
-    assert.deepEqual(lines.sort(), [
-      '/etc/cachemon.json: extra: unknown key',
-      '/etc/cachemon.json: ensembleByName.zk1[0]: Invalid input: expected string, received number',
-      '/etc/cachemon.json: listen: missing (expected string)',
-      '/etc/cachemon.json: log.levle: unknown key',
-      '/etc/cachemon.json: log.maxSize: Too small: expected number to be >0',
-      '/etc/cachemon.json: timeout: invalid duration "5parsecs": unknown unit "parsecs" (units: y, w, d, h, m, s, ms)',
-    ].sort());
+    assert.deepEqual(
+      lines.sort(),
+      [
+        '/etc/cachemon.json: extra: unknown key',
+        '/etc/cachemon.json: ensembleByName.zk1[0]: Invalid input: expected string, received number',
+        '/etc/cachemon.json: listen: missing (expected string)',
+        '/etc/cachemon.json: log.levle: unknown key',
+        '/etc/cachemon.json: log.maxSize: Too small: expected number to be >0',
+        '/etc/cachemon.json: timeout: invalid duration "5parsecs": unknown unit "parsecs" (units: y, w, d, h, m, s, ms)',
+      ].sort(),
+    );
     const issues = err.details?.['issues'] as Array<{ path: string; message: string }>;
     assert.equal(issues.length, 6);
     assert.ok(issues.some((i) => i.path === 'log.levle' && i.message === 'unknown key'));

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
 import { z } from 'zod';
-import { durationSchema, Errors, formatDuration, isCachemonError, parseDuration, parseGoDuration } from '../../src/index.js';
+import {
+  durationSchema,
+  Errors,
+  formatDuration,
+  isCachemonError,
+  parseDuration,
+  parseGoDuration,
+} from '../../src/index.js';
 
 const S = 1000;
 const M = 60 * S;
@@ -81,8 +88,14 @@ describe('formatDuration', () => {
   });
 
   it('refuses negative and non-finite values', () => {
-    assert.throws(() => formatDuration(-1), (err: unknown) => isCachemonError(err, Errors.DURATION_INVALID));
-    assert.throws(() => formatDuration(Number.NaN), (err: unknown) => isCachemonError(err, Errors.DURATION_INVALID));
+    assert.throws(
+      () => formatDuration(-1),
+      (err: unknown) => isCachemonError(err, Errors.DURATION_INVALID),
+    );
+    assert.throws(
+      () => formatDuration(Number.NaN),
+      (err: unknown) => isCachemonError(err, Errors.DURATION_INVALID),
+    );
   });
 });
 
@@ -94,9 +107,10 @@ describe('durationSchema', () => {
   it("fails with parseDuration's message", () => {
     const result = z.object({ timeout: durationSchema }).safeParse({ timeout: '5x' });
     assert.equal(result.success, false);
-    assert.deepEqual(result.error?.issues.map((i) => [i.path, i.message]), [
-      [['timeout'], 'invalid duration "5x": unknown unit "x" (units: y, w, d, h, m, s, ms)'],
-    ]);
+    assert.deepEqual(
+      result.error?.issues.map((i) => [i.path, i.message]),
+      [[['timeout'], 'invalid duration "5x": unknown unit "x" (units: y, w, d, h, m, s, ms)']],
+    );
   });
 });
 

@@ -17,7 +17,11 @@ describe('toErrorAnswer', () => {
   const table: Array<[Error, number, string]> = [
     [fastifyLike(413, 'FST_ERR_CTP_BODY_TOO_LARGE', 'Request body is too large'), 413, Errors.BODY_TOO_LARGE.code],
     [fastifyLike(400, 'FST_ERR_CTP_INVALID_JSON_BODY', 'bad json'), 400, Errors.BAD_REQUEST.code],
-    [fastifyLike(415, 'FST_ERR_CTP_INVALID_MEDIA_TYPE', 'Unsupported Media Type'), 415, Errors.UNSUPPORTED_MEDIA_TYPE.code],
+    [
+      fastifyLike(415, 'FST_ERR_CTP_INVALID_MEDIA_TYPE', 'Unsupported Media Type'),
+      415,
+      Errors.UNSUPPORTED_MEDIA_TYPE.code,
+    ],
     [fastifyLike(404, 'X', 'gone'), 404, Errors.NOT_FOUND.code],
     [new Error('boom'), 500, Errors.INTERNAL.code],
   ];
@@ -32,6 +36,10 @@ describe('toErrorAnswer', () => {
   }
 
   it('describes a thrown non-error', () => {
-    assert.deepEqual(toErrorAnswer('oops').body, { status: 'error', code: 'CACHEMON_INTERNAL', error: 'internal error: oops' });
+    assert.deepEqual(toErrorAnswer('oops').body, {
+      status: 'error',
+      code: 'CACHEMON_INTERNAL',
+      error: 'internal error: oops',
+    });
   });
 });

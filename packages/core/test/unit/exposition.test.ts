@@ -27,7 +27,8 @@ describe('escaping', () => {
     ['', ''],
   ];
   for (const [input, output] of labelTable) {
-    it(`label value ${JSON.stringify(input)} -> ${JSON.stringify(output)}`, () => assert.equal(escapeLabelValue(input), output));
+    it(`label value ${JSON.stringify(input)} -> ${JSON.stringify(output)}`, () =>
+      assert.equal(escapeLabelValue(input), output));
   }
 
   const helpTable: Array<[string, string]> = [
@@ -73,7 +74,16 @@ describe('formatValue', () => {
       const integer = Math.floor((random32() / 2 ** 32) * 10 ** (i % 22)) * (i % 2 ? -1 : 1);
       assert.equal(formatValue(integer), String(integer));
     }
-    for (const edge of [Number.MIN_VALUE, -Number.MIN_VALUE, Number.MAX_VALUE, Number.EPSILON, 2 ** 53 + 2, 1e-7, 123e-20, 0.000001]) {
+    for (const edge of [
+      Number.MIN_VALUE,
+      -Number.MIN_VALUE,
+      Number.MAX_VALUE,
+      Number.EPSILON,
+      2 ** 53 + 2,
+      1e-7,
+      123e-20,
+      0.000001,
+    ]) {
       assert.equal(formatValue(edge), String(edge));
     }
   });
@@ -87,8 +97,14 @@ describe('renderLabels', () => {
   it('renders nothing for no labels', () => assert.equal(renderLabels({}), ''));
 
   it('refuses an invalid label name', () => {
-    assert.throws(() => renderLabels({ 'bad-name': 'x' }), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
-    assert.throws(() => renderLabels({ '1x': 'x' }), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(
+      () => renderLabels({ 'bad-name': 'x' }),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
+    assert.throws(
+      () => renderLabels({ '1x': 'x' }),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
   });
 });
 
@@ -135,16 +151,27 @@ describe('ExpositionWriter', () => {
 
   it('refuses a second family with the same name', () => {
     const writer = new ExpositionWriter().family('arcus_up', 'gauge', 'x').sample('', 1);
-    assert.throws(() => writer.family('arcus_up', 'gauge', 'x'), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(
+      () => writer.family('arcus_up', 'gauge', 'x'),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
   });
 
   it('refuses a sample before any family and an invalid metric name', () => {
-    assert.throws(() => new ExpositionWriter().sample('', 1), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
-    assert.throws(() => new ExpositionWriter().family('bad-name', 'gauge', ''), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(
+      () => new ExpositionWriter().sample('', 1),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
+    assert.throws(
+      () => new ExpositionWriter().family('bad-name', 'gauge', ''),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
   });
 
   it('renders 20,000 samples of 100 families, each family once', () => {
-    const labels = Array.from({ length: 200 }, (_, i) => renderLabels({ node: `10.0.0.${i}:11211`, service_code: 'svc' }));
+    const labels = Array.from({ length: 200 }, (_, i) =>
+      renderLabels({ node: `10.0.0.${i}:11211`, service_code: 'svc' }),
+    );
     const writer = new ExpositionWriter();
     for (let f = 0; f < 100; f++) {
       writer.family(`arcus_metric_${f}`, 'gauge', 'A metric.');
@@ -178,7 +205,8 @@ describe('acceptsGzip', () => {
 /** Exposition-like text of about `bytes` bytes, different on every line. */
 function exposition(bytes: number): Buffer {
   let text = '';
-  for (let i = 0; text.length < bytes; i++) text += `arcus_commands_total{command="c${i % 60}",node="10.0.${i % 250}.${i % 7}:11211"} ${i * 7919}\n`;
+  for (let i = 0; text.length < bytes; i++)
+    text += `arcus_commands_total{command="c${i % 60}",node="10.0.${i % 250}.${i % 7}:11211"} ${i * 7919}\n`;
   return Buffer.from(text.slice(0, bytes));
 }
 
@@ -188,7 +216,11 @@ describe('gzipBody', () => {
       const input = exposition(size);
       const member = await gzipBody(input);
       assert.deepEqual(gunzipSync(member), input, `size ${size}`);
-      assert.deepEqual(execFileSync('gzip', ['-dc'], { input: member, maxBuffer: 8 * 1024 * 1024 }), input, `size ${size}: gzip -dc`);
+      assert.deepEqual(
+        execFileSync('gzip', ['-dc'], { input: member, maxBuffer: 8 * 1024 * 1024 }),
+        input,
+        `size ${size}: gzip -dc`,
+      );
     }
     assert.equal(gunzipSync(await gzipBody('a 1\n')).toString(), 'a 1\n');
   });
@@ -251,7 +283,13 @@ describe('ExpositionBuffer', () => {
     out.bytes(Buffer.from('d 4\n'), 0, undefined, 1);
     assert.equal(out.toBuffer().toString(), '# TYPE a gauge\na{v="é"} 1\nb 2\nc 3\nd 4\n');
     assert.equal(out.sampleCount, 4);
-    assert.throws(() => out.family('a', 'gauge', ''), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
-    assert.throws(() => out.family('bad-name', 'gauge', ''), (err: unknown) => isCachemonError(err, Errors.INTERNAL));
+    assert.throws(
+      () => out.family('a', 'gauge', ''),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
+    assert.throws(
+      () => out.family('bad-name', 'gauge', ''),
+      (err: unknown) => isCachemonError(err, Errors.INTERNAL),
+    );
   });
 });

@@ -89,25 +89,40 @@ describe('parseFlags', () => {
   });
 
   it('refuses arguments that are not flags unless asked to take them, naming the first', () => {
-    flagError(() => parseFlags(['-verbose', 'timeout=2s', '-x'], spec, {}), /unexpected argument "timeout=2s": flags are written -name=value/);
+    flagError(
+      () => parseFlags(['-verbose', 'timeout=2s', '-x'], spec, {}),
+      /unexpected argument "timeout=2s": flags are written -name=value/,
+    );
     assert.deepEqual(parseFlags([], spec, {}).positionals, []);
   });
 
   it('refuses a duration out of the range of its flag, naming both', () => {
     const ranged = {
-      every: { type: 'duration', default: '5s', range: { min: '1s', max: '1d', zero: true }, description: 'Probe interval.' },
+      every: {
+        type: 'duration',
+        default: '5s',
+        range: { min: '1s', max: '1d', zero: true },
+        description: 'Probe interval.',
+      },
       wait: { type: 'duration', range: { min: '100ms', max: '5m' }, description: 'Deadline.', env: 'WAIT' },
     } as const;
     assert.equal(parseFlags(['-every=1d'], ranged, {}).values.every, 86_400_000);
     assert.equal(parseFlags(['-every=0'], ranged, {}).values.every, 0);
     assert.equal(parseFlags(['-wait=100ms'], ranged, {}).values.wait, 100);
-    flagError(() => parseFlags(['-every=30d'], ranged, {}), /-every: 30d is out of range \(1s to 1d, or 0 to turn it off\)/);
+    flagError(
+      () => parseFlags(['-every=30d'], ranged, {}),
+      /-every: 30d is out of range \(1s to 1d, or 0 to turn it off\)/,
+    );
     flagError(() => parseFlags(['-every=500ms'], ranged, {}), /-every: 500ms is out of range/);
     flagError(() => parseFlags(['-wait=0s'], ranged, {}), /-wait: 0s is out of range \(100ms to 5m\)$/);
-    flagError(() => parseFlags([], ranged, { WAIT: '1h' }), /environment variable WAIT for flag -wait: 1h is out of range/);
+    flagError(
+      () => parseFlags([], ranged, { WAIT: '1h' }),
+      /environment variable WAIT for flag -wait: 1h is out of range/,
+    );
   });
 
-  it('refuses an unknown flag naming it', () => flagError(() => parseFlags(['-nope=1'], spec, {}), /not defined: -nope$/));
+  it('refuses an unknown flag naming it', () =>
+    flagError(() => parseFlags(['-nope=1'], spec, {}), /not defined: -nope$/));
   it('refuses a missing value naming the flag', () =>
     flagError(() => parseFlags(['-config-file'], spec, {}), /needs an argument: -config-file$/));
   it('refuses a bad boolean', () => flagError(() => parseFlags(['-verbose=maybe'], spec, {}), /"maybe".*-verbose/));
@@ -120,8 +135,18 @@ describe('parseFlags', () => {
 
 describe('formatUsage', () => {
   it('gives the range of a ranged duration flag, as its error does', () => {
-    const ranged = { every: { type: 'duration', default: '5s', range: { min: '1s', max: '1d', zero: true }, description: 'Probe interval.' } } as const;
-    assert.equal(formatUsage('x', ranged), 'Usage of x:\n  -every duration\n    \tProbe interval. (1s to 1d, or 0 to turn it off) (default "5s")\n');
+    const ranged = {
+      every: {
+        type: 'duration',
+        default: '5s',
+        range: { min: '1s', max: '1d', zero: true },
+        description: 'Probe interval.',
+      },
+    } as const;
+    assert.equal(
+      formatUsage('x', ranged),
+      'Usage of x:\n  -every duration\n    \tProbe interval. (1s to 1d, or 0 to turn it off) (default "5s")\n',
+    );
   });
 
   it('lists every flag with type, description, default and env', () => {

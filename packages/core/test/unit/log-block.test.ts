@@ -21,7 +21,16 @@ describe('logBlockSchema', () => {
   });
 
   it('refuses bad values and unknown keys', () => {
-    const bad = [{ level: 'trace' }, { maxSize: 0 }, { maxSize: 1.5 }, { maxBackups: -1 }, { maxAge: -1 }, { compress: 'yes' }, { filename: '' }, { size: 1 }];
+    const bad = [
+      { level: 'trace' },
+      { maxSize: 0 },
+      { maxSize: 1.5 },
+      { maxBackups: -1 },
+      { maxAge: -1 },
+      { compress: 'yes' },
+      { filename: '' },
+      { size: 1 },
+    ];
     for (const block of bad) assert.equal(logBlockSchema.safeParse(block).success, false, JSON.stringify(block));
   });
 

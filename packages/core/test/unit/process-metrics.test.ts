@@ -52,12 +52,15 @@ function families(text: string): Map<string, Family> {
 
 const value = (all: Map<string, Family>, name: string, labels: Record<string, string> = {}): number => {
   const family = all.get(name) ?? [...all.values()].find((f) => f.samples.some((s) => s.name === name));
-  const sample = family?.samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const sample = family?.samples.find(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   assert.ok(sample, `${name} ${JSON.stringify(labels)}`);
   return sample.value;
 };
 
-const read = async (metrics: { metrics(): Promise<string> }): Promise<Map<string, Family>> => families(await metrics.metrics());
+const read = async (metrics: { metrics(): Promise<string> }): Promise<Map<string, Family>> =>
+  families(await metrics.metrics());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 setFlagsFromString('--expose-gc');
@@ -99,10 +102,20 @@ describe('process metrics', () => {
       'process_start_time_seconds',
       'process_virtual_memory_bytes',
     ]);
-    for (const [name, family] of all) assert.equal(family.type, name.endsWith('_total') ? 'counter' : name === 'nodejs_gc_duration_seconds' ? 'histogram' : 'gauge', name);
+    for (const [name, family] of all)
+      assert.equal(
+        family.type,
+        name.endsWith('_total') ? 'counter' : name === 'nodejs_gc_duration_seconds' ? 'histogram' : 'gauge',
+        name,
+      );
     const [major, minor, patch] = process.versions.node.split('.');
-    assert.deepEqual(all.get('nodejs_version_info')!.samples, [{ name: 'nodejs_version_info', labels: { version: process.version, major, minor, patch }, value: 1 }]);
-    assert.ok(Math.abs(value(all, 'process_start_time_seconds') - (Date.now() / 1000 - process.uptime())) <= 1, 'start time');
+    assert.deepEqual(all.get('nodejs_version_info')!.samples, [
+      { name: 'nodejs_version_info', labels: { version: process.version, major, minor, patch }, value: 1 },
+    ]);
+    assert.ok(
+      Math.abs(value(all, 'process_start_time_seconds') - (Date.now() / 1000 - process.uptime())) <= 1,
+      'start time',
+    );
     const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1];
     assert.equal(value(all, 'process_max_fds'), Number(limit));
   });
@@ -125,12 +138,22 @@ describe('process metrics', () => {
     // reads can move.
     const status = readFileSync('/proc/self/status', 'latin1');
     const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)![1]) * 1024;
-    for (const [name, field] of [['process_virtual_memory_bytes', 'VmSize'], ['process_heap_bytes', 'VmData'], ['process_resident_memory_bytes', 'VmRSS']] as const) {
+    for (const [name, field] of [
+      ['process_virtual_memory_bytes', 'VmSize'],
+      ['process_heap_bytes', 'VmData'],
+      ['process_resident_memory_bytes', 'VmRSS'],
+    ] as const) {
       const expected = kb(field);
-      assert.ok(Math.abs(value(text, name) - expected) <= expected * 0.05, `${name} ${value(text, name)} vs ${field} ${expected}`);
+      assert.ok(
+        Math.abs(value(text, name) - expected) <= expected * 0.05,
+        `${name} ${value(text, name)} vs ${field} ${expected}`,
+      );
     }
     const fds = readdirSync('/proc/self/fd').length - 1;
-    assert.ok(Math.abs(value(text, 'process_open_fds') - fds) <= 2, `open fds ${value(text, 'process_open_fds')} vs ${fds}`);
+    assert.ok(
+      Math.abs(value(text, 'process_open_fds') - fds) <= 2,
+      `open fds ${value(text, 'process_open_fds')} vs ${fds}`,
+    );
     const spaces = getHeapSpaceStatistics().map((s) => s.space_name.replace(/_space$/, ''));
     assert.deepEqual(
       text.get('nodejs_heap_space_size_total_bytes')!.samples.map((s) => s.labels.space),
@@ -148,7 +171,9 @@ describe('process metrics', () => {
   it('counts every garbage collection in a cumulative histogram by kind, also those delivered together', async () => {
     const metrics = createProcessMetrics();
     const count = (text: Map<string, Family>) =>
-      text.get('nodejs_gc_duration_seconds')!.samples.find((s) => s.name === 'nodejs_gc_duration_seconds_count' && s.labels.kind === 'major')?.value ?? 0;
+      text
+        .get('nodejs_gc_duration_seconds')!
+        .samples.find((s) => s.name === 'nodejs_gc_duration_seconds_count' && s.labels.kind === 'major')?.value ?? 0;
     const before = count(await read(metrics));
     // Three collections in one synchronous stretch: Node delivers their entries in one batch, later.
     gc();

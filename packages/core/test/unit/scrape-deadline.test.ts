@@ -24,7 +24,8 @@ describe('scrapeDeadline', () => {
   });
 
   it('the default without a usable header; never less than 50 ms', () => {
-    for (const header of [undefined, '', ' ', 'soon', '0', '-1', 'NaN', 'Infinity']) assert.equal(leaves(header, 3000), 3000, String(header));
+    for (const header of [undefined, '', ' ', 'soon', '0', '-1', 'NaN', 'Infinity'])
+      assert.equal(leaves(header, 3000), 3000, String(header));
     assert.equal(leaves('0.01', 3000), 50);
     assert.equal(leaves(undefined, 0), 50);
   });
