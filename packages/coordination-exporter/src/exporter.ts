@@ -208,21 +208,11 @@ export class CoordinationExporter {
   private async collect(deadline: number): Promise<ExpositionBody> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const started = performance.now();
-    // The process metrics do not depend on the servers: read them while the servers answer, once
-    // every server has been sent its word (reading them takes a while, and would hold up the words).
-    let processText: Promise<string> | undefined;
-    const readProcessMetrics = (): void => {
-      const read = this.options.processMetrics;
-      if (read === undefined) return;
-      processText = read();
-      processText.catch(() => undefined); // awaited below, once the servers are in
-    };
-    let unsent = this.resolved.length;
-    const sent = (): void => {
-      if (--unsent === 0) readProcessMetrics();
-    };
-    if (unsent === 0) readProcessMetrics();
-    const reads = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline, sent)));
+    const reading = Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
+    // Read while the servers answer.
+    const processText = this.options.processMetrics?.();
+    processText?.catch(() => undefined); // awaited below, once the servers are in
+    const reads = await reading;
     this.findLeaderOnly(reads);
     const servers = reads.map(({ prepared, error }) => {
       this.scrapes.inc({ status: prepared.status });
@@ -233,7 +223,7 @@ export class CoordinationExporter {
     const text = writeServers(servers);
     const rendered = performance.now();
     end();
-    const processPart = processText ? await processText : '';
+    const processPart = (await processText) ?? '';
     // Read last, so that the scrapes that joined this collection are counted in its body.
     const body = Buffer.from(text + processPart + (await this.options.registry.metrics()), 'utf8');
     if (this.options.logger.isLevelEnabled('debug')) {
@@ -272,11 +262,9 @@ export class CoordinationExporter {
   private async read(
     endpoint: ServerEndpoint,
     deadline: number,
-    sent: () => void,
   ): Promise<{ prepared: PreparedServer; error: string | undefined }> {
     const host = serverLabel(endpoint);
     if ((endpoint as ResolvedEndpoint).unresolved) {
-      sent();
       return {
         prepared: prepareServer({ host, status: 'unresolved', entries: [] }),
         error: 'the name does not resolve',
@@ -285,7 +273,7 @@ export class CoordinationExporter {
     let reading: ServerReading;
     let error: string | undefined;
     try {
-      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent);
+      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline);
       const parsed = parseMntr(reply);
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
