@@ -1,28 +1,20 @@
 /**
- * One pipelined ascii connection to one cache node.
+ * One pipelined ascii connection to one cache node: requests are written as they come and
+ * answered in order; the socket is opened by the first request and reopened by the first request
+ * after a failure.
  *
- * Requests are written as they come and answered in order (FIFO); the framer cuts replies out of
- * the stream incrementally. The socket is opened lazily by the first request and reopened by the
- * first request after any failure.
+ * Failures, as CachemonError codes: NODE_UNREACHABLE (connect refused, unresolvable, or not done
+ * within connectTimeoutMs); NODE_TIMEOUT (a request's deadline passed: the socket is destroyed,
+ * since a late reply would answer the wrong request, and every pending request fails); NODE_CLOSED
+ * (the peer closed with requests pending, or close()); NODE_PROTOCOL (a reply over maxReplyBytes,
+ * unframeable bytes, or bytes nobody asked for: the socket is destroyed).
  *
- * Failures, as CachemonError codes:
- *   NODE_UNREACHABLE  connect refused, unresolvable, or not established within connectTimeoutMs;
- *   NODE_TIMEOUT      a request's deadline passed. The socket is destroyed (a late reply would
- *                     answer the wrong request) and every pending request is rejected with it;
- *   NODE_CLOSED       the peer closed or reset the connection with requests pending, or close();
- *   NODE_PROTOCOL     a reply over maxReplyBytes, bytes no reply kind can frame, or bytes nobody
- *                     asked for. The socket is destroyed.
+ * No reconnect storms: every failure sets `retryAt` to now plus the next backoff delay (100 ms
+ * doubling up to 30 s, +-20%), a complete reply resets it to 0. The caller checks
+ * `Date.now() < conn.retryAt` and reports the node down with `conn.lastError` instead of dialling.
  *
- * Reconnect rule (no reconnect storms): every failure sets `retryAt` to now plus the next backoff
- * delay (100 ms doubling up to 30 s, +-20% jitter); the first complete reply resets the backoff and
- * sets `retryAt` back to 0. The connection itself does not refuse requests before `retryAt`: the
- * caller decides. A scraper should check `Date.now() < conn.retryAt` and report the node down with
- * `conn.lastError` instead of dialling it again, so a dead node costs one connect attempt per
- * backoff period rather than one per scrape and per request.
- *
- * Timers: one per connection, armed for the earliest pending deadline (or the connect timeout), and
- * left armed when the last reply arrives. Neither the timer nor the idle socket is ref'd, so a pooled
- * connection never holds the process open.
+ * One timer per connection, armed for the earliest deadline. Neither it nor an idle socket is
+ * ref'd, so a pooled connection never holds the process open.
  */
 import { connect, type Socket } from 'node:net';
 import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';

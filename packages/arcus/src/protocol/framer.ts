@@ -1,27 +1,21 @@
 /**
- * Incremental reply framer: cuts the byte stream of one ascii connection into replies. Pure (no
- * I/O): AsciiConnection pushes socket chunks in and asks for the next reply of the kind the oldest
- * pending request expects. Works across any chunk split and scans every byte once. Bytes are
- * copied once, into a buffer the framer keeps, so a socket read allocates nothing. A reply comes
- * back as a view of that buffer, valid until rewind().
+ * Incremental reply framer: cuts the byte stream of one ascii connection into replies of the kind
+ * the oldest pending request expects, across any chunk split. Pure (no I/O). A reply comes back
+ * as a view of the framer's buffer, valid until rewind().
  *
  * Reply kinds:
- *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
+ *   - 'line'  exactly one line (`STORED`, `OK`, `ERROR`, ...).
  *   - 'multi' lines until `END` (`stats ...`), or a single error line. Every line must start with
- *             an ASCII capital letter, checked as soon as its first byte arrives, so binary garbage
- *             fails fast (with or without a line end) instead of waiting for the deadline.
- *   - 'value' retrieval. `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block
- *             of exactly <bytes> bytes and CRLF, until `END`; or a collection get:
- *             `VALUE <flags> <count>`, <count> element lines, then one closing line (`END`,
- *             `DELETED`, `DELETED_DROPPED`, `TRIMMED`). Element lines are framed as lines, so element
- *             data must not contain CRLF (the exporter's probes never do). Any other first line
- *             (`NOT_FOUND`, `TYPE_MISMATCH`, an error line) is the whole reply.
+ *             a capital letter, checked at its first byte, so binary garbage fails fast.
+ *   - 'value' `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block and CRLF,
+ *             until `END`; or a collection get: `VALUE <flags> <count>`, <count> element lines
+ *             (element data must not contain CRLF), then a closing line (`END`, `DELETED`,
+ *             `DELETED_DROPPED`, `TRIMMED`). Any other first line is the whole reply.
  *
- * Unknown commands with a data block: a server that does not know the command (plain memcached
- * and `lop insert`) answers `ERROR` to the command line and then reads every data line as a command
- * of its own, answering each with another reply. The caller passes how many data lines it sent
- * (`echoLines`); after an `ERROR` first line the framer swallows that many more one-line replies,
- * so the stream stays in step. The returned text is the first `ERROR` line only.
+ * A server that does not know a command with a data block (plain memcached and `lop insert`)
+ * answers `ERROR` and then reads every data line as a command, answering each. The caller passes
+ * how many data lines it sent (`echoLines`); after an `ERROR` the framer swallows that many more
+ * one-line replies and returns the first `ERROR` line only.
  */
 import { errorKeywordAt, protocolError } from './reply-errors.js';
 
