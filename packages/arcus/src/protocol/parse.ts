@@ -59,8 +59,7 @@ export function parseStats(reply: string | Buffer): StatsReply {
  * Receives one `PREFIX <name> <field> <value> ...` line of a prefix statistics reply: the name's
  * byte range, and `pairs` field/value pairs. `ranges[4i .. 4i + 3]` are the i-th field's start and
  * end and its value's start and end; `counts[i]` is the value as a number (NaN for the text field).
- * Both arrays are reused from line to line and from walk to walk: read them during the call, and
- * do not start another walk from inside it. `line` is the line's range,
+ * Both arrays are reused from line to line: read them during the call. `line` is the line's range,
  * for messages. Returning false stops the walk.
  */
 export type PrefixLineVisitor = (
@@ -80,11 +79,9 @@ export type PrefixLineVisitor = (
  * closed the reply, false when `visit` stopped the walk.
  */
 export function scanPrefixLines(reply: Buffer, textField: string | undefined, visit: PrefixLineVisitor): boolean {
-  const text = textField === undefined ? undefined : textFieldBytes(textField);
-  // Kept from one call to the next (a prefix scrape walks two replies per node): `visit` sees
-  // them only while it runs.
-  let ranges = scanRanges;
-  let counts = scanCounts;
+  const text = textField === undefined ? undefined : Buffer.from(textField);
+  let ranges = new Uint32Array(64 * 4);
+  let counts = new Float64Array(64);
   return walkReplyLines(reply, PREFIX_HEAD, 'PREFIX', (pos, end) => {
     const nameStart = pos + PREFIX_HEAD.length;
     let at = spaceOrEndBytes(reply, nameStart, end);
@@ -101,8 +98,8 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
       const valueEnd = spaceOrEndBytes(reply, valueStart, end);
       if (valueEnd === valueStart) throw protocolError('empty value', bytesLine(reply, pos, end));
       if (pairs === counts.length) {
-        scanRanges = ranges = grow(ranges, ranges.length * 2);
-        scanCounts = counts = grow(counts, counts.length * 2);
+        ranges = grow(ranges, ranges.length * 2);
+        counts = grow(counts, counts.length * 2);
       }
       let value = NaN;
       if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
@@ -159,17 +156,6 @@ function walkReplyLines(
     }
     pos = nl + 1;
   }
-}
-
-/** scanPrefixLines' field ranges and counts, grown when a line has more fields. */
-let scanRanges = new Uint32Array(64 * 4);
-let scanCounts = new Float64Array(64);
-const textFields = new Map<string, Buffer>();
-
-function textFieldBytes(name: string): Buffer {
-  let bytes = textFields.get(name);
-  if (bytes === undefined) textFields.set(name, (bytes = Buffer.from(name)));
-  return bytes;
 }
 
 const STAT_HEAD = Buffer.from('STAT ');
