@@ -4,13 +4,20 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CachemonError, Errors, ExpositionBuffer, createScrapeMetrics, errorMessage, expositionBody, isCachemonError } from '@cachemon/core';
+import {
+  CachemonError,
+  Errors,
+  createScrapeMetrics,
+  errorMessage,
+  expositionBody,
+  isCachemonError,
+} from '@cachemon/core';
 import type { ExpositionBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { Counter, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
 import { parseMntr } from './mntr.js';
-import { ServerRenderer, type PreparedServer, type ServerReading, type ServerStatus } from './render.js';
+import { prepareServer, writeServers, type PreparedServer, type ServerReading, type ServerStatus } from './render.js';
 
 /** One `--zk-hosts` entry: an IP address or a name, and a port. */
 export interface ServerEndpoint {
@@ -33,13 +40,17 @@ export function parseServerList(list: string): ServerEndpoint[] {
     .split(',')
     .map((entry) => entry.trim())
     .filter((entry) => entry !== '');
-  if (entries.length === 0) throw new CachemonError(Errors.CONFIG_INVALID, '--zk-hosts: no server given (a comma separated list of host:port)');
+  if (entries.length === 0)
+    throw new CachemonError(Errors.CONFIG_INVALID, '--zk-hosts: no server given (a comma separated list of host:port)');
   const seen = new Set<string>();
   return entries.map((entry) => {
     const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(entry);
     const port = Number(match?.[3]);
     if (!match || !(port >= 1 && port <= 65535)) {
-      throw new CachemonError(Errors.CONFIG_INVALID, `--zk-hosts: ${JSON.stringify(entry)} is not host:port (IPv6 as [address]:port)`);
+      throw new CachemonError(
+        Errors.CONFIG_INVALID,
+        `--zk-hosts: ${JSON.stringify(entry)} is not host:port (IPv6 as [address]:port)`,
+      );
     }
     const host = (match[1] ?? match[2])!;
     const key = `${host}:${port}`;
@@ -60,7 +71,9 @@ export function formatEndpoint({ host, port }: ServerEndpoint): string {
  */
 export function serverLabel(endpoint: ServerEndpoint): string {
   const { name, single } = endpoint as Partial<ResolvedEndpoint>;
-  return name !== undefined && single === true ? formatEndpoint({ host: name, port: endpoint.port }) : formatEndpoint(endpoint);
+  return name !== undefined && single === true
+    ? formatEndpoint({ host: name, port: endpoint.port })
+    : formatEndpoint(endpoint);
 }
 
 export class CoordinationExporter {
@@ -70,7 +83,6 @@ export class CoordinationExporter {
   private readonly lastStatus = new Map<string, ServerStatus>();
   /** Names that failed to resolve at their last resolution (warned about once, until they resolve again). */
   private readonly failingNames = new Set<string>();
-  private readonly renderer = new ServerRenderer();
   private readonly scrapes: Counter<'status'>;
   private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
@@ -83,7 +95,12 @@ export class CoordinationExporter {
   ) {
     this.servers = [...servers];
     const registers = [options.registry];
-    this.scrapes = new Counter({ name: 'cachemon_zk_server_reads_total', help: 'mntr reads of servers, by their status.', labelNames: ['status'], registers });
+    this.scrapes = new Counter({
+      name: 'cachemon_zk_server_reads_total',
+      help: 'mntr reads of servers, by their status.',
+      labelNames: ['status'],
+      registers,
+    });
     const scrapes = createScrapeMetrics(options.registry);
     this.scrapeDuration = scrapes.duration;
     this.sharedScrapes = scrapes.shared;
@@ -124,16 +141,33 @@ export class CoordinationExporter {
           const addresses = [...new Set(await resolveName(server.host))].sort();
           if (addresses.length === 0) throw new Error('no addresses');
           const single = addresses.length === 1;
-          endpoints = addresses.map((address): ResolvedEndpoint => ({ host: address, port: server.port, name: server.host, single }));
+          endpoints = addresses.map((address): ResolvedEndpoint => ({
+            host: address,
+            port: server.port,
+            name: server.host,
+            single,
+          }));
           this.resolutions.inc({ result: 'ok' });
           this.failingNames.delete(server.host);
           const before = (previous.get(server.host) ?? []).map(formatEndpoint).sort();
           const after = endpoints.map(formatEndpoint);
-          if (before.join(',') !== after.join(',')) this.options.logger.info({ domain: server.host, servers: after, before }, 'coordination servers resolved');
+          if (before.join(',') !== after.join(','))
+            this.options.logger.info({ domain: server.host, servers: after, before }, 'coordination servers resolved');
         } catch (err) {
           this.resolutions.inc({ result: 'failed' });
           const kept = previous.get(server.host)?.filter((endpoint) => !(endpoint as ResolvedEndpoint).unresolved);
-          endpoints = kept !== undefined && kept.length > 0 ? kept : [{ host: server.host, port: server.port, name: server.host, single: true, unresolved: true } as ResolvedEndpoint];
+          endpoints =
+            kept !== undefined && kept.length > 0
+              ? kept
+              : [
+                  {
+                    host: server.host,
+                    port: server.port,
+                    name: server.host,
+                    single: true,
+                    unresolved: true,
+                  } as ResolvedEndpoint,
+                ];
           const first = !this.failingNames.has(server.host);
           this.failingNames.add(server.host);
           this.options.logger[first ? 'warn' : 'debug'](
@@ -174,21 +208,11 @@ export class CoordinationExporter {
   private async collect(deadline: number): Promise<ExpositionBody> {
     const end = this.scrapeDuration.startTimer({ path: '/metrics' });
     const started = performance.now();
-    // The process metrics do not depend on the servers: read them while the servers answer, once
-    // every server has been sent its word (reading them takes a while, and would hold up the words).
-    let processText: Promise<string> | undefined;
-    const readProcessMetrics = (): void => {
-      const read = this.options.processMetrics;
-      if (read === undefined) return;
-      processText = read();
-      processText.catch(() => undefined); // awaited below, once the servers are in
-    };
-    let unsent = this.resolved.length;
-    const sent = (): void => {
-      if (--unsent === 0) readProcessMetrics();
-    };
-    if (unsent === 0) readProcessMetrics();
-    const reads = await Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline, sent)));
+    const reading = Promise.all(this.resolved.map((endpoint) => this.read(endpoint, deadline)));
+    // Read while the servers answer.
+    const processText = this.options.processMetrics?.();
+    processText?.catch(() => undefined); // awaited below, once the servers are in
+    const reads = await reading;
     this.findLeaderOnly(reads);
     const servers = reads.map(({ prepared, error }) => {
       this.scrapes.inc({ status: prepared.status });
@@ -196,17 +220,24 @@ export class CoordinationExporter {
       return prepared;
     });
     const read = performance.now();
-    const out = new ExpositionBuffer();
-    this.renderer.write(servers, out);
+    const text = writeServers(servers);
     const rendered = performance.now();
     end();
-    if (processText) out.text(await processText);
+    const processPart = (await processText) ?? '';
     // Read last, so that the scrapes that joined this collection are counted in its body.
-    out.text(await this.options.registry.metrics());
-    const body = out.toBuffer();
+    const body = Buffer.from(text + processPart + (await this.options.registry.metrics()), 'utf8');
     if (this.options.logger.isLevelEnabled('debug')) {
       const ms = (t: number) => Math.round(t * 100) / 100;
-      this.options.logger.debug({ servers: servers.length, readMs: ms(read - started), renderMs: ms(rendered - read), selfMs: ms(performance.now() - rendered), bytes: body.length }, 'scrape collected');
+      this.options.logger.debug(
+        {
+          servers: servers.length,
+          readMs: ms(read - started),
+          renderMs: ms(rendered - read),
+          selfMs: ms(performance.now() - rendered),
+          bytes: body.length,
+        },
+        'scrape collected',
+      );
     }
     return expositionBody(body);
   }
@@ -224,29 +255,30 @@ export class CoordinationExporter {
     const states = reads.map(({ prepared }) => prepared.state);
     if (states.includes('leader') || !states.includes('follower')) return;
     const read = notServing[0]!;
-    read.prepared = this.renderer.prepare({ host: read.prepared.host, status: 'leader_only', entries: [] });
+    read.prepared = prepareServer({ host: read.prepared.host, status: 'leader_only', entries: [] });
   }
 
   /** One server's reading, prepared for rendering as soon as it is in. */
-  private async read(endpoint: ServerEndpoint, deadline: number, sent: () => void): Promise<{ prepared: PreparedServer; error: string | undefined }> {
+  private async read(
+    endpoint: ServerEndpoint,
+    deadline: number,
+  ): Promise<{ prepared: PreparedServer; error: string | undefined }> {
     const host = serverLabel(endpoint);
     if ((endpoint as ResolvedEndpoint).unresolved) {
-      sent();
-      return { prepared: this.renderer.prepare({ host, status: 'unresolved', entries: [] }), error: 'the name does not resolve' };
+      return {
+        prepared: prepareServer({ host, status: 'unresolved', entries: [] }),
+        error: 'the name does not resolve',
+      };
     }
     let reading: ServerReading;
     let error: string | undefined;
-    let clean: string | undefined;
     try {
-      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline, sent);
-      // The same keys as last time (the usual case): its values are all there is to read.
-      const known = this.renderer.prepareKnown(host, reply);
-      if (known !== undefined) return { prepared: known, error: undefined };
+      const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline);
       const parsed = parseMntr(reply);
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
-        if (parsed.skipped.length > 0) this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
-        else clean = reply;
+        if (parsed.skipped.length > 0)
+          this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
       } else {
         reading = { host, status: parsed.kind, entries: [] };
       }
@@ -254,7 +286,7 @@ export class CoordinationExporter {
       reading = { host, status: statusOf(err), entries: [] };
       error = errorMessage(err);
     }
-    return { prepared: this.renderer.prepare(reading, clean), error };
+    return { prepared: prepareServer(reading), error };
   }
 
   /** One log line when a server's status changes (and for the first failure). */
@@ -275,7 +307,10 @@ export class CoordinationExporter {
         );
         return;
       case 'not_serving':
-        logger.warn({ zkHost: host }, `coordination server ${host} is not serving requests (no quorum, or still joining the ensemble)`);
+        logger.warn(
+          { zkHost: host },
+          `coordination server ${host} is not serving requests (no quorum, or still joining the ensemble)`,
+        );
         return;
       case 'leader_only':
         logger.info(
@@ -286,7 +321,10 @@ export class CoordinationExporter {
         return;
       case 'unresolved':
         // resolve() has warned, with the resolver's error.
-        logger.debug({ zkHost: host, was: last }, `coordination server ${host} cannot be read: its name does not resolve`);
+        logger.debug(
+          { zkHost: host, was: last },
+          `coordination server ${host} cannot be read: its name does not resolve`,
+        );
         return;
       default:
         logger.warn({ zkHost: host, status, error }, `coordination server ${host} cannot be read: ${status}`);

@@ -19,19 +19,9 @@ export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
  * - NODE_TIMEOUT: connected, but the answer had not ended (server closed) by the deadline;
  * - NODE_PROTOCOL: the answer grew beyond MAX_ANSWER_BYTES;
  * - NODE_CLOSED: the connection failed after it was made.
- *
- * `onSent` is called once, when the word has been handed to the kernel or the attempt has ended
- * before that: from then on the answer is the server's work, and the caller may do its own.
  */
-export function fourLetterWord(
-  host: string,
-  port: number,
-  word: string,
-  deadline: number,
-  onSent?: () => void,
-): Promise<string> {
+export function fourLetterWord(host: string, port: number, word: string, deadline: number): Promise<string> {
   if (!READ_ONLY_WORDS.has(word)) {
-    onSent?.();
     return Promise.reject(
       new CachemonError(
         Errors.INTERNAL,
@@ -41,24 +31,16 @@ export function fourLetterWord(
   }
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
-    // Decoded as it arrives: no joined copy of the chunks outside V8's heap (see exporter.ts, scratch).
     const decoder = new StringDecoder('utf8');
     let text = '';
     let length = 0;
     let connected = false;
     let settled = false;
-    let sent = false;
-    const noteSent = (): void => {
-      if (sent) return;
-      sent = true;
-      onSent?.();
-    };
     const socket = connect({ host, port });
     const finish = (err: CachemonError | undefined): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      noteSent();
       socket.destroy();
       if (err) reject(err);
       else resolve(text + decoder.end());
@@ -79,7 +61,7 @@ export function fourLetterWord(
     socket.setNoDelay(true);
     socket.on('connect', () => {
       connected = true;
-      socket.end(word, noteSent);
+      socket.end(word);
     });
     socket.on('data', (chunk: Buffer) => {
       length += chunk.length;

@@ -86,7 +86,16 @@ async function main(argv: string[]): Promise<number> {
     ...(webConfig ? { webConfig, webConfigFile } : {}),
   });
   const { app } = server;
-  serveExposition(server, new Map([['/metrics', (timeoutHeader) => exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS))]]));
+  serveExposition(
+    server,
+    new Map([
+      [
+        '/metrics',
+        (timeoutHeader) =>
+          exporter.metrics(Math.min(scrapeDeadline(timeoutHeader, values.timeout), Date.now() + MAX_WAIT_MS)),
+      ],
+    ]),
+  );
   app.get('/', async (_request, reply) => {
     reply.type('text/html; charset=utf-8');
     const list = exporter.endpoints

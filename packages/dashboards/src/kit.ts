@@ -101,9 +101,10 @@ export function hitRatio(by: string, matchers: readonly string[], level: 'node' 
   );
 }
 
-/** Every query of a panel, kept for the tests beside what the SDK builds. */
+/** Every query of a panel. */
 export interface PanelQuery {
-  readonly refId: string;
+  /** Default: A, B, ... in the order of the panel's queries. */
+  readonly refId?: string;
   readonly expr: string;
   readonly legend?: string;
   /** Instant (tables, stats, bar gauges) or range (time series). */
@@ -111,8 +112,13 @@ export interface PanelQuery {
   readonly table?: boolean;
 }
 
-function promQuery(q: PanelQuery): DataqueryBuilder {
-  const query = new DataqueryBuilder().datasource(QUERY_PROXY).refId(q.refId).expr(q.expr);
+/** A PromQL query with its legend. */
+export const series = (expr: string, legend?: string): PanelQuery =>
+  legend === undefined ? { expr } : { expr, legend };
+
+function promQuery(q: PanelQuery, index = 0): DataqueryBuilder {
+  const refId = q.refId ?? String.fromCharCode(65 + index);
+  const query = new DataqueryBuilder().datasource(QUERY_PROXY).refId(refId).expr(q.expr);
   if (q.legend !== undefined) query.legendFormat(q.legend);
   if (q.instant) query.instant();
   else query.range();
@@ -181,7 +187,7 @@ export function timeseries(title: string, queries: readonly PanelQuery[], size: 
         .showLegend(true)
         .calcs(['mean', 'max', 'lastNotNull']),
     );
-  for (const q of queries) panel.withTarget(promQuery(q));
+  queries.forEach((q, i) => panel.withTarget(promQuery(q, i)));
   return panel;
 }
 
@@ -190,7 +196,7 @@ export function stat(title: string, query: PanelQuery, size: Size): StatBuilder 
     .graphMode(BigValueGraphMode.Area)
     .colorMode(BigValueColorMode.Value)
     .reduceOptions(lastValue())
-    .withTarget(promQuery(query));
+    .withTarget(promQuery({ ...query, instant: true }));
 }
 
 export function barGauge(title: string, query: PanelQuery, size: Size): BarGaugeBuilder {

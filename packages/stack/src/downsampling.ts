@@ -22,12 +22,8 @@ export const RESOLUTIONS: readonly Resolution[] = [
   { name: '1h', window: '1h' },
 ];
 
-interface Aggregate {
-  /** The series name written, e.g. `service_code:arcus_commands:rate`. */
-  readonly record: string;
-  /** The expression, `$w` standing for the window. */
-  readonly expr: string;
-}
+/** The series name written (e.g. `service_code:arcus_commands:rate`) and its expression, `$w` standing for the window. */
+type Aggregate = readonly [record: string, expr: string];
 
 const SVC = 'ensemble, service_code';
 const NODE = 'ensemble, service_code, node, hostname';
@@ -38,126 +34,81 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
   {
     level: 'service code',
     aggregates: [
-      { record: 'service_code:arcus_nodes:count', expr: `count by (${SVC}) (arcus_up)` },
-      { record: 'service_code:arcus_nodes_up:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_up[$w]))` },
-      { record: 'service_code:arcus_commands:rate', expr: `sum by (${SVC}, command) (rate(arcus_commands_total[$w]))` },
-      {
-        record: 'service_code:arcus_command_hits:rate',
-        expr: `sum by (${SVC}, command) (rate(arcus_command_hits_total[$w]))`,
-      },
-      {
-        record: 'service_code:arcus_command_misses:rate',
-        expr: `sum by (${SVC}, command) (rate(arcus_command_misses_total[$w]))`,
-      },
-      {
-        record: 'service_code:arcus_items_evicted:rate',
-        expr: `sum by (${SVC}) (rate(arcus_items_evicted_total[$w]))`,
-      },
-      { record: 'service_code:arcus_bytes:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_bytes[$w]))` },
-      { record: 'service_code:arcus_limit_bytes:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_limit_bytes[$w]))` },
-      { record: 'service_code:arcus_items:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_items[$w]))` },
-      { record: 'service_code:arcus_connections:avg', expr: `sum by (${SVC}) (avg_over_time(arcus_connections[$w]))` },
+      ['service_code:arcus_nodes:count', `count by (${SVC}) (arcus_up)`],
+      ['service_code:arcus_nodes_up:avg', `sum by (${SVC}) (avg_over_time(arcus_up[$w]))`],
+      ['service_code:arcus_commands:rate', `sum by (${SVC}, command) (rate(arcus_commands_total[$w]))`],
+      ['service_code:arcus_command_hits:rate', `sum by (${SVC}, command) (rate(arcus_command_hits_total[$w]))`],
+      ['service_code:arcus_command_misses:rate', `sum by (${SVC}, command) (rate(arcus_command_misses_total[$w]))`],
+      ['service_code:arcus_items_evicted:rate', `sum by (${SVC}) (rate(arcus_items_evicted_total[$w]))`],
+      ['service_code:arcus_bytes:avg', `sum by (${SVC}) (avg_over_time(arcus_bytes[$w]))`],
+      ['service_code:arcus_limit_bytes:avg', `sum by (${SVC}) (avg_over_time(arcus_limit_bytes[$w]))`],
+      ['service_code:arcus_items:avg', `sum by (${SVC}) (avg_over_time(arcus_items[$w]))`],
+      ['service_code:arcus_connections:avg', `sum by (${SVC}) (avg_over_time(arcus_connections[$w]))`],
     ],
   },
   {
     level: 'cache node',
     aggregates: [
-      { record: 'node:arcus_up:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_up[$w]))` },
-      { record: 'node:arcus_commands:rate', expr: `sum by (${NODE}, command) (rate(arcus_commands_total[$w]))` },
-      {
-        record: 'node:arcus_command_hits:rate',
-        expr: `sum by (${NODE}, command) (rate(arcus_command_hits_total[$w]))`,
-      },
-      {
-        record: 'node:arcus_command_misses:rate',
-        expr: `sum by (${NODE}, command) (rate(arcus_command_misses_total[$w]))`,
-      },
-      { record: 'node:arcus_items_evicted:rate', expr: `sum by (${NODE}) (rate(arcus_items_evicted_total[$w]))` },
-      { record: 'node:arcus_bytes:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_bytes[$w]))` },
-      { record: 'node:arcus_limit_bytes:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_limit_bytes[$w]))` },
-      { record: 'node:arcus_items:avg', expr: `avg by (${NODE}) (avg_over_time(arcus_items[$w]))` },
-      { record: 'node:arcus_connections:max', expr: `max by (${NODE}) (max_over_time(arcus_connections[$w]))` },
-      {
-        record: 'node:arcus_qos_latency_seconds:max',
-        expr: `max by (${NODE}, probe) (max_over_time(arcus_qos_latency_seconds[$w]))`,
-      },
+      ['node:arcus_up:avg', `avg by (${NODE}) (avg_over_time(arcus_up[$w]))`],
+      ['node:arcus_commands:rate', `sum by (${NODE}, command) (rate(arcus_commands_total[$w]))`],
+      ['node:arcus_command_hits:rate', `sum by (${NODE}, command) (rate(arcus_command_hits_total[$w]))`],
+      ['node:arcus_command_misses:rate', `sum by (${NODE}, command) (rate(arcus_command_misses_total[$w]))`],
+      ['node:arcus_items_evicted:rate', `sum by (${NODE}) (rate(arcus_items_evicted_total[$w]))`],
+      ['node:arcus_bytes:avg', `avg by (${NODE}) (avg_over_time(arcus_bytes[$w]))`],
+      ['node:arcus_limit_bytes:avg', `avg by (${NODE}) (avg_over_time(arcus_limit_bytes[$w]))`],
+      ['node:arcus_items:avg', `avg by (${NODE}) (avg_over_time(arcus_items[$w]))`],
+      ['node:arcus_connections:max', `max by (${NODE}) (max_over_time(arcus_connections[$w]))`],
+      ['node:arcus_qos_latency_seconds:max', `max by (${NODE}, probe) (max_over_time(arcus_qos_latency_seconds[$w]))`],
     ],
   },
   {
     level: 'prefix',
     aggregates: [
-      {
-        record: 'prefix:arcus_prefix_items:avg',
-        expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_items[$w]))`,
-      },
-      {
-        record: 'prefix:arcus_prefix_bytes:avg',
-        expr: `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_bytes[$w]))`,
-      },
-      {
-        record: 'prefix:arcus_prefix_commands:rate',
-        expr: `sum by (${SVC}, prefix, command) (rate(arcus_prefix_commands_total[$w]))`,
-      },
+      ['prefix:arcus_prefix_items:avg', `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_items[$w]))`],
+      ['prefix:arcus_prefix_bytes:avg', `sum by (${SVC}, prefix) (avg_over_time(arcus_prefix_bytes[$w]))`],
+      ['prefix:arcus_prefix_commands:rate', `sum by (${SVC}, prefix, command) (rate(arcus_prefix_commands_total[$w]))`],
     ],
   },
   {
     level: 'host',
     aggregates: [
-      {
-        record: 'instance:node_cpu_busy:ratio',
-        expr: `1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[$w]))`,
-      },
-      {
-        record: 'instance:node_memory_available:ratio',
-        expr: `avg by (instance) (avg_over_time(node_memory_MemAvailable_bytes[$w]) / avg_over_time(node_memory_MemTotal_bytes[$w]))`,
-      },
-      { record: 'instance:node_load1:avg', expr: `avg by (instance) (avg_over_time(node_load1[$w]))` },
-      {
-        record: 'instance:node_network_receive_bytes:rate',
-        expr: `sum by (instance) (rate(node_network_receive_bytes_total{device!="lo"}[$w]))`,
-      },
-      {
-        record: 'instance:node_network_transmit_bytes:rate',
-        expr: `sum by (instance) (rate(node_network_transmit_bytes_total{device!="lo"}[$w]))`,
-      },
-      {
-        record: 'instance:node_disk_io_time:ratio',
-        expr: `max by (instance, device) (rate(node_disk_io_time_seconds_total[$w]))`,
-      },
-      {
-        record: 'instance:node_filefd_allocated:max',
-        expr: `max by (instance) (max_over_time(node_filefd_allocated[$w]))`,
-      },
+      ['instance:node_cpu_busy:ratio', `1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[$w]))`],
+      [
+        'instance:node_memory_available:ratio',
+        `avg by (instance) (avg_over_time(node_memory_MemAvailable_bytes[$w]) / avg_over_time(node_memory_MemTotal_bytes[$w]))`,
+      ],
+      ['instance:node_load1:avg', `avg by (instance) (avg_over_time(node_load1[$w]))`],
+      [
+        'instance:node_network_receive_bytes:rate',
+        `sum by (instance) (rate(node_network_receive_bytes_total{device!="lo"}[$w]))`,
+      ],
+      [
+        'instance:node_network_transmit_bytes:rate',
+        `sum by (instance) (rate(node_network_transmit_bytes_total{device!="lo"}[$w]))`,
+      ],
+      ['instance:node_disk_io_time:ratio', `max by (instance, device) (rate(node_disk_io_time_seconds_total[$w]))`],
+      ['instance:node_filefd_allocated:max', `max by (instance) (max_over_time(node_filefd_allocated[$w]))`],
     ],
   },
   {
     level: 'coordination server',
     aggregates: [
-      { record: 'zk_host:zk_up:avg', expr: `avg by (${ZK}) (avg_over_time(zk_up[$w]))` },
-      { record: 'zk_host:zk_server_leader:max', expr: `max by (${ZK}) (max_over_time(zk_server_leader[$w]))` },
-      { record: 'zk_host:zk_server_state:max', expr: `max by (${ZK}, state) (max_over_time(zk_server_state[$w]))` },
-      { record: 'zk_host:zk_avg_latency:avg', expr: `avg by (${ZK}) (avg_over_time(zk_avg_latency[$w]))` },
-      { record: 'zk_host:zk_max_latency:max', expr: `max by (${ZK}) (max_over_time(zk_max_latency[$w]))` },
-      {
-        record: 'zk_host:zk_num_alive_connections:avg',
-        expr: `avg by (${ZK}) (avg_over_time(zk_num_alive_connections[$w]))`,
-      },
-      {
-        record: 'zk_host:zk_outstanding_requests:max',
-        expr: `max by (${ZK}) (max_over_time(zk_outstanding_requests[$w]))`,
-      },
-      { record: 'zk_host:zk_znode_count:avg', expr: `avg by (${ZK}) (avg_over_time(zk_znode_count[$w]))` },
-      { record: 'zk_host:zk_watch_count:avg', expr: `avg by (${ZK}) (avg_over_time(zk_watch_count[$w]))` },
+      ['zk_host:zk_up:avg', `avg by (${ZK}) (avg_over_time(zk_up[$w]))`],
+      ['zk_host:zk_server_leader:max', `max by (${ZK}) (max_over_time(zk_server_leader[$w]))`],
+      ['zk_host:zk_server_state:max', `max by (${ZK}, state) (max_over_time(zk_server_state[$w]))`],
+      ['zk_host:zk_avg_latency:avg', `avg by (${ZK}) (avg_over_time(zk_avg_latency[$w]))`],
+      ['zk_host:zk_max_latency:max', `max by (${ZK}) (max_over_time(zk_max_latency[$w]))`],
+      ['zk_host:zk_num_alive_connections:avg', `avg by (${ZK}) (avg_over_time(zk_num_alive_connections[$w]))`],
+      ['zk_host:zk_outstanding_requests:max', `max by (${ZK}) (max_over_time(zk_outstanding_requests[$w]))`],
+      ['zk_host:zk_znode_count:avg', `avg by (${ZK}) (avg_over_time(zk_znode_count[$w]))`],
+      ['zk_host:zk_watch_count:avg', `avg by (${ZK}) (avg_over_time(zk_watch_count[$w]))`],
     ],
   },
   {
     level: 'scrape target',
     aggregates: [
-      { record: 'instance:up:avg', expr: `avg by (job, instance) (avg_over_time(up[$w]))` },
-      {
-        record: 'instance:scrape_duration_seconds:max',
-        expr: `max by (job, instance) (max_over_time(scrape_duration_seconds[$w]))`,
-      },
+      ['instance:up:avg', `avg by (job, instance) (avg_over_time(up[$w]))`],
+      ['instance:scrape_duration_seconds:max', `max by (job, instance) (max_over_time(scrape_duration_seconds[$w]))`],
     ],
   },
 ];
@@ -168,9 +119,9 @@ export function renderDownsamplingRules(): string {
     name: `downsample_${resolution.name}`,
     interval: resolution.name,
     rules: AGGREGATES.flatMap(({ aggregates }) =>
-      aggregates.map((a) => ({
-        record: a.record,
-        expr: a.expr.replaceAll('$w', resolution.window),
+      aggregates.map(([record, expr]) => ({
+        record,
+        expr: expr.replaceAll('$w', resolution.window),
         labels: { scrape: 'long', resolution: resolution.name },
       })),
     ),

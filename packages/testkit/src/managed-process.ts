@@ -43,7 +43,7 @@ export class ManagedProcess {
 
   /** PID while the process runs, else undefined. */
   get pid(): number | undefined {
-    return this.child !== undefined && this.lastExit === undefined ? this.child.pid : undefined;
+    return this.lastExit === undefined ? this.child?.pid : undefined;
   }
 
   get running(): boolean {
@@ -176,16 +176,6 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** True when a process with this PID exists (signal 0 probe). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** A server the kit started and stops by PID. */
 export interface ManagedServer {
   readonly pid: number | undefined;
@@ -219,12 +209,10 @@ export abstract class ProcessServer implements ManagedServer {
 
   abstract start(): Promise<void>;
 
-  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
   stop(): Promise<void> {
     return this.process.stop();
   }
 
-  /** SIGKILL by PID. */
   kill(): Promise<void> {
     return this.process.kill();
   }

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TestkitError, TestkitErrors } from './errors.js';
-import { ManagedProcess, startedOrKilled } from './managed-process.js';
+import { ManagedProcess, ProcessServer, startedOrKilled, type ManagedServer } from './managed-process.js';
 import { fourLetterWord, freePort } from './net-utils.js';
 import { tempDir } from './temp.js';
 
@@ -37,19 +37,12 @@ export interface ZooKeeperOptions {
   readonly choosePort?: () => Promise<number>;
 }
 
-export interface ZooKeeperServer {
+/** start() resolves when it serves (standalone) or listens (ensemble member). */
+export interface ZooKeeperServer extends ManagedServer {
   /** 127.0.0.1:port */
   readonly address: string;
   readonly port: number;
-  /** PID of the JVM while it runs. */
-  readonly pid: number | undefined;
   readonly dataDir: string;
-  /** SIGTERM by PID, wait for the exit, SIGKILL after 5 s. */
-  stop(): Promise<void>;
-  /** SIGKILL by PID. */
-  kill(): Promise<void>;
-  /** Start again on the same ports and data; resolves when it serves (standalone) or listens (ensemble member). */
-  start(): Promise<void>;
   /** standalone | leader | follower from `srvr`; undefined when not serving or unreachable. */
   mode(): Promise<string | undefined>;
 }
@@ -98,35 +91,32 @@ function zooCfg(
 }
 
 /** Parses the Mode line of a `srvr` answer. */
-export function parseSrvrMode(answer: string): string | undefined {
+function parseSrvrMode(answer: string): string | undefined {
   return /^Mode: (\S+)/m.exec(answer)?.[1];
 }
 
-class ZooKeeperProcess implements ZooKeeperServer {
+class ZooKeeperProcess extends ProcessServer implements ZooKeeperServer {
   readonly address: string;
   readonly dataDir: string;
-  private readonly process: ManagedProcess;
 
   constructor(
     readonly port: number,
     dir: string,
     private readonly standalone: boolean,
   ) {
-    this.address = `127.0.0.1:${port}`;
-    this.dataDir = join(dir, 'data');
     const confDir = join(dir, 'conf');
     const classpath = [confDir, ...CLASSPATH_JARS].join(':');
-    this.process = new ManagedProcess(
-      `ZooKeeper ${this.address}`,
-      JAVA,
-      [...JVM_FLAGS, '-cp', classpath, MAIN_CLASS, join(confDir, 'zoo.cfg')],
-      join(dir, 'zookeeper.log'),
-      dir,
+    super(
+      new ManagedProcess(
+        `ZooKeeper 127.0.0.1:${port}`,
+        JAVA,
+        [...JVM_FLAGS, '-cp', classpath, MAIN_CLASS, join(confDir, 'zoo.cfg')],
+        join(dir, 'zookeeper.log'),
+        dir,
+      ),
     );
-  }
-
-  get pid(): number | undefined {
-    return this.process.pid;
+    this.address = `127.0.0.1:${port}`;
+    this.dataDir = join(dir, 'data');
   }
 
   /** Starts the JVM without waiting (ensemble members wait together for quorum). */
@@ -161,14 +151,6 @@ class ZooKeeperProcess implements ZooKeeperServer {
   /** Throws the process failure (with its log) when the JVM is gone. */
   assertRunning(what: string): void {
     if (!this.process.running) throw this.process.failure(what);
-  }
-
-  stop(): Promise<void> {
-    return this.process.stop();
-  }
-
-  kill(): Promise<void> {
-    return this.process.kill();
   }
 
   async mode(): Promise<string | undefined> {

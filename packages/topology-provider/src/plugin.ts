@@ -222,6 +222,8 @@ const QUERY_LABELS: Readonly<Record<QueryName, string>> = {
   node_counts: 'Live and down nodes per service code over time',
 };
 
+const STATE_OPTIONS = ['live', 'down'].map((state) => ({ label: state, value: state }));
+
 /** POST /metrics: the queries the builder offers, each with its arguments. */
 export function answerMetrics(): Array<{ value: string; label: string; payloads: unknown[] }> {
   return [...VARIABLE_QUERIES, ...TABLE_QUERIES, ...SERIES_QUERIES].map((name) => ({
@@ -231,15 +233,7 @@ export function answerMetrics(): Array<{ value: string; label: string; payloads:
       arg === 'port'
         ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'input', placeholder: 'host exporter port' }
         : arg === 'state'
-          ? {
-              name: arg,
-              label: ARGUMENT_LABELS[arg],
-              type: 'select',
-              options: [
-                { label: 'live', value: 'live' },
-                { label: 'down', value: 'down' },
-              ],
-            }
+          ? { name: arg, label: ARGUMENT_LABELS[arg], type: 'select', options: STATE_OPTIONS }
           : { name: arg, label: ARGUMENT_LABELS[arg] ?? arg, type: 'multi-select', reloadMetric: arg === 'ensemble' },
     ),
   }));
@@ -265,11 +259,7 @@ export function answerPayloadOptions(
   const metric = request['metric'];
   const name = request['name'];
   if (typeof name !== 'string') throw badRequest('metric payload options request without a "name"');
-  if (name === 'state')
-    return [
-      { label: 'live', value: 'live' },
-      { label: 'down', value: 'down' },
-    ];
+  if (name === 'state') return STATE_OPTIONS;
   const listing = OPTIONS_QUERY[name];
   if (listing === undefined) throw badRequest(`argument ${name} has no list of values`);
   if (typeof metric === 'string' && metric !== '') parseStringQuery(metric);

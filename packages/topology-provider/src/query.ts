@@ -134,38 +134,22 @@ function literalSet(pattern: string): Set<string> | undefined {
   return out;
 }
 
-/** Compiled patterns by source: dashboards send the same few over and over. Bounded. */
-const patternCache = new Map<string, Matcher>();
-const PATTERN_CACHE_SIZE = 2000;
-
 function literalMatcher(source: string, literals: ReadonlySet<string>): Matcher {
   return { source, literals, test: (value) => literals.has(value) };
 }
 
 /** A string-target argument: an anchored regular expression, read as a literal set when it is one. */
 export function patternMatcher(key: string, source: string): Matcher {
-  const cached = patternCache.get(source);
-  if (cached !== undefined) return cached;
-  let matcher: Matcher;
-  if (source === '.*' || source === '$__all') {
-    matcher = ANY;
-  } else {
-    const literals = literalSet(source);
-    if (literals !== undefined) {
-      matcher = literalMatcher(source, literals);
-    } else {
-      let regex: RegExp;
-      try {
-        regex = new RegExp(`^(?:${source})$`, 'u');
-      } catch (err) {
-        throw badRequest(`argument ${key}: "${source}" is not a valid regular expression (${(err as Error).message})`);
-      }
-      matcher = { source, literals: undefined, test: (value) => regex.test(value) };
-    }
+  if (source === '.*' || source === '$__all') return ANY;
+  const literals = literalSet(source);
+  if (literals !== undefined) return literalMatcher(source, literals);
+  let regex: RegExp;
+  try {
+    regex = new RegExp(`^(?:${source})$`, 'u');
+  } catch (err) {
+    throw badRequest(`argument ${key}: "${source}" is not a valid regular expression (${(err as Error).message})`);
   }
-  if (patternCache.size >= PATTERN_CACHE_SIZE) patternCache.delete(patternCache.keys().next().value!);
-  patternCache.set(source, matcher);
-  return matcher;
+  return { source, literals: undefined, test: (value) => regex.test(value) };
 }
 
 const JSON_WILDCARDS = new Set(['*', '.*', '$__all']);

@@ -146,30 +146,16 @@ export async function startProviderServer(
       .type(JSON_TYPE)
       .send(JSON.stringify({ status: 'ok', component: 'topology-provider', version: options.version, ensembles }));
   });
-  app.post(
-    '/variable',
-    protocol((body) => answerVariable(body, provider.fleet, context())),
-  );
-  app.post(
-    '/query',
-    protocol((body) => answerQuery(body, provider.fleet, context())),
-  );
-  app.post(
-    '/metrics',
-    protocol(() => answerMetrics()),
-  );
-  app.post(
-    '/metric-payload-options',
-    protocol((body) => answerPayloadOptions(body, provider.fleet, context())),
-  );
-  app.post(
-    '/tag-keys',
-    protocol(() => answerTagKeys()),
-  );
-  app.post(
-    '/tag-values',
-    protocol((body) => answerTagValues(body, provider.fleet, context())),
-  );
+  // The JSON datasource protocol.
+  const answers: Record<string, (body: unknown) => unknown> = {
+    '/variable': (body) => answerVariable(body, provider.fleet, context()),
+    '/query': (body) => answerQuery(body, provider.fleet, context()),
+    '/metrics': () => answerMetrics(),
+    '/metric-payload-options': (body) => answerPayloadOptions(body, provider.fleet, context()),
+    '/tag-keys': () => answerTagKeys(),
+    '/tag-values': (body) => answerTagValues(body, provider.fleet, context()),
+  };
+  for (const [path, answer] of Object.entries(answers)) app.post(path, protocol(answer));
 
   app.get('/metrics', async (request, reply) => {
     const processText = options.processMetrics ? await options.processMetrics() : '';

@@ -1,28 +1,20 @@
 /**
- * One pipelined ascii connection to one cache node.
+ * One pipelined ascii connection to one cache node: requests are written as they come and
+ * answered in order; the socket is opened by the first request and reopened by the first request
+ * after a failure.
  *
- * Requests are written as they come and answered in order (FIFO); the framer cuts replies out of
- * the stream incrementally. The socket is opened lazily by the first request and reopened by the
- * first request after any failure.
+ * Failures, as CachemonError codes: NODE_UNREACHABLE (connect refused, unresolvable, or not done
+ * within connectTimeoutMs); NODE_TIMEOUT (a request's deadline passed: the socket is destroyed,
+ * since a late reply would answer the wrong request, and every pending request fails); NODE_CLOSED
+ * (the peer closed with requests pending, or close()); NODE_PROTOCOL (a reply over maxReplyBytes,
+ * unframeable bytes, or bytes nobody asked for: the socket is destroyed).
  *
- * Failures, as CachemonError codes:
- *   NODE_UNREACHABLE  connect refused, unresolvable, or not established within connectTimeoutMs;
- *   NODE_TIMEOUT      a request's deadline passed. The socket is destroyed (a late reply would
- *                     answer the wrong request) and every pending request is rejected with it;
- *   NODE_CLOSED       the peer closed or reset the connection with requests pending, or close();
- *   NODE_PROTOCOL     a reply over maxReplyBytes, bytes no reply kind can frame, or bytes nobody
- *                     asked for. The socket is destroyed.
+ * No reconnect storms: every failure sets `retryAt` to now plus the next backoff delay (100 ms
+ * doubling up to 30 s, +-20%), a complete reply resets it to 0. The caller checks
+ * `Date.now() < conn.retryAt` and reports the node down with `conn.lastError` instead of dialling.
  *
- * Reconnect rule (no reconnect storms): every failure sets `retryAt` to now plus the next backoff
- * delay (100 ms doubling up to 30 s, +-20% jitter); the first complete reply resets the backoff and
- * sets `retryAt` back to 0. The connection itself does not refuse requests before `retryAt`: the
- * caller decides. A scraper should check `Date.now() < conn.retryAt` and report the node down with
- * `conn.lastError` instead of dialling it again, so a dead node costs one connect attempt per
- * backoff period rather than one per scrape and per request.
- *
- * Timers: one per connection, armed for the earliest pending deadline (or the connect timeout), and
- * left armed when the last reply arrives. Neither the timer nor the idle socket is ref'd, so a pooled
- * connection never holds the process open.
+ * One timer per connection, armed for the earliest deadline. Neither it nor an idle socket is
+ * ref'd, so a pooled connection never holds the process open.
  */
 import { connect, type Socket } from 'node:net';
 import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';
@@ -31,11 +23,7 @@ import { Backoff, type BackoffOptions } from './backoff.js';
 import { ReplyFramer, type ReplyKind } from './framer.js';
 import { protocolError, truncate } from './reply-errors.js';
 
-/**
- * Every connection's socket reads land here and are copied into its framer at once (onread): a
- * read allocates nothing. Node otherwise allocates a buffer per read, and at hundreds of nodes per
- * scrape those buffers, once promoted, waited for a full collection holding tens of megabytes.
- */
+/** Every connection's socket reads land here and are copied into its framer at once (onread). */
 const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
 export interface AsciiConnectionOptions {
@@ -45,11 +33,7 @@ export interface AsciiConnectionOptions {
   maxReplyBytes?: number;
   /** Reconnect backoff; defaults 100 ms .. 30 s, +-20%. */
   backoff?: BackoffOptions;
-  /**
-   * false: the connection keeps no receive buffer while idle (it goes to a pool shared by every
-   * connection at release() or the next request). For connections asked now and then, such as
-   * prefix statistics. Default true.
-   */
+  /** false: keep no receive buffer while idle, for connections asked now and then. Default true. */
   keepBuffer?: boolean;
 }
 
@@ -156,11 +140,9 @@ export class AsciiConnection {
   }
 
   /**
-   * requestBytes() with a callback instead of a promise, for the scrape path, where a promise, its
-   * functions and the await of each of hundreds of replies a scrape are a large part of what the
-   * scrape allocates. `done` is called once: for a reply, from the socket's read callback, right
-   * after the reply was cut out (it must not send on this connection before it returns); for a
-   * request refused before it was sent, on the next tick; for a failure, when it is noticed.
+   * requestBytes() with a callback. `done` is called once: for a reply, from the socket's read
+   * callback (it must not send on this connection before it returns); for a request refused
+   * before it was sent, on the next tick; for a failure, when it is noticed.
    */
   send(command: string, options: RequestOptions, done: ReplyCallback): void {
     const { deadline, reply } = options;
@@ -200,11 +182,7 @@ export class AsciiConnection {
     return undefined;
   }
 
-  /**
-   * Says the caller is done with every reply it was handed: their bytes may be written over now
-   * instead of at the next request, and a buffer grown for a large reply goes back to the shared
-   * pool at once. Does nothing while requests are pending.
-   */
+  /** The caller is done with every reply it was handed: their bytes may be written over. No-op while requests are pending. */
   release(): void {
     if (this.pendingCount === 0) this.framer.rewind();
   }
@@ -246,11 +224,7 @@ export class AsciiConnection {
     return socket;
   }
 
-  /**
-   * Writes issued in one tick leave in one write on the next tick, as one string. (Corking the
-   * socket did the same through the stream's write buffer: an entry per write and a second pass
-   * to flush it, on every node of every scrape for the one `stats` line most ticks carry.)
-   */
+  /** Writes issued in one tick leave in one write on the next tick, as one string. */
   private write(socket: Socket, data: string): void {
     if (this.outgoing !== undefined && this.outgoing.socket === socket) {
       this.outgoing.data += data;
@@ -357,9 +331,7 @@ export class AsciiConnection {
           new CachemonError(
             Errors.NODE_UNREACHABLE,
             `cannot connect to ${this.address}: no answer within ${this.connectTimeoutMs} ms`,
-            {
-              details: { address: this.address },
-            },
+            { details: { address: this.address } },
           ),
         );
         return;
@@ -384,11 +356,7 @@ export class AsciiConnection {
     this.timerAt = Infinity;
   }
 
-  /**
-   * Nothing pending: the socket must not keep the process alive. The timer stays armed (it is
-   * unref'd, and finds nothing to do when it fires): the next request, usually the next scrape's,
-   * needs no new one while its deadline is later than the timer's.
-   */
+  /** Nothing pending: the socket must not keep the process alive. The unref'd timer stays armed for the next request. */
   private idle(socket: Socket): void {
     this.pending.length = 0;
     this.head = 0;

@@ -1,28 +1,21 @@
 /**
- * Incremental reply framer: cuts the byte stream of one ascii connection into replies. Pure (no
- * I/O): AsciiConnection pushes socket chunks in and asks for the next reply of the kind the oldest
- * pending request expects. Works across any chunk split and scans every byte once. Bytes are
- * copied once, into a buffer the framer keeps, so a socket read allocates nothing. A reply comes
- * back as a view of that buffer (no copy, no decoding), valid until rewind(): before it, nothing
- * the framer does writes over bytes it has handed out.
+ * Incremental reply framer: cuts the byte stream of one ascii connection into replies of the kind
+ * the oldest pending request expects, across any chunk split. Pure (no I/O). A reply comes back
+ * as a view of the framer's buffer, valid until rewind().
  *
  * Reply kinds:
- *   - 'line'  exactly one line (`STORED`, `OK`, `DELETED_DROPPED`, `ERROR`, ...).
+ *   - 'line'  exactly one line (`STORED`, `OK`, `ERROR`, ...).
  *   - 'multi' lines until `END` (`stats ...`), or a single error line. Every line must start with
- *             an ASCII capital letter, checked as soon as its first byte arrives, so binary garbage
- *             fails fast (with or without a line end) instead of waiting for the deadline.
- *   - 'value' retrieval. `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block
- *             of exactly <bytes> bytes and CRLF, until `END`; or a collection get:
- *             `VALUE <flags> <count>`, <count> element lines, then one closing line (`END`,
- *             `DELETED`, `DELETED_DROPPED`, `TRIMMED`). Element lines are framed as lines, so element
- *             data must not contain CRLF (the exporter's probes never do). Any other first line
- *             (`NOT_FOUND`, `TYPE_MISMATCH`, an error line) is the whole reply.
+ *             a capital letter, checked at its first byte, so binary garbage fails fast.
+ *   - 'value' `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block and CRLF,
+ *             until `END`; or a collection get: `VALUE <flags> <count>`, <count> element lines
+ *             (element data must not contain CRLF), then a closing line (`END`, `DELETED`,
+ *             `DELETED_DROPPED`, `TRIMMED`). Any other first line is the whole reply.
  *
- * Unknown commands with a data block: a server that does not know the command (plain memcached
- * and `lop insert`) answers `ERROR` to the command line and then reads every data line as a command
- * of its own, answering each with another reply. The caller passes how many data lines it sent
- * (`echoLines`); after an `ERROR` first line the framer swallows that many more one-line replies,
- * so the stream stays in step. The returned text is the first `ERROR` line only.
+ * A server that does not know a command with a data block (plain memcached and `lop insert`)
+ * answers `ERROR` and then reads every data line as a command, answering each. The caller passes
+ * how many data lines it sent (`echoLines`); after an `ERROR` the framer swallows that many more
+ * one-line replies and returns the first `ERROR` line only.
  */
 import { errorKeywordAt, protocolError } from './reply-errors.js';
 
@@ -50,65 +43,14 @@ const enum Phase {
 const LF = 0x0a;
 const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
-/**
- * A connection's first buffer. A QoS probe's replies fit in it; a `stats` flight (~2.5 KB, ~5 KB
- * with settings and zookeeper) grows it once. An exporter holds one per node and connection.
- */
+/** A connection's first buffer: a QoS probe's replies fit in it; a `stats` flight grows it once. */
 const MIN_BUFFER_BYTES = 1024;
-/**
- * Buffers up to this size stay with their connection. Above a `stats` flight's ~7 KB, below the
- * replies of prefix statistics (tens of KB with a few dozen prefixes, once a minute): a buffer
- * grown for those goes back to POOL at the connection's next rewind() and the connection
- * returns to its small one, so an exporter of 500 nodes neither keeps 500 large buffers nor
- * allocates 500 new ones every prefix scrape (it asks 32 nodes at a time; the pool serves them).
- * A framer made with `keepBuffer` false keeps none: see ReplyFramer.
- */
+/** Buffers up to this size stay with their connection; one grown for a larger reply is dropped at rewind(). */
 const KEEP_BUFFER_BYTES = 16 * 1024;
-
-/** Buffers given back by framers, for the next large reply of any connection. */
-const POOL: Buffer[] = [];
-/** The pool holds at most this many bytes; a buffer that does not fit is left to the collector. */
-const POOL_BYTES = 4 * 1024 * 1024;
-let poolBytes = 0;
-
-/**
- * A buffer of at least `size` bytes: the smallest pooled one that fits when `size` is large or
- * `anySize` (a framer that keeps no buffer of its own), else a new one.
- */
-function bufferOf(size: number, anySize: boolean): Buffer {
-  if (anySize || size > KEEP_BUFFER_BYTES) {
-    let best = -1;
-    for (let i = 0; i < POOL.length; i++) {
-      const length = POOL[i]!.length;
-      if (length >= size && (best === -1 || length < POOL[best]!.length)) best = i;
-    }
-    if (best !== -1) {
-      const buffer = POOL[best]!;
-      POOL[best] = POOL[POOL.length - 1]!;
-      POOL.pop();
-      poolBytes -= buffer.length;
-      return buffer;
-    }
-  }
-  return Buffer.allocUnsafeSlow(size);
-}
-
-function giveBack(buffer: Buffer): void {
-  if (poolBytes + buffer.length > POOL_BYTES) return;
-  POOL.push(buffer);
-  poolBytes += buffer.length;
-}
-
-/** Bytes in the pool of given-back buffers (for tests). */
-export function pooledFramerBytes(): number {
-  return poolBytes;
-}
 
 export class ReplyFramer {
   /** Unconsumed bytes are buf[start, end); `view` is buf cut at `end` so indexOf never reads stale bytes. */
   private buf: Buffer = EMPTY;
-  /** The connection's own small buffer while `buf` is a large one; back in use at rewind(). */
-  private small: Buffer | undefined;
   private view: Buffer = EMPTY;
   private start = 0;
   private end = 0;
@@ -123,13 +65,7 @@ export class ReplyFramer {
   /** Length of the text to return when it is shorter than what is consumed (ERROR + echoes). */
   private resultLength = -1;
 
-  /**
-   * @param keepBuffer false for a connection used now and then (prefix statistics, once a
-   *   minute): at rewind() every buffer it holds goes to the shared pool, and its next reply takes
-   *   one from there. An exporter of 500 nodes then keeps one set of buffers for the 32 nodes it
-   *   asks at a time instead of one per node (~5 MB at 50 prefixes). true (the default) keeps a
-   *   small buffer for the connection's next reply, for connections read on every scrape.
-   */
+  /** @param keepBuffer false for a connection used now and then: it keeps no buffer between replies. */
   constructor(
     private readonly maxReplyBytes: number,
     private readonly keepBuffer = true,
@@ -147,23 +83,17 @@ export class ReplyFramer {
 
   /**
    * Copies the first `length` bytes of `source` in; the caller may reuse `source` as soon as this
-   * returns (the connection reads every socket into one shared buffer). Bytes go after the last
-   * ones received, never over a reply handed out: when they do not fit, a larger buffer takes the
-   * unconsumed bytes and the old one is left to the replies that still view it.
+   * returns. Bytes never go over a reply handed out: when they do not fit, a larger buffer takes
+   * the unconsumed bytes and the old one is left to the replies that still view it.
    */
   append(source: Uint8Array, length: number): void {
     if (length <= 0) return;
     if (this.buf.length - this.end < length) {
       const pending = this.end - this.start;
-      // Half again what is needed now: a reply arriving in several reads is copied a few times at
-      // most, and a large one (prefix statistics) does not leave a buffer twice its size behind.
+      // Half again what is needed now: a reply arriving in several reads is copied a few times at most.
       const needed = pending + length;
-      const grown = bufferOf(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)), !this.keepBuffer);
+      const grown = Buffer.allocUnsafeSlow(Math.max(MIN_BUFFER_BYTES, needed + (needed >> 1)));
       this.buf.copy(grown, 0, this.start, this.end);
-      // A small buffer is kept for after the large reply; a large one (growing again) is dropped:
-      // replies handed out may still view either, so neither is written to before rewind().
-      if (grown.length > KEEP_BUFFER_BYTES && this.buf.length <= KEEP_BUFFER_BYTES && this.buf !== EMPTY)
-        this.small = this.buf;
       this.buf = grown;
       this.start = 0;
       this.end = pending;
@@ -175,21 +105,11 @@ export class ReplyFramer {
 
   /**
    * Lets the next bytes overwrite the buffer from its start. The connection calls this when a
-   * request is sent on an idle connection: the replies handed out before are then done with
-   * (their callers had them when the last one arrived).
+   * request is sent on an idle connection: the replies handed out before are then done with.
    */
   rewind(): void {
     if (this.start !== this.end) return;
-    if (!this.keepBuffer) {
-      if (this.buf !== EMPTY) giveBack(this.buf);
-      if (this.small !== undefined) giveBack(this.small);
-      this.buf = EMPTY;
-      this.small = undefined;
-    } else if (this.buf.length > KEEP_BUFFER_BYTES) {
-      giveBack(this.buf);
-      this.buf = this.small ?? EMPTY;
-      this.small = undefined;
-    }
+    if (!this.keepBuffer || this.buf.length > KEEP_BUFFER_BYTES) this.buf = EMPTY;
     this.start = 0;
     this.end = 0;
     this.view = EMPTY;
@@ -245,7 +165,6 @@ export class ReplyFramer {
   /** Drops every buffered byte and the partial reply: the connection is gone. */
   reset(): void {
     this.buf = EMPTY;
-    this.small = undefined;
     this.view = EMPTY;
     this.start = 0;
     this.end = 0;

@@ -17,15 +17,7 @@ export {
   validatePrefixName,
 } from './node-client.js';
 export type { ArcusNodeClientOptions } from './node-client.js';
-export {
-  errorReplyOf,
-  isTooManyPrefixes,
-  parsePrefixItems,
-  parsePrefixOperations,
-  parseStats,
-  scanPrefixLines,
-  scanStats,
-} from './parse.js';
-export type { PrefixItemStats, PrefixLineVisitor, PrefixOperationStats, StatLineVisitor, StatsReply } from './parse.js';
+export { errorReplyOf, isTooManyPrefixes, parseStats, scanPrefixLines, scanStats } from './parse.js';
+export type { PrefixLineVisitor, StatLineVisitor, StatsReply } from './parse.js';
 export { COLLECTION_PROBES, KV_PROBES, QOS_EXPIRY_SECONDS, QOS_KEY_PREFIX, runQosProbes } from './qos.js';
 export type { QosOptions, QosProbe, QosResult } from './qos.js';

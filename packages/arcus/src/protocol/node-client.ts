@@ -4,15 +4,7 @@
  */
 import { CachemonError, Errors } from '@cachemon/core';
 import { AsciiConnection, type AsciiConnectionOptions, type ReplyCallback } from './connection.js';
-import {
-  errorReplyOf,
-  parsePrefixItems,
-  parsePrefixOperations,
-  parseStats,
-  type PrefixItemStats,
-  type PrefixOperationStats,
-  type StatsReply,
-} from './parse.js';
+import { errorReplyOf, parseStats, type StatsReply } from './parse.js';
 
 export type ArcusNodeClientOptions = AsciiConnectionOptions;
 
@@ -72,33 +64,19 @@ export class ArcusNodeClient {
   }
 
   /**
-   * Item counts and sizes per prefix. Without names: every prefix (`stats prefixes`), which fails
-   * with `CLIENT_ERROR invalid: too many prefixes` (see isTooManyPrefixes) beyond the server's
-   * max_stats_prefixes. With names: only those (`stats prefixlist item ...`, chunked); names the
-   * server does not hold are simply absent from the result. `<null>` names keys without a prefix.
-   */
-  async prefixItems(deadline: number, names?: readonly string[]): Promise<PrefixItemStats[]> {
-    return (await this.prefixItemsBytes(deadline, names)).flatMap(parsePrefixItems);
-  }
-
-  /**
-   * Operation counts per prefix (`stats detail dump`, or `stats prefixlist operation ...` for named
-   * prefixes). The server counts only while detail is on (`stats detail on` or the `-D` flag).
-   */
-  async prefixOperations(deadline: number, names?: readonly string[]): Promise<PrefixOperationStats[]> {
-    return (await this.prefixOperationsBytes(deadline, names)).flatMap(parsePrefixOperations);
-  }
-
-  /**
-   * prefixItems() without parsing: the replies' bytes (one per command), for scanPrefixLines with
-   * textField `time`. Like prefixItems(), rejects with NODE_ERROR_REPLY when the server refuses
-   * (see isTooManyPrefixes).
+   * Item counts and sizes per prefix, as the replies' bytes (one per command) for scanPrefixLines
+   * with textField `time`. Without names: every prefix (`stats prefixes`), which the server refuses
+   * (NODE_ERROR_REPLY, see isTooManyPrefixes) beyond its max_stats_prefixes. With names: only
+   * those (`stats prefixlist item ...`, chunked); names it does not hold are absent.
    */
   prefixItemsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
     return this.multiBytes(names === undefined ? ['stats prefixes'] : prefixListCommands('item', names), deadline);
   }
 
-  /** prefixOperations() without parsing: the replies' bytes (one per command), for scanPrefixLines; rejects like it. */
+  /**
+   * Operation counts per prefix (`stats detail dump`, or `stats prefixlist operation ...`), as
+   * bytes; rejects like prefixItemsBytes. The server counts only while detail is on.
+   */
   prefixOperationsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
     return this.multiBytes(
       names === undefined ? ['stats detail dump'] : prefixListCommands('operation', names),

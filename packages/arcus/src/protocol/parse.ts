@@ -15,24 +15,6 @@ import { errorKeywordAt, errorReply, protocolError, QUOTE_LIMIT } from './reply-
 /** `STAT <name> <value>` lines in server order. A value may hold spaces (`logger standard error`) or be empty. */
 export type StatsReply = Array<[name: string, value: string]>;
 
-/** One `stats prefixes` / `stats prefixlist item` line. */
-export interface PrefixItemStats {
-  /** Prefix name; `<null>` stands for keys without a prefix. */
-  prefix: string;
-  /** Every numeric pair of the line (`itm`, `kitm`, ..., `tsz`, `btsz`, and any field a newer server adds). */
-  fields: Record<string, number>;
-  /** The `time` field, creation time as the server prints it (`YYYYMMDDhhmmss`, server local time). */
-  created?: string;
-}
-
-/** One `stats detail dump` / `stats prefixlist operation` line. */
-export interface PrefixOperationStats {
-  /** Prefix name; `<null>` stands for keys without a prefix. */
-  prefix: string;
-  /** Every pair of the line: `get`, `hit`, `set`, `del` (plain memcached stops there), `inc`, ..., `sas`. */
-  counts: Record<string, number>;
-}
-
 /**
  * Receives the `STAT <name> <value>` lines of a stats reply as byte offsets into the reply (the
  * value is empty, valueStart === valueEnd, when the server printed none). Returning false stops
@@ -77,8 +59,7 @@ export function parseStats(reply: string | Buffer): StatsReply {
  * Receives one `PREFIX <name> <field> <value> ...` line of a prefix statistics reply: the name's
  * byte range, and `pairs` field/value pairs. `ranges[4i .. 4i + 3]` are the i-th field's start and
  * end and its value's start and end; `counts[i]` is the value as a number (NaN for the text field).
- * Both arrays are reused from line to line and from walk to walk: read them during the call, and
- * do not start another walk from inside it. `line` is the line's range,
+ * Both arrays are reused from line to line: read them during the call. `line` is the line's range,
  * for messages. Returning false stops the walk.
  */
 export type PrefixLineVisitor = (
@@ -98,11 +79,9 @@ export type PrefixLineVisitor = (
  * closed the reply, false when `visit` stopped the walk.
  */
 export function scanPrefixLines(reply: Buffer, textField: string | undefined, visit: PrefixLineVisitor): boolean {
-  const text = textField === undefined ? undefined : textFieldBytes(textField);
-  // Kept from one call to the next (a prefix scrape walks two replies per node): `visit` sees
-  // them only while it runs.
-  let ranges = scanRanges;
-  let counts = scanCounts;
+  const text = textField === undefined ? undefined : Buffer.from(textField);
+  let ranges = new Uint32Array(64 * 4);
+  let counts = new Float64Array(64);
   return walkReplyLines(reply, PREFIX_HEAD, 'PREFIX', (pos, end) => {
     const nameStart = pos + PREFIX_HEAD.length;
     let at = spaceOrEndBytes(reply, nameStart, end);
@@ -119,8 +98,8 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
       const valueEnd = spaceOrEndBytes(reply, valueStart, end);
       if (valueEnd === valueStart) throw protocolError('empty value', bytesLine(reply, pos, end));
       if (pairs === counts.length) {
-        scanRanges = ranges = grow(ranges, ranges.length * 2);
-        scanCounts = counts = grow(counts, counts.length * 2);
+        ranges = grow(ranges, ranges.length * 2);
+        counts = grow(counts, counts.length * 2);
       }
       let value = NaN;
       if (text === undefined || !equalBytes(reply, fieldStart, fieldEnd, text)) {
@@ -179,37 +158,8 @@ function walkReplyLines(
   }
 }
 
-/** scanPrefixLines' field ranges and counts, grown when a line has more fields. */
-let scanRanges = new Uint32Array(64 * 4);
-let scanCounts = new Float64Array(64);
-const textFields = new Map<string, Buffer>();
-
-function textFieldBytes(name: string): Buffer {
-  let bytes = textFields.get(name);
-  if (bytes === undefined) textFields.set(name, (bytes = Buffer.from(name)));
-  return bytes;
-}
-
 const STAT_HEAD = Buffer.from('STAT ');
 const PREFIX_HEAD = Buffer.from('PREFIX ');
-
-/** Parses a `stats prefixes` or `stats prefixlist item ...` reply (text or bytes). */
-export function parsePrefixItems(reply: string | Buffer): PrefixItemStats[] {
-  const items: PrefixItemStats[] = [];
-  parsePrefixLines(reply, 'time', (prefix, fields, created) => {
-    items.push(created === undefined ? { prefix, fields } : { prefix, fields, created });
-  });
-  return items;
-}
-
-/** Parses a `stats detail dump` or `stats prefixlist operation ...` reply (text or bytes). */
-export function parsePrefixOperations(reply: string | Buffer): PrefixOperationStats[] {
-  const operations: PrefixOperationStats[] = [];
-  parsePrefixLines(reply, undefined, (prefix, counts) => {
-    operations.push({ prefix, counts });
-  });
-  return operations;
-}
 
 /**
  * The server's refusal when a framed reply is one error line (`ERROR`, `CLIENT_ERROR <msg>`,
@@ -234,32 +184,6 @@ export function isTooManyPrefixes(err: unknown): boolean {
   if (!isCachemonError(err, Errors.NODE_ERROR_REPLY)) return false;
   const reply = err.details?.['reply'];
   return typeof reply === 'string' && reply.startsWith('CLIENT_ERROR') && reply.includes('too many prefixes');
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** scanPrefixLines into strings and plain objects, for callers that keep what they read. */
-function parsePrefixLines(
-  reply: string | Buffer,
-  textField: string | undefined,
-  emit: (prefix: string, numbers: Record<string, number>, text: string | undefined) => void,
-): void {
-  const bytes = typeof reply === 'string' ? Buffer.from(reply, 'utf8') : reply;
-  scanPrefixLines(bytes, textField, (nameStart, nameEnd, ranges, counts, pairs, lineStart, lineEnd) => {
-    const numbers: Record<string, number> = {};
-    let text: string | undefined;
-    for (let i = 0; i < pairs; i++) {
-      const field = bytes.toString('utf8', ranges[i * 4], ranges[i * 4 + 1]);
-      if (Number.isNaN(counts[i])) {
-        text = bytes.toString('utf8', ranges[i * 4 + 2], ranges[i * 4 + 3]);
-        continue;
-      }
-      // The one name a plain object cannot hold as data.
-      if (field === '__proto__') throw protocolError('invalid field name', bytesLine(bytes, lineStart, lineEnd));
-      numbers[field] = counts[i]!;
-    }
-    emit(bytes.toString('utf8', nameStart, nameEnd), numbers, text);
-  });
 }
 
 /** Index of the first space in [from, end), else `end`. */

@@ -116,17 +116,12 @@ function shutdownClient(client: ZkClient): void {
 /**
  * Watches the ARCUS znodes of one ensemble and keeps the cache topology in memory.
  *
- * Watches, not polls: every children list is read with a watcher and read again when it fires.
- * Each (re)connection starts a new "scan generation"; callbacks of an older generation stop
- * re-arming, so a reconnect can never leave two loops on one path. Losing the session keeps the
- * last topology (state.connected says it is stale); an expired session is replaced by a new
- * client, which re-resolves the server names.
- *
- * A client that has not got its session back within the session timeout is replaced the same
- * way, as Curator does (its LOST state): by then the servers have expired the session, or they
- * answer it with nothing but a closed connection, which the client would retry forever without
- * a word. That is what a server restarted with less data does (it refuses a client that has seen
- * a later zxid), and what a name now pointing at another ensemble looks like.
+ * Every children list is read with a watcher and read again when it fires. Each (re)connection
+ * starts a new scan generation; callbacks of an older one stop re-arming, so a reconnect never
+ * leaves two loops on one path. A lost session keeps the last topology (state.connected says it
+ * is stale). An expired session, or one not back within the session timeout (as Curator's LOST:
+ * the servers expired it, or refuse it, as a server restarted with less data does), is replaced
+ * by a new client, which re-resolves the server names.
  *
  * Events: 'topology' (Topology), 'state' (WatcherState).
  */

@@ -4,7 +4,8 @@
 //   npx tsc -b packages/arcus && node packages/arcus/test/protocol/bench-parse.mjs [iterations]
 import { readFileSync } from 'node:fs';
 import { ReplyFramer } from '../../dist/src/protocol/framer.js';
-import { parsePrefixItems, parsePrefixOperations, parseStats } from '../../dist/src/protocol/index.js';
+import { parseStats } from '../../dist/src/protocol/index.js';
+import { parsePrefixItems, parsePrefixOperations } from '../../dist/test/support/prefix-parse.js';
 
 const fixtures = new URL('./fixtures/arcus-1.15.0/', import.meta.url);
 const read = (name) => readFileSync(new URL(name, fixtures), 'latin1');

@@ -12,6 +12,7 @@ import {
   type StatsReply,
 } from '../../src/protocol/index.js';
 import { startMemcached, type Memcached } from './fixtures.js';
+import { prefixItems, prefixOperations } from '../support/prefix-parse.js';
 
 let memcached: Memcached;
 let client: ArcusNodeClient;
@@ -78,29 +79,29 @@ describe('ArcusNodeClient against memcached 1.6.18', () => {
     assert.equal(await send('get app:k1 app:nokey', 'value'), 'VALUE app:k1 0 5\r\nhello\r\nEND\r\n');
     assert.equal(await send('delete app:k1'), 'DELETED\r\n');
     assert.equal(await send('set user:k2 0 0 1\r\nx'), 'STORED\r\n');
-    const operations = await client.prefixOperations(soon());
+    const operations = await prefixOperations(client, soon());
     const app = operations.find((op) => op.prefix === 'app');
     assert.deepEqual(app, { prefix: 'app', counts: { get: 4, hit: 2, set: 1, del: 1 } });
     assert.deepEqual(operations.find((op) => op.prefix === 'user')?.counts, { get: 0, hit: 0, set: 1, del: 0 });
   });
 
   it('ARCUS-only commands are NODE_ERROR_REPLY, and the connection stays usable', async () => {
-    const prefixes = await rejection(client.prefixItems(soon()));
+    const prefixes = await rejection(prefixItems(client, soon()));
     assert.equal(prefixes.code, Errors.NODE_ERROR_REPLY.code);
     assert.equal(prefixes.details?.['reply'], 'ERROR');
     assert.equal(isTooManyPrefixes(prefixes), false);
     assert.equal((await rejection(client.statsZookeeper(soon()))).code, Errors.NODE_ERROR_REPLY.code);
-    assert.equal((await rejection(client.prefixItems(soon(), ['app', 'user']))).code, Errors.NODE_ERROR_REPLY.code);
-    assert.equal((await rejection(client.prefixOperations(soon(), ['app']))).code, Errors.NODE_ERROR_REPLY.code);
+    assert.equal((await rejection(prefixItems(client, soon(), ['app', 'user']))).code, Errors.NODE_ERROR_REPLY.code);
+    assert.equal((await rejection(prefixOperations(client, soon(), ['app']))).code, Errors.NODE_ERROR_REPLY.code);
     assert.equal(client.connection.connected, true);
     assert.equal(client.retryAt, 0);
     assert.equal(parseStats(await send('stats', 'multi')).length > 50, true);
   });
 
   it('invalid prefix names are refused before anything is sent: no smuggled flush_all', async () => {
-    const err = await rejection(client.prefixItems(soon(), ['ok', 'bad\r\nflush_all']));
+    const err = await rejection(prefixItems(client, soon(), ['ok', 'bad\r\nflush_all']));
     assert.equal(err.code, Errors.CONFIG_INVALID.code);
-    assert.equal((await rejection(client.prefixOperations(soon(), ['x y']))).code, Errors.CONFIG_INVALID.code);
+    assert.equal((await rejection(prefixOperations(client, soon(), ['x y']))).code, Errors.CONFIG_INVALID.code);
     assert.equal(value(await client.stats(soon()), 'cmd_flush'), '0');
     assert.equal(await send('get user:k2', 'value'), 'VALUE user:k2 0 1\r\nx\r\nEND\r\n');
   });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { CachemonError, Errors } from '@cachemon/core';
 import { ArcusNodeClient, isTooManyPrefixes, parseStats } from '../../src/protocol/index.js';
 import { fakeServer, onLines, sample, type FakeServer } from './fixtures.js';
+import { prefixItems, prefixOperations } from '../support/prefix-parse.js';
 
 const TOO_MANY = 'CLIENT_ERROR invalid: too many prefixes\r\n';
 
@@ -100,7 +101,7 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
   it('all prefixes: stats prefixes and stats detail dump', async () => {
     const server = await fakeArcus();
     const node = client(server.address);
-    const items = await node.prefixItems(soon());
+    const items = await prefixItems(node, soon());
     assert.deepEqual(
       items.map((i) => [i.prefix, i.fields['itm']]),
       [
@@ -110,7 +111,7 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
         ['user', 2],
       ],
     );
-    const operations = await node.prefixOperations(soon());
+    const operations = await prefixOperations(node, soon());
     assert.deepEqual(
       operations.map((o) => [o.prefix, o.counts['get']]),
       [
@@ -127,20 +128,20 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
     const server = await fakeArcus({ tooManyPrefixes: true });
     const node = client(server.address);
     let refused: unknown;
-    await node.prefixItems(soon()).catch((err: unknown) => (refused = err));
+    await prefixItems(node, soon()).catch((err: unknown) => (refused = err));
     assert.ok(refused instanceof CachemonError && refused.code === Errors.NODE_ERROR_REPLY.code);
     assert.equal(isTooManyPrefixes(refused), true);
     let refusedOps: unknown;
-    await node.prefixOperations(soon()).catch((err: unknown) => (refusedOps = err));
+    await prefixOperations(node, soon()).catch((err: unknown) => (refusedOps = err));
     assert.equal(isTooManyPrefixes(refusedOps), true);
 
-    const items = await node.prefixItems(soon(), ['app', 'user']);
+    const items = await prefixItems(node, soon(), ['app', 'user']);
     assert.deepEqual(
       items.map((i) => i.prefix),
       ['app', 'user'],
     );
     assert.equal(items[0]!.created, '20261121133215');
-    const operations = await node.prefixOperations(soon(), ['app']);
+    const operations = await prefixOperations(node, soon(), ['app']);
     assert.equal(operations[0]!.counts['bgs'], 2);
     assert.deepEqual(server.received.slice(2), ['stats prefixlist item app user', 'stats prefixlist operation app']);
     assert.equal(node.connection.connected, true, 'an error reply does not cost the connection');
@@ -156,7 +157,7 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
       'app',
       '<null>',
     ];
-    const items = await node.prefixItems(soon(), names);
+    const items = await prefixItems(node, soon(), names);
     assert.deepEqual(
       items.map((i) => i.prefix),
       ['user', 'app', '<null>'],
@@ -167,7 +168,7 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
       names,
     );
     assert.equal(server.segments.length, 1, 'all chunks leave together');
-    assert.deepEqual(await node.prefixItems(soon(), []), []);
+    assert.deepEqual(await prefixItems(node, soon(), []), []);
     assert.equal(server.received.length, 3, 'an empty list sends nothing');
   });
 
@@ -175,7 +176,7 @@ describe('ArcusNodeClient against captured ARCUS replies', () => {
     const server = await fakeArcus();
     const node = client(server.address);
     let err: unknown;
-    await node.prefixOperations(soon(), ['app', 'evil\r\nflush_all']).catch((e: unknown) => (err = e));
+    await prefixOperations(node, soon(), ['app', 'evil\r\nflush_all']).catch((e: unknown) => (err = e));
     assert.ok(err instanceof CachemonError && err.code === Errors.CONFIG_INVALID.code);
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.deepEqual(server.received, []);

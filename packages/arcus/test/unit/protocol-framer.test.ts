@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CachemonError, Errors } from '@cachemon/core';
-import { MAX_LINE_BYTES, ReplyFramer, pooledFramerBytes, type ReplyKind } from '../../src/protocol/framer.js';
+import { MAX_LINE_BYTES, ReplyFramer, type ReplyKind } from '../../src/protocol/framer.js';
 import { sample, sampleNames, seededRandom } from '../protocol/fixtures.js';
 
 /** How each captured reply is framed. */
@@ -344,72 +344,5 @@ describe('ReplyFramer buffer reuse', () => {
       got.push(framer.next('multi')!);
     }
     assert.deepEqual(got, sent);
-  });
-
-  it('a buffer grown for a large reply goes to the shared pool at rewind(); the small one serves again; the next large reply takes it', () => {
-    const framer = new ReplyFramer(1 << 24);
-    framer.push(stats(5));
-    const first = framer.next('multi')!;
-    const before = pooledFramerBytes();
-    framer.rewind();
-    const large = stats(3000); // ~60 KB, more than a connection keeps
-    framer.push(large);
-    assert.deepEqual(framer.next('multi'), large);
-    assert.equal(pooledFramerBytes(), before, 'nothing is pooled while the large reply may be in use');
-    framer.rewind();
-    assert.ok(pooledFramerBytes() > before + large.length, 'the large buffer is pooled at rewind()');
-    framer.push(stats(5));
-    assert.equal(framer.next('multi')!.buffer, first.buffer, 'the small buffer is back in use');
-
-    const other = new ReplyFramer(1 << 24);
-    other.push(large);
-    assert.deepEqual(other.next('multi'), large);
-    assert.equal(pooledFramerBytes(), before, 'the next large reply took the pooled buffer');
-    other.rewind();
-    assert.ok(pooledFramerBytes() > before);
-  });
-
-  it('a framer that keeps no buffer gives every buffer to the pool at rewind() and takes its next one from there', () => {
-    const framer = new ReplyFramer(1 << 24, false);
-    const reply = stats(100); // ~2 KB: a keeping framer would hold on to its buffer
-    framer.push(reply);
-    const first = framer.next('multi')!;
-    assert.deepEqual(first, reply);
-    const before = pooledFramerBytes();
-    framer.rewind();
-    assert.ok(pooledFramerBytes() >= before + reply.length, 'the buffer went to the pool');
-    assert.equal(framer.buffered, 0);
-
-    const other = new ReplyFramer(1 << 24, false);
-    other.push(reply);
-    assert.equal(other.next('multi')!.buffer, first.buffer, 'the next framer reads into the pooled buffer');
-    assert.equal(pooledFramerBytes(), before);
-    other.rewind();
-    // Back to the first framer: it reads into a pooled buffer again, byte for byte.
-    framer.push(stats(7));
-    assert.deepEqual(framer.next('multi'), stats(7));
-    framer.rewind();
-
-    // A keeping framer, by contrast, keeps a small buffer across rewind().
-    const keeping = new ReplyFramer(1 << 24);
-    keeping.push(reply);
-    const kept = keeping.next('multi')!.buffer;
-    const pooled = pooledFramerBytes();
-    keeping.rewind();
-    assert.equal(pooledFramerBytes(), pooled);
-    keeping.push(reply);
-    assert.equal(keeping.next('multi')!.buffer, kept);
-  });
-
-  it('the pool keeps at most 4 MB; large replies beyond it are left to the garbage collector', () => {
-    const framers = Array.from({ length: 100 }, () => new ReplyFramer(1 << 24));
-    const large = stats(3000);
-    for (const framer of framers) {
-      framer.push(large);
-      assert.deepEqual(framer.next('multi'), large);
-    }
-    for (const framer of framers) framer.rewind();
-    assert.ok(pooledFramerBytes() <= 4 * 1024 * 1024, `${pooledFramerBytes()} bytes pooled`);
-    assert.ok(pooledFramerBytes() > 3 * 1024 * 1024, `${pooledFramerBytes()} bytes pooled`);
   });
 });

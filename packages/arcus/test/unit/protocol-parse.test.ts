@@ -4,14 +4,13 @@ import { CachemonError, Errors } from '@cachemon/core';
 import {
   errorReplyOf,
   isTooManyPrefixes,
-  parsePrefixItems,
-  parsePrefixOperations,
   parseStats,
   scanPrefixLines,
   scanStats,
   type StatsReply,
 } from '../../src/protocol/index.js';
 import { sample, seededRandom } from '../protocol/fixtures.js';
+import { parsePrefixItems, parsePrefixOperations } from '../support/prefix-parse.js';
 
 function get(stats: StatsReply, name: string): string | undefined {
   return stats.find(([n]) => n === name)?.[1];

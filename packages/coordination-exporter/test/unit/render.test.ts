@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { CachemonError, ExpositionBuffer } from '@cachemon/core';
-import { metricType, renderServers, ServerRenderer } from '../../src/render.js';
+import { CachemonError } from '@cachemon/core';
+import { metricType, renderServers } from '../../src/render.js';
 import { formatEndpoint, parseServerList } from '../../src/exporter.js';
 import { parseMntr } from '../../src/mntr.js';
 
@@ -39,12 +39,7 @@ describe('metricType', () => {
   for (const [name, type] of table) it(`${name} is a ${type}`, () => assert.equal(metricType(name), type));
 });
 
-/** renderServers' body as text. */
-function render(readings: Parameters<typeof renderServers>[0]): string {
-  const out = new ExpositionBuffer(1024);
-  renderServers(readings, out);
-  return out.toBuffer().toString('utf8');
-}
+const render = renderServers;
 
 describe('renderServers', () => {
   it('every key of a real leader reply once, grouped in families, text keys as info gauges', () => {
@@ -148,19 +143,11 @@ const entries = (reply: string) => {
   return parsed.entries;
 };
 
-describe('ServerRenderer', () => {
-  const write = (renderer: ServerRenderer, readings: Parameters<ServerRenderer['prepare']>[0][]): string => {
-    const out = new ExpositionBuffer(64);
-    renderer.write(
-      readings.map((reading) => renderer.prepare(reading)),
-      out,
-    );
-    return out.toBuffer().toString('utf8');
-  };
+describe('renderServers of several servers', () => {
+  const write = renderServers;
 
   it('interleaves servers prepared one by one, family by family, in the order families first appear', () => {
-    const renderer = new ServerRenderer();
-    const text = write(renderer, [
+    const text = write([
       { host: 'a:1', status: 'ok', entries: entries('zk_znode_count\t5\nzk_watch_count\t1\n') },
       { host: 'b:1', status: 'ok', entries: entries('zk_watch_count\t2\nzk_ephemerals_count\t3\nzk_znode_count\t6\n') },
     ]);
@@ -182,7 +169,7 @@ describe('ServerRenderer', () => {
   });
 
   it('a name that is a number on one server and text on another is one family', () => {
-    const text = write(new ServerRenderer(), [
+    const text = write([
       { host: 'a:1', status: 'ok', entries: entries('zk_odd\t5\n') },
       { host: 'b:1', status: 'ok', entries: entries('zk_odd\tfive\n') },
     ]);
@@ -190,131 +177,17 @@ describe('ServerRenderer', () => {
     assert.match(text, /^zk_odd\{zk_host="a:1"\} 5\nzk_odd\{zk_host="b:1",value="five"\} 1$/m);
   });
 
-  it('renders the same body again from its kept prefixes, and follows a server whose state changes', () => {
-    const renderer = new ServerRenderer();
+  it('renders the same body again the same way, and follows a server whose state changes', () => {
     const leader = entries(fixture('mntr-3.8-leader.txt'));
-    const first = write(renderer, [{ host: 'a:1', status: 'ok', entries: leader }]);
-    assert.equal(write(renderer, [{ host: 'a:1', status: 'ok', entries: leader }]), first);
-    const down = write(renderer, [{ host: 'a:1', status: 'timeout', entries: [] }]);
+    const first = write([{ host: 'a:1', status: 'ok', entries: leader }]);
+    assert.equal(write([{ host: 'a:1', status: 'ok', entries: leader }]), first);
+    const down = write([{ host: 'a:1', status: 'timeout', entries: [] }]);
     assert.match(down, /^zk_up\{zk_host="a:1"\} 0$/m);
     assert.match(down, /^zk_mntr_status\{zk_host="a:1",status="timeout"\} 1$/m);
     assert.match(down, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
     assert.doesNotMatch(down, /zk_znode_count|zk_server_state/);
-    const follower = write(renderer, [
-      { host: 'a:1', status: 'ok', entries: entries(fixture('mntr-3.8-follower.txt')) },
-    ]);
+    const follower = write([{ host: 'a:1', status: 'ok', entries: entries(fixture('mntr-3.8-follower.txt')) }]);
     assert.match(follower, /^zk_server_leader\{zk_host="a:1"\} 0$/m);
     assert.match(follower, /^zk_server_state\{zk_host="a:1",state="follower"\} 1$/m);
-  });
-
-  it('lets go of the prefixes of a server it no longer reads', () => {
-    const renderer = new ServerRenderer();
-    const reply = entries('zk_znode_count\t5\n');
-    write(renderer, [
-      { host: 'a:1', status: 'ok', entries: reply },
-      { host: 'b:1', status: 'ok', entries: reply },
-    ]);
-    assert.deepEqual([...renderer.keptHosts].sort(), ['a:1', 'b:1']);
-    const text = write(renderer, [{ host: 'a:1', status: 'ok', entries: reply }]);
-    assert.deepEqual(renderer.keptHosts, ['a:1']);
-    assert.doesNotMatch(text, /b:1/);
-  });
-});
-
-describe('ServerRenderer.prepareKnown', () => {
-  const leader = fixture('mntr-3.8-leader.txt');
-  const body = (renderer: ServerRenderer, prepared: Parameters<ServerRenderer['write']>[0]): string => {
-    const out = new ExpositionBuffer(1024);
-    renderer.write(prepared, out);
-    return out.toBuffer().toString('utf8');
-  };
-  /** What parsing and preparing `reply` with a renderer of its own gives. */
-  const parsed = (host: string, reply: string): string => render([{ host, status: 'ok', entries: entries(reply) }]);
-  /** A renderer that has prepared `reply` cleanly for `host`. */
-  const primed = (host: string, reply: string): ServerRenderer => {
-    const renderer = new ServerRenderer();
-    body(renderer, [renderer.prepare({ host, status: 'ok', entries: entries(reply) }, reply)]);
-    return renderer;
-  };
-  /** `reply` with the value of `key` replaced. */
-  const withValue = (reply: string, key: string, value: string): string => {
-    const at = reply.indexOf(`${key}\t`);
-    assert.ok(at === 0 || reply[at - 1] === '\n', `${key} in the reply`);
-    const end = reply.indexOf('\n', at);
-    return `${reply.slice(0, at)}${key}\t${value}${reply.slice(end)}`;
-  };
-
-  it('gives exactly what parsing gives for the same keys with new values', () => {
-    const renderer = primed('a:1', leader);
-    let next = leader;
-    const values: Array<[string, string]> = [
-      ['zk_znode_count', '123456'],
-      ['zk_avg_latency', '0.5'],
-      ['zk_packets_received', '9007199254740993'], // past 15 digits: formatted, not passed through
-      ['zk_max_latency', '-1'],
-      ['zk_open_file_descriptor_count', '007'], // not canonical: formatted as 7
-      ['zk_min_latency', '1.5E-4'],
-      ['zk_outstanding_requests', '0.0'],
-      ['zk_approximate_data_size', 'NaN'],
-    ];
-    for (const [key, value] of values) next = withValue(next, key, value);
-    const known = renderer.prepareKnown('a:1', next);
-    assert.ok(known, 'prepared from its values');
-    const text = body(renderer, [known]);
-    assert.equal(text, parsed('a:1', next));
-    assert.match(text, /^zk_znode_count\{zk_host="a:1"\} 123456$/m);
-    assert.match(text, /^zk_open_file_descriptor_count\{zk_host="a:1"\} 7$/m);
-    assert.match(text, /^zk_outstanding_requests\{zk_host="a:1"\} 0$/m);
-    // And again from the same layout, for another reply.
-    const again = renderer.prepareKnown('a:1', withValue(next, 'zk_znode_count', '7'));
-    assert.match(body(renderer, [again!]), /^zk_znode_count\{zk_host="a:1"\} 7$/m);
-  });
-
-  it('interleaves known and parsed servers family by family as parsing all of them would', () => {
-    const follower = fixture('mntr-3.8-follower.txt');
-    const renderer = primed('a:1', leader);
-    const next = withValue(leader, 'zk_znode_count', '42');
-    const known = renderer.prepareKnown('a:1', next)!;
-    const other = renderer.prepare({ host: 'b:1', status: 'ok', entries: entries(follower) }, follower);
-    assert.equal(
-      body(renderer, [known, other]),
-      render([
-        { host: 'a:1', status: 'ok', entries: entries(next) },
-        { host: 'b:1', status: 'ok', entries: entries(follower) },
-      ]),
-    );
-  });
-
-  it('declines whatever the last layout does not cover, so the reply is parsed', () => {
-    const lines = leader.split('\n');
-    const cases: Array<[string, string]> = [
-      ['a key more', `${leader}zk_something_new\t1\n`],
-      ['a key less', leader.slice(leader.indexOf('\n') + 1)],
-      ['keys in another order', [lines[1], lines[0], ...lines.slice(2)].join('\n')],
-      ['a new server state', withValue(leader, 'zk_server_state', 'follower')],
-      ['a number that became text', withValue(leader, 'zk_znode_count', 'many')],
-      ['a last line cut short', leader.slice(0, -3)],
-      ['CRLF line ends', leader.replace(/\n/g, '\r\n')],
-      ['an empty line', leader.replace('\n', '\n\n')],
-      ['the whitelist answer', 'mntr is not executed because it is not in the whitelist.\n'],
-    ];
-    for (const [what, reply] of cases) assert.equal(primed('a:1', leader).prepareKnown('a:1', reply), undefined, what);
-    assert.equal(new ServerRenderer().prepareKnown('a:1', leader), undefined, 'nothing prepared yet');
-    assert.equal(primed('a:1', leader).prepareKnown('b:1', leader), undefined, 'another server');
-  });
-
-  it('forgets a layout when the server fails, when it was prepared without its text, and with the server', () => {
-    const failed = primed('a:1', leader);
-    body(failed, [failed.prepare({ host: 'a:1', status: 'timeout', entries: [] })]);
-    assert.equal(failed.prepareKnown('a:1', leader), undefined, 'after a timeout');
-
-    const unclean = primed('a:1', leader);
-    body(unclean, [unclean.prepare({ host: 'a:1', status: 'ok', entries: entries(leader) })]);
-    assert.equal(unclean.prepareKnown('a:1', leader), undefined, 'prepared without its text');
-
-    const dropped = primed('a:1', leader);
-    body(dropped, [dropped.prepare({ host: 'b:1', status: 'ok', entries: entries(leader) }, leader)]);
-    assert.equal(dropped.prepareKnown('a:1', leader), undefined, 'no longer read');
-    assert.ok(dropped.prepareKnown('b:1', leader), 'the server still read');
   });
 });

@@ -8,6 +8,7 @@ import {
   nodeVariable,
   raw,
   row,
+  series,
   serviceCodeVariable,
   stat,
   storeVariables,
@@ -37,100 +38,68 @@ export const cacheNode: DashboardSpec = {
   ],
   content: [
     topologyTable('Node', 'overview ensemble=$ensemble service_code=$service_code node=$node', { w: 16, h: 4 }),
-    stat(
-      'Up',
-      { refId: 'A', expr: either(`arcus_up${raw(...NODE)}`, `node:arcus_up:avg${long(...NODE)}`), instant: true },
-      { w: 4, h: 4 },
-    ),
+    stat('Up', series(either(`arcus_up${raw(...NODE)}`, `node:arcus_up:avg${long(...NODE)}`)), { w: 4, h: 4 }),
     stat(
       'Memory used',
-      {
-        refId: 'A',
-        expr: either(
+      series(
+        either(
           `arcus_bytes${raw(...NODE)} / arcus_limit_bytes${raw(...NODE)}`,
           `node:arcus_bytes:avg${long(...NODE)} / node:arcus_limit_bytes:avg${long(...NODE)}`,
         ),
-        instant: true,
-      },
+      ),
       { w: 4, h: 4, unit: 'percentunit' },
     ),
     row('Cache node'),
     timeseries(
       'Operations by command',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (command) (rate(arcus_commands_total${raw(...NODE)}${RATE}))`,
             `sum by (command) (node:arcus_commands:rate${long(...NODE)})`,
           ),
-          legend: '{{command}}',
-        },
+          '{{command}}',
+        ),
       ],
       { w: 12, unit: 'ops' },
     ),
-    timeseries(
-      'Hit ratio by command',
-      [
-        {
-          refId: 'A',
-          expr: hitRatio('command', NODE, 'node'),
-          legend: '{{command}}',
-        },
-      ],
-      { w: 12, unit: 'percentunit' },
-    ),
+    timeseries('Hit ratio by command', [series(hitRatio('command', NODE, 'node'), '{{command}}')], {
+      w: 12,
+      unit: 'percentunit',
+    }),
     timeseries(
       'Memory: used and limit',
       [
-        {
-          refId: 'A',
-          expr: either(`arcus_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)}`),
-          legend: 'used',
-        },
-        {
-          refId: 'B',
-          expr: either(`arcus_limit_bytes${raw(...NODE)}`, `node:arcus_limit_bytes:avg${long(...NODE)}`),
-          legend: 'limit',
-        },
+        series(either(`arcus_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)}`), 'used'),
+        series(either(`arcus_limit_bytes${raw(...NODE)}`, `node:arcus_limit_bytes:avg${long(...NODE)}`), 'limit'),
       ],
       { w: 8, unit: 'bytes' },
     ),
     timeseries(
       'Items and evictions',
       [
-        {
-          refId: 'A',
-          expr: either(`arcus_items${raw(...NODE)}`, `node:arcus_items:avg${long(...NODE)}`),
-          legend: 'items',
-        },
-        {
-          refId: 'B',
-          expr: either(
+        series(either(`arcus_items${raw(...NODE)}`, `node:arcus_items:avg${long(...NODE)}`), 'items'),
+        series(
+          either(
             `rate(arcus_items_evicted_total${raw(...NODE)}${RATE})`,
             `node:arcus_items_evicted:rate${long(...NODE)}`,
           ),
-          legend: 'evictions/s',
-        },
+          'evictions/s',
+        ),
       ],
       { w: 8, unit: 'short' },
     ),
     timeseries(
       'Connections and QoS latency',
       [
-        {
-          refId: 'A',
-          expr: either(`arcus_connections${raw(...NODE)}`, `node:arcus_connections:max${long(...NODE)}`),
-          legend: 'connections',
-        },
-        {
-          refId: 'B',
-          expr: either(
+        series(either(`arcus_connections${raw(...NODE)}`, `node:arcus_connections:max${long(...NODE)}`), 'connections'),
+        series(
+          either(
             `arcus_qos_latency_seconds${raw(...NODE)} * 1000`,
             `node:arcus_qos_latency_seconds:max${long(...NODE)} * 1000`,
           ),
-          legend: '{{probe}} ms',
-        },
+          '{{probe}} ms',
+        ),
       ],
       { w: 8, unit: 'short' },
     ),
@@ -138,61 +107,51 @@ export const cacheNode: DashboardSpec = {
     timeseries(
       'CPU busy',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `1 - avg by (instance) (rate(node_cpu_seconds_total${raw(...HOST, 'mode="idle"')}${RATE}))`,
             `instance:node_cpu_busy:ratio${long(...HOST)}`,
           ),
-          legend: '{{instance}}',
-        },
+          '{{instance}}',
+        ),
       ],
       { w: 6, unit: 'percentunit' },
     ),
     timeseries(
       'Memory available',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`,
             `instance:node_memory_available:ratio${long(...HOST)}`,
           ),
-          legend: '{{instance}}',
-        },
+          '{{instance}}',
+        ),
       ],
       { w: 6, unit: 'percentunit' },
     ),
     timeseries(
       'Load (1m)',
-      [
-        {
-          refId: 'A',
-          expr: either(`node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`),
-          legend: '{{instance}}',
-        },
-      ],
+      [series(either(`node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`), '{{instance}}')],
       { w: 6, unit: 'short' },
     ),
     timeseries(
       'Network',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (instance) (rate(node_network_receive_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
             `instance:node_network_receive_bytes:rate${long(...HOST)}`,
           ),
-          legend: 'receive',
-        },
-        {
-          refId: 'B',
-          expr: either(
+          'receive',
+        ),
+        series(
+          either(
             `sum by (instance) (rate(node_network_transmit_bytes_total${raw(...HOST, 'device!="lo"')}${RATE}))`,
             `instance:node_network_transmit_bytes:rate${long(...HOST)}`,
           ),
-          legend: 'transmit',
-        },
+          'transmit',
+        ),
       ],
       { w: 6, unit: 'Bps' },
     ),

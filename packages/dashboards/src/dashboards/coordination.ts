@@ -5,6 +5,7 @@ import {
   promTable,
   raw,
   row,
+  series,
   storeVariables,
   timeseries,
   topologyTable,
@@ -16,11 +17,10 @@ const ZK = ['ensemble=~"$ensemble"', 'zk_host=~"$zk_server"'];
 
 /** A per-server gauge: raw, or its downsampled aggregate. */
 const perServer = (title: string, metric: string, aggregate: string, unit: string) =>
-  timeseries(
-    title,
-    [{ refId: 'A', expr: either(`${metric}${raw(...ZK)}`, `${aggregate}${long(...ZK)}`), legend: '{{zk_host}}' }],
-    { w: 8, unit },
-  );
+  timeseries(title, [series(either(`${metric}${raw(...ZK)}`, `${aggregate}${long(...ZK)}`), '{{zk_host}}')], {
+    w: 8,
+    unit,
+  });
 
 export const coordination: DashboardSpec = {
   name: 'coordination',
@@ -37,13 +37,12 @@ export const coordination: DashboardSpec = {
     row('State'),
     promTable(
       'Server state',
-      {
-        refId: 'A',
-        expr: either(
+      series(
+        either(
           `max by (zk_host, state) (zk_server_state${raw(...ZK)})`,
           `max by (zk_host, state) (zk_host:zk_server_state:max${long(...ZK)})`,
         ),
-      },
+      ),
       { w: 8, description: 'leader, follower, observer or standalone, as each server says (mntr).' },
     ),
     perServer('Up', 'zk_up', 'zk_host:zk_up:avg', 'short'),

@@ -8,6 +8,7 @@ import {
   promTable,
   raw,
   row,
+  series,
   serviceCodeVariable,
   stat,
   storeVariables,
@@ -28,35 +29,27 @@ export const fleet: DashboardSpec = {
     row('Topology'),
     stat(
       'Cache nodes up',
-      {
-        refId: 'A',
-        expr: either(`sum(arcus_up${raw(...CACHE)})`, `sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`),
-        instant: true,
-      },
+      series(either(`sum(arcus_up${raw(...CACHE)})`, `sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`)),
       { w: 4 },
     ),
     stat(
       'Cache nodes down',
-      {
-        refId: 'A',
-        expr: either(
+      series(
+        either(
           `sum(1 - arcus_up${raw(...CACHE)})`,
           `sum(service_code:arcus_nodes:count${long(...CACHE)}) - sum(service_code:arcus_nodes_up:avg${long(...CACHE)})`,
         ),
-        instant: true,
-      },
+      ),
       { w: 4, description: 'Nodes mapped to the service codes that do not answer (or are not registered).' },
     ),
     stat(
       'Operations',
-      {
-        refId: 'A',
-        expr: either(
+      series(
+        either(
           `sum(rate(arcus_commands_total${raw(...CACHE)}${RATE}))`,
           `sum(service_code:arcus_commands:rate${long(...CACHE)})`,
         ),
-        instant: true,
-      },
+      ),
       { w: 4, unit: 'ops' },
     ),
     topologyTable(
@@ -73,53 +66,44 @@ export const fleet: DashboardSpec = {
     timeseries(
       'Operations per service code',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (${BY}) (rate(arcus_commands_total${raw(...CACHE)}${RATE}))`,
             `sum by (${BY}) (service_code:arcus_commands:rate${long(...CACHE)})`,
           ),
-          legend: '{{ensemble}}/{{service_code}}',
-        },
+          '{{ensemble}}/{{service_code}}',
+        ),
       ],
       { w: 12, unit: 'ops' },
     ),
     timeseries(
       'Get hit ratio per service code',
-      [
-        {
-          refId: 'A',
-          expr: hitRatio(BY, [...CACHE, 'command="get"'], 'service_code'),
-          legend: '{{ensemble}}/{{service_code}}',
-        },
-      ],
+      [series(hitRatio(BY, [...CACHE, 'command="get"'], 'service_code'), '{{ensemble}}/{{service_code}}')],
       { w: 12, unit: 'percentunit' },
     ),
     timeseries(
       'Memory used of the limit per service code',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (${BY}) (arcus_bytes${raw(...CACHE)}) / sum by (${BY}) (arcus_limit_bytes${raw(...CACHE)})`,
             `sum by (${BY}) (service_code:arcus_bytes:avg${long(...CACHE)}) / sum by (${BY}) (service_code:arcus_limit_bytes:avg${long(...CACHE)})`,
           ),
-          legend: '{{ensemble}}/{{service_code}}',
-        },
+          '{{ensemble}}/{{service_code}}',
+        ),
       ],
       { w: 12, unit: 'percentunit' },
     ),
     timeseries(
       'Evictions per service code',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (${BY}) (rate(arcus_items_evicted_total${raw(...CACHE)}${RATE}))`,
             `sum by (${BY}) (service_code:arcus_items_evicted:rate${long(...CACHE)})`,
           ),
-          legend: '{{ensemble}}/{{service_code}}',
-        },
+          '{{ensemble}}/{{service_code}}',
+        ),
       ],
       {
         w: 12,
@@ -128,14 +112,10 @@ export const fleet: DashboardSpec = {
       },
     ),
     row('Alerts'),
-    promTable(
-      'Firing alerts',
-      { refId: 'A', expr: 'ALERTS{alertstate="firing"}' },
-      {
-        w: 24,
-        description:
-          'Alerts the rule evaluator holds firing now (its ALERTS series in the long-term store); the alert router notifies them.',
-      },
-    ),
+    promTable('Firing alerts', series('ALERTS{alertstate="firing"}'), {
+      w: 24,
+      description:
+        'Alerts the rule evaluator holds firing now (its ALERTS series in the long-term store); the alert router notifies them.',
+    }),
   ],
 };

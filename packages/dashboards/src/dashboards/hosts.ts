@@ -5,6 +5,7 @@ import {
   long,
   raw,
   row,
+  series,
   serviceCodeVariable,
   storeVariables,
   timeseries,
@@ -14,7 +15,7 @@ import type { DashboardSpec } from '../kit.js';
 
 const HOST = ['instance=~"$host"'];
 const host = (title: string, rawExpr: string, longExpr: string, unit: string, w = 8) =>
-  timeseries(title, [{ refId: 'A', expr: either(rawExpr, longExpr), legend: '{{instance}}' }], { w, unit });
+  timeseries(title, [series(either(rawExpr, longExpr), '{{instance}}')], { w, unit });
 
 export const hosts: DashboardSpec = {
   name: 'hosts',
@@ -49,14 +50,13 @@ export const hosts: DashboardSpec = {
     timeseries(
       'Disk busy (I/O time) per device',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `rate(node_disk_io_time_seconds_total${raw(...HOST)}${RATE})`,
             `instance:node_disk_io_time:ratio${long(...HOST)}`,
           ),
-          legend: '{{instance}} {{device}}',
-        },
+          '{{instance}} {{device}}',
+        ),
       ],
       { w: 8, unit: 'percentunit' },
     ),

@@ -8,6 +8,7 @@ import {
   nodeVariable,
   raw,
   row,
+  series,
   serviceCodeVariable,
   storeVariables,
   timeseries,
@@ -32,13 +33,7 @@ export const serviceCode: DashboardSpec = {
     ),
     timeseries(
       'Up per node',
-      [
-        {
-          refId: 'A',
-          expr: either(`arcus_up${raw(...NODES)}`, `node:arcus_up:avg${long(...NODES)}`),
-          legend: '{{node}}',
-        },
-      ],
+      [series(either(`arcus_up${raw(...NODES)}`, `node:arcus_up:avg${long(...NODES)}`), '{{node}}')],
       {
         w: 12,
         h: 6,
@@ -49,14 +44,13 @@ export const serviceCode: DashboardSpec = {
     timeseries(
       'QoS latency per probe (slowest node)',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `max by (probe) (arcus_qos_latency_seconds${raw(...NODES)})`,
             `max by (probe) (node:arcus_qos_latency_seconds:max${long(...NODES)})`,
           ),
-          legend: '{{probe}}',
-        },
+          '{{probe}}',
+        ),
       ],
       { w: 12, h: 6, unit: 's' },
     ),
@@ -64,53 +58,43 @@ export const serviceCode: DashboardSpec = {
     timeseries(
       'Operations by command (service code total)',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (command) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
             `sum by (command) (node:arcus_commands:rate${long(...NODES)})`,
           ),
-          legend: '{{command}}',
-        },
+          '{{command}}',
+        ),
       ],
       { w: 12, unit: 'ops' },
     ),
     timeseries(
       'Operations per node',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `sum by (node) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
             `sum by (node) (node:arcus_commands:rate${long(...NODES)})`,
           ),
-          legend: '{{node}}',
-        },
+          '{{node}}',
+        ),
       ],
       { w: 12, unit: 'ops' },
     ),
-    timeseries(
-      'Hit ratio by command',
-      [
-        {
-          refId: 'A',
-          expr: hitRatio('command', NODES, 'node'),
-          legend: '{{command}}',
-        },
-      ],
-      { w: 12, unit: 'percentunit' },
-    ),
+    timeseries('Hit ratio by command', [series(hitRatio('command', NODES, 'node'), '{{command}}')], {
+      w: 12,
+      unit: 'percentunit',
+    }),
     timeseries(
       'Evictions per node',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `rate(arcus_items_evicted_total${raw(...NODES)}${RATE})`,
             `node:arcus_items_evicted:rate${long(...NODES)}`,
           ),
-          legend: '{{node}}',
-        },
+          '{{node}}',
+        ),
       ],
       { w: 12, unit: 'ops' },
     ),
@@ -118,37 +102,24 @@ export const serviceCode: DashboardSpec = {
     timeseries(
       'Memory used of the limit per node',
       [
-        {
-          refId: 'A',
-          expr: either(
+        series(
+          either(
             `arcus_bytes${raw(...NODES)} / arcus_limit_bytes${raw(...NODES)}`,
             `node:arcus_bytes:avg${long(...NODES)} / node:arcus_limit_bytes:avg${long(...NODES)}`,
           ),
-          legend: '{{node}}',
-        },
+          '{{node}}',
+        ),
       ],
       { w: 8, unit: 'percentunit' },
     ),
     timeseries(
       'Items per node',
-      [
-        {
-          refId: 'A',
-          expr: either(`arcus_items${raw(...NODES)}`, `node:arcus_items:avg${long(...NODES)}`),
-          legend: '{{node}}',
-        },
-      ],
+      [series(either(`arcus_items${raw(...NODES)}`, `node:arcus_items:avg${long(...NODES)}`), '{{node}}')],
       { w: 8, unit: 'short' },
     ),
     timeseries(
       'Client connections per node',
-      [
-        {
-          refId: 'A',
-          expr: either(`arcus_connections${raw(...NODES)}`, `node:arcus_connections:max${long(...NODES)}`),
-          legend: '{{node}}',
-        },
-      ],
+      [series(either(`arcus_connections${raw(...NODES)}`, `node:arcus_connections:max${long(...NODES)}`), '{{node}}')],
       { w: 8, unit: 'short' },
     ),
   ],

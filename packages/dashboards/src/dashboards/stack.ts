@@ -1,4 +1,4 @@
-import { RATE, either, long, raw, row, storeVariables, timeseries } from '../kit.js';
+import { RATE, either, long, raw, row, series, storeVariables, timeseries } from '../kit.js';
 import type { DashboardSpec } from '../kit.js';
 
 /** The stores' own series (jobs meta-short and meta-long) carry no `scrape` label: the short-term store holds them. */
@@ -14,13 +14,7 @@ export const stack: DashboardSpec = {
     row('Scrape targets'),
     timeseries(
       'Exporters up',
-      [
-        {
-          refId: 'A',
-          expr: either(`up${raw()}`, `instance:up:avg${long('job!~"meta-.*"')}`),
-          legend: '{{job}} {{instance}}',
-        },
-      ],
+      [series(either(`up${raw()}`, `instance:up:avg${long('job!~"meta-.*"')}`), '{{job}} {{instance}}')],
       {
         w: 12,
         description:
@@ -30,27 +24,22 @@ export const stack: DashboardSpec = {
     timeseries(
       'Scrape duration',
       [
-        {
-          refId: 'A',
-          expr: either(
-            `scrape_duration_seconds${raw()}`,
-            `instance:scrape_duration_seconds:max${long('job!~"meta-.*"')}`,
-          ),
-          legend: '{{job}} {{instance}}',
-        },
+        series(
+          either(`scrape_duration_seconds${raw()}`, `instance:scrape_duration_seconds:max${long('job!~"meta-.*"')}`),
+          '{{job}} {{instance}}',
+        ),
       ],
       { w: 12, unit: 's', description: 'Close to the scrape timeout means a target at risk of being marked down.' },
     ),
     row('Stores'),
-    timeseries('Stores up', [{ refId: 'A', expr: `up${STORES}`, legend: '{{job}}' }], { w: 8 }),
+    timeseries('Stores up', [series(`up${STORES}`, '{{job}}')], { w: 8 }),
     timeseries(
       'Rows ingested',
       [
-        {
-          refId: 'A',
-          expr: `rate(vm_rows_inserted_total${STORES.replace('}', ', type=~"promscrape|promremotewrite"}')}${RATE})`,
-          legend: '{{job}} {{type}}',
-        },
+        series(
+          `rate(vm_rows_inserted_total${STORES.replace('}', ', type=~"promscrape|promremotewrite"}')}${RATE})`,
+          '{{job}} {{type}}',
+        ),
       ],
       {
         w: 8,
@@ -59,18 +48,18 @@ export const stack: DashboardSpec = {
           'promscrape: the short-term store scraping; promremotewrite into the long-term store: the rule evaluator writing downsampled series and alert states.',
       },
     ),
-    timeseries('Free disk space', [{ refId: 'A', expr: `vm_free_disk_space_bytes${STORES}`, legend: '{{job}}' }], {
+    timeseries('Free disk space', [series(`vm_free_disk_space_bytes${STORES}`, '{{job}}')], {
       w: 8,
       unit: 'bytes',
     }),
-    timeseries('Stored data size', [{ refId: 'A', expr: `vm_data_size_bytes${STORES}`, legend: '{{job}} {{type}}' }], {
+    timeseries('Stored data size', [series(`vm_data_size_bytes${STORES}`, '{{job}} {{type}}')], {
       w: 12,
       unit: 'bytes',
     }),
-    timeseries(
-      'New series created',
-      [{ refId: 'A', expr: `rate(vm_new_timeseries_created_total${STORES}${RATE})`, legend: '{{job}}' }],
-      { w: 12, unit: 'ops', description: 'A lasting rise means a label that changes too often (cardinality).' },
-    ),
+    timeseries('New series created', [series(`rate(vm_new_timeseries_created_total${STORES}${RATE})`, '{{job}}')], {
+      w: 12,
+      unit: 'ops',
+      description: 'A lasting rise means a label that changes too often (cardinality).',
+    }),
   ],
 };

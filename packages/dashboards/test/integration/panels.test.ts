@@ -12,8 +12,8 @@ import {
   panelQueries,
   variableQueryText,
   variablesOf,
-} from '../../src/queries.js';
-import type { TimeMacros, VariableValue } from '../../src/queries.js';
+} from '../support/queries.js';
+import type { TimeMacros, VariableValue } from '../support/queries.js';
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;

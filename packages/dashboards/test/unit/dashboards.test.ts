@@ -12,8 +12,8 @@ import {
   panelQueries,
   variableQueryText,
   variablesOf,
-} from '../../src/queries.js';
-import type { VariableValue } from '../../src/queries.js';
+} from '../support/queries.js';
+import type { VariableValue } from '../support/queries.js';
 
 const STACK = fileURLToPath(new URL('../../../../../stack/', import.meta.url));
 const dashboards = builtDashboards();

@@ -258,22 +258,11 @@ export class ArcusEngine {
   /** STORED | CREATED_STORED | NOT_FOUND | TYPE_MISMATCH | OUT_OF_RANGE | OVERFLOWED | CLIENT_ERROR ... */
   listInsert(key: string, index: number, value: string, create?: CreateAttributes): string {
     const mem = this.memory.alloc(itemSize.listElement(value.length + 2));
-    let found = this.collection(key, 'list');
-    let created = false;
-    if (found === 'NOT_FOUND' && create !== undefined) {
-      const meta = this.meta('list', create);
-      if (typeof meta === 'string') return this.discard(mem, meta);
-      found = this.newCollection('list', key, create, meta) as ListItem;
-      created = true;
-    }
-    if (typeof found === 'string') return this.discard(mem, found);
-    const list = found;
+    const target = this.insertTarget('list', key, mem, create);
+    if (typeof target === 'string') return target;
+    const { item: list, created, fail } = target;
     const count = list.elements.length;
     const max = list.meta.maxcount;
-    const fail = (reply: string): string => {
-      if (created) this.unlink(list);
-      return this.discard(mem, reply);
-    };
     if (index >= 0 ? index > count || index > max - 1 : -index > count + 1 || -index > max) return fail('OUT_OF_RANGE');
     if (list.meta.overflow === 'error' && count >= max) return fail('OVERFLOWED');
     if (count >= max) {
@@ -323,20 +312,9 @@ export class ArcusEngine {
   /** STORED | CREATED_STORED | ELEMENT_EXISTS | NOT_FOUND | TYPE_MISMATCH | OVERFLOWED | CLIENT_ERROR ... */
   setInsert(key: string, value: string, create?: CreateAttributes): string {
     const mem = this.memory.alloc(itemSize.setElement(value.length + 2));
-    let found = this.collection(key, 'set');
-    let created = false;
-    if (found === 'NOT_FOUND' && create !== undefined) {
-      const meta = this.meta('set', create);
-      if (typeof meta === 'string') return this.discard(mem, meta);
-      found = this.newCollection('set', key, create, meta) as SetItem;
-      created = true;
-    }
-    if (typeof found === 'string') return this.discard(mem, found);
-    const set = found;
-    const fail = (reply: string): string => {
-      if (created) this.unlink(set);
-      return this.discard(mem, reply);
-    };
+    const target = this.insertTarget('set', key, mem, create);
+    if (typeof target === 'string') return target;
+    const { item: set, created, fail } = target;
     if (set.elements.has(value)) return fail('ELEMENT_EXISTS');
     if (set.elements.size >= set.meta.maxcount) return fail('OVERFLOWED');
     const hash = mcHash(value);
@@ -386,20 +364,9 @@ export class ArcusEngine {
     const mem = this.memory.alloc(
       itemSize.btreeElement(nbkey, eflag === undefined ? 0 : eflag.length / 2, value.length + 2),
     );
-    let found = this.collection(key, 'btree');
-    let created = false;
-    if (found === 'NOT_FOUND' && create !== undefined) {
-      const meta = this.meta('btree', create);
-      if (typeof meta === 'string') return this.discard(mem, meta);
-      found = this.newCollection('btree', key, create, meta) as BtreeItem;
-      created = true;
-    }
-    if (typeof found === 'string') return this.discard(mem, found);
-    const tree = found;
-    const fail = (reply: string): string => {
-      if (created) this.unlink(tree);
-      return this.discard(mem, reply);
-    };
+    const target = this.insertTarget('btree', key, mem, create);
+    if (typeof target === 'string') return target;
+    const { item: tree, created, fail } = target;
     const first = tree.elements[0];
     if (first !== undefined && first.bkey.kind !== bkey.kind) return fail('BKEY_MISMATCH');
     let at = this.btreeSearch(tree, bkey);
@@ -465,6 +432,33 @@ export class ArcusEngine {
           ? MAX_COLLECTION_SIZE
           : attrs.maxcount;
     return { maxcount, overflow, readable: attrs.readable ?? true };
+  }
+
+  /**
+   * The collection an insert of `mem` goes into, created when `create` is given and the key is
+   * missing; else the error reply. `fail` frees `mem` and unlinks a collection created for it.
+   */
+  private insertTarget<T extends CollectionItem['type']>(
+    type: T,
+    key: string,
+    mem: Allocation,
+    create: CreateAttributes | undefined,
+  ): { item: Extract<CollectionItem, { type: T }>; created: boolean; fail: (reply: string) => string } | string {
+    let found = this.collection(key, type);
+    let created = false;
+    if (found === 'NOT_FOUND' && create !== undefined) {
+      const meta = this.meta(type, create);
+      if (typeof meta === 'string') return this.discard(mem, meta);
+      found = this.newCollection(type, key, create, meta) as Extract<CollectionItem, { type: T }>;
+      created = true;
+    }
+    if (typeof found === 'string') return this.discard(mem, found);
+    const item = found;
+    const fail = (reply: string): string => {
+      if (created) this.unlink(item);
+      return this.discard(mem, reply);
+    };
+    return { item, created, fail };
   }
 
   private newCollection(type: CollectionType, key: string, attrs: CreateAttributes, meta: Meta): CollectionItem {
