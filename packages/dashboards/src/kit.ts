@@ -88,11 +88,30 @@ export const RATE = '[$__rate_interval]';
  */
 export const either = (rawExpr: string, longExpr: string) => `(${rawExpr})\nor\n(${longExpr})`;
 
+type Level = 'node' | 'service_code';
+
+/** A gauge: raw, or its `level`'s downsampled `agg` series (e.g. `node:arcus_bytes:avg`). */
+export const gauge = (metric: string, agg: string, matchers: readonly string[], level: Level = 'node') =>
+  either(`${metric}${raw(...matchers)}`, `${level}:${metric}:${agg}${long(...matchers)}`);
+
+/** A counter's rate (`<base>_total`), summed by `by` when given, or its `level`'s downsampled rate. */
+export function rate(base: string, matchers: readonly string[], by?: string, level: Level = 'node'): string {
+  const sum = (expr: string) => (by === undefined ? expr : `sum by (${by}) (${expr})`);
+  return either(sum(`rate(${base}_total${raw(...matchers)}${RATE})`), sum(`${level}:${base}:rate${long(...matchers)}`));
+}
+
+/** Memory used over the limit, per node. */
+export const memoryUsed = (matchers: readonly string[]) =>
+  either(
+    `arcus_bytes${raw(...matchers)} / arcus_limit_bytes${raw(...matchers)}`,
+    `node:arcus_bytes:avg${long(...matchers)} / node:arcus_limit_bytes:avg${long(...matchers)}`,
+  );
+
 /**
  * Hits over hits plus misses, summed by `by`: from the raw counters, or from the `level`'s
  * downsampled rates (`node:` or `service_code:`).
  */
-export function hitRatio(by: string, matchers: readonly string[], level: 'node' | 'service_code'): string {
+export function hitRatio(by: string, matchers: readonly string[], level: Level): string {
   const rawRate = (counter: string) => `sum by (${by}) (rate(${counter}${raw(...matchers)}${RATE}))`;
   const longRate = (series: string) => `sum by (${by}) (${level}:${series}:rate${long(...matchers)})`;
   return either(

@@ -2,10 +2,13 @@ import {
   CACHE,
   RATE,
   either,
-  hitRatio,
   ensembleVariable,
+  gauge,
+  hitRatio,
   long,
+  memoryUsed,
   nodeVariable,
+  rate,
   raw,
   row,
   series,
@@ -38,61 +41,31 @@ export const cacheNode: DashboardSpec = {
   ],
   content: [
     topologyTable('Node', 'overview ensemble=$ensemble service_code=$service_code node=$node', { w: 16, h: 4 }),
-    stat('Up', series(either(`arcus_up${raw(...NODE)}`, `node:arcus_up:avg${long(...NODE)}`)), { w: 4, h: 4 }),
-    stat(
-      'Memory used',
-      series(
-        either(
-          `arcus_bytes${raw(...NODE)} / arcus_limit_bytes${raw(...NODE)}`,
-          `node:arcus_bytes:avg${long(...NODE)} / node:arcus_limit_bytes:avg${long(...NODE)}`,
-        ),
-      ),
-      { w: 4, h: 4, unit: 'percentunit' },
-    ),
+    stat('Up', series(gauge('arcus_up', 'avg', NODE)), { w: 4, h: 4 }),
+    stat('Memory used', series(memoryUsed(NODE)), { w: 4, h: 4, unit: 'percentunit' }),
     row('Cache node'),
-    timeseries(
-      'Operations by command',
-      [
-        series(
-          either(
-            `sum by (command) (rate(arcus_commands_total${raw(...NODE)}${RATE}))`,
-            `sum by (command) (node:arcus_commands:rate${long(...NODE)})`,
-          ),
-          '{{command}}',
-        ),
-      ],
-      { w: 12, unit: 'ops' },
-    ),
+    timeseries('Operations by command', [series(rate('arcus_commands', NODE, 'command'), '{{command}}')], {
+      w: 12,
+      unit: 'ops',
+    }),
     timeseries('Hit ratio by command', [series(hitRatio('command', NODE, 'node'), '{{command}}')], {
       w: 12,
       unit: 'percentunit',
     }),
     timeseries(
       'Memory: used and limit',
-      [
-        series(either(`arcus_bytes${raw(...NODE)}`, `node:arcus_bytes:avg${long(...NODE)}`), 'used'),
-        series(either(`arcus_limit_bytes${raw(...NODE)}`, `node:arcus_limit_bytes:avg${long(...NODE)}`), 'limit'),
-      ],
+      [series(gauge('arcus_bytes', 'avg', NODE), 'used'), series(gauge('arcus_limit_bytes', 'avg', NODE), 'limit')],
       { w: 8, unit: 'bytes' },
     ),
     timeseries(
       'Items and evictions',
-      [
-        series(either(`arcus_items${raw(...NODE)}`, `node:arcus_items:avg${long(...NODE)}`), 'items'),
-        series(
-          either(
-            `rate(arcus_items_evicted_total${raw(...NODE)}${RATE})`,
-            `node:arcus_items_evicted:rate${long(...NODE)}`,
-          ),
-          'evictions/s',
-        ),
-      ],
+      [series(gauge('arcus_items', 'avg', NODE), 'items'), series(rate('arcus_items_evicted', NODE), 'evictions/s')],
       { w: 8, unit: 'short' },
     ),
     timeseries(
       'Connections and QoS latency',
       [
-        series(either(`arcus_connections${raw(...NODE)}`, `node:arcus_connections:max${long(...NODE)}`), 'connections'),
+        series(gauge('arcus_connections', 'max', NODE), 'connections'),
         series(
           either(
             `arcus_qos_latency_seconds${raw(...NODE)} * 1000`,

@@ -2,10 +2,11 @@ import {
   CACHE,
   RATE,
   either,
-  hitRatio,
   ensembleVariable,
+  hitRatio,
   long,
   promTable,
+  rate,
   raw,
   row,
   series,
@@ -65,15 +66,7 @@ export const fleet: DashboardSpec = {
     row('Traffic and memory per service code'),
     timeseries(
       'Operations per service code',
-      [
-        series(
-          either(
-            `sum by (${BY}) (rate(arcus_commands_total${raw(...CACHE)}${RATE}))`,
-            `sum by (${BY}) (service_code:arcus_commands:rate${long(...CACHE)})`,
-          ),
-          '{{ensemble}}/{{service_code}}',
-        ),
-      ],
+      [series(rate('arcus_commands', CACHE, BY, 'service_code'), '{{ensemble}}/{{service_code}}')],
       { w: 12, unit: 'ops' },
     ),
     timeseries(
@@ -96,15 +89,7 @@ export const fleet: DashboardSpec = {
     ),
     timeseries(
       'Evictions per service code',
-      [
-        series(
-          either(
-            `sum by (${BY}) (rate(arcus_items_evicted_total${raw(...CACHE)}${RATE}))`,
-            `sum by (${BY}) (service_code:arcus_items_evicted:rate${long(...CACHE)})`,
-          ),
-          '{{ensemble}}/{{service_code}}',
-        ),
-      ],
+      [series(rate('arcus_items_evicted', CACHE, BY, 'service_code'), '{{ensemble}}/{{service_code}}')],
       {
         w: 12,
         unit: 'ops',

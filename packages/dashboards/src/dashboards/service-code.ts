@@ -1,11 +1,13 @@
 import {
   CACHE,
-  RATE,
   either,
-  hitRatio,
   ensembleVariable,
+  gauge,
+  hitRatio,
   long,
+  memoryUsed,
   nodeVariable,
+  rate,
   raw,
   row,
   series,
@@ -31,16 +33,11 @@ export const serviceCode: DashboardSpec = {
       'overview ensemble=$ensemble service_code=$service_code node=$node',
       { w: 24, h: 7 },
     ),
-    timeseries(
-      'Up per node',
-      [series(either(`arcus_up${raw(...NODES)}`, `node:arcus_up:avg${long(...NODES)}`), '{{node}}')],
-      {
-        w: 12,
-        h: 6,
-        description:
-          '1 while the node answers within the scrape deadline; averaged over the resolution in long ranges.',
-      },
-    ),
+    timeseries('Up per node', [series(gauge('arcus_up', 'avg', NODES), '{{node}}')], {
+      w: 12,
+      h: 6,
+      description: '1 while the node answers within the scrape deadline; averaged over the resolution in long ranges.',
+    }),
     timeseries(
       'QoS latency per probe (slowest node)',
       [
@@ -57,70 +54,27 @@ export const serviceCode: DashboardSpec = {
     row('Operations'),
     timeseries(
       'Operations by command (service code total)',
-      [
-        series(
-          either(
-            `sum by (command) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
-            `sum by (command) (node:arcus_commands:rate${long(...NODES)})`,
-          ),
-          '{{command}}',
-        ),
-      ],
+      [series(rate('arcus_commands', NODES, 'command'), '{{command}}')],
       { w: 12, unit: 'ops' },
     ),
-    timeseries(
-      'Operations per node',
-      [
-        series(
-          either(
-            `sum by (node) (rate(arcus_commands_total${raw(...NODES)}${RATE}))`,
-            `sum by (node) (node:arcus_commands:rate${long(...NODES)})`,
-          ),
-          '{{node}}',
-        ),
-      ],
-      { w: 12, unit: 'ops' },
-    ),
+    timeseries('Operations per node', [series(rate('arcus_commands', NODES, 'node'), '{{node}}')], {
+      w: 12,
+      unit: 'ops',
+    }),
     timeseries('Hit ratio by command', [series(hitRatio('command', NODES, 'node'), '{{command}}')], {
       w: 12,
       unit: 'percentunit',
     }),
-    timeseries(
-      'Evictions per node',
-      [
-        series(
-          either(
-            `rate(arcus_items_evicted_total${raw(...NODES)}${RATE})`,
-            `node:arcus_items_evicted:rate${long(...NODES)}`,
-          ),
-          '{{node}}',
-        ),
-      ],
-      { w: 12, unit: 'ops' },
-    ),
+    timeseries('Evictions per node', [series(rate('arcus_items_evicted', NODES), '{{node}}')], { w: 12, unit: 'ops' }),
     row('Memory and connections'),
-    timeseries(
-      'Memory used of the limit per node',
-      [
-        series(
-          either(
-            `arcus_bytes${raw(...NODES)} / arcus_limit_bytes${raw(...NODES)}`,
-            `node:arcus_bytes:avg${long(...NODES)} / node:arcus_limit_bytes:avg${long(...NODES)}`,
-          ),
-          '{{node}}',
-        ),
-      ],
-      { w: 8, unit: 'percentunit' },
-    ),
-    timeseries(
-      'Items per node',
-      [series(either(`arcus_items${raw(...NODES)}`, `node:arcus_items:avg${long(...NODES)}`), '{{node}}')],
-      { w: 8, unit: 'short' },
-    ),
-    timeseries(
-      'Client connections per node',
-      [series(either(`arcus_connections${raw(...NODES)}`, `node:arcus_connections:max${long(...NODES)}`), '{{node}}')],
-      { w: 8, unit: 'short' },
-    ),
+    timeseries('Memory used of the limit per node', [series(memoryUsed(NODES), '{{node}}')], {
+      w: 8,
+      unit: 'percentunit',
+    }),
+    timeseries('Items per node', [series(gauge('arcus_items', 'avg', NODES), '{{node}}')], { w: 8, unit: 'short' }),
+    timeseries('Client connections per node', [series(gauge('arcus_connections', 'max', NODES), '{{node}}')], {
+      w: 8,
+      unit: 'short',
+    }),
   ],
 };
