@@ -15,6 +15,14 @@ import {
 import type { DashboardSpec } from '../kit.js';
 
 const TOP = 10;
+/** The top prefixes of a gauge (`agg` of its downsampled series) or, when `agg` is 'rate', of a counter. */
+const top = (metric: string, agg: string, by = 'prefix') =>
+  either(
+    agg === 'rate'
+      ? `topk(${TOP}, sum by (${by}) (rate(${metric}_total${raw(...CACHE)}${RATE})))`
+      : `topk(${TOP}, sum by (${by}) (${metric}${raw(...CACHE)}))`,
+    `topk(${TOP}, sum by (${by}) (prefix:${metric}:${agg}${long(...CACHE)}))`,
+  );
 
 export const prefixes: DashboardSpec = {
   name: 'prefixes',
@@ -23,64 +31,29 @@ export const prefixes: DashboardSpec = {
   variables: [...storeVariables(), ensembleVariable(false), serviceCodeVariable(false)],
   content: [
     row(`Top ${TOP} prefixes now`),
-    barGauge(
-      `Top ${TOP} prefixes by items`,
-      series(
-        either(
-          `topk(${TOP}, sum by (prefix) (arcus_prefix_items${raw(...CACHE)}))`,
-          `topk(${TOP}, sum by (prefix) (prefix:arcus_prefix_items:avg${long(...CACHE)}))`,
-        ),
-        '{{prefix}}',
-      ),
-      { w: 8, h: 10, unit: 'short' },
-    ),
-    barGauge(
-      `Top ${TOP} prefixes by size`,
-      series(
-        either(
-          `topk(${TOP}, sum by (prefix) (arcus_prefix_bytes${raw(...CACHE)}))`,
-          `topk(${TOP}, sum by (prefix) (prefix:arcus_prefix_bytes:avg${long(...CACHE)}))`,
-        ),
-        '{{prefix}}',
-      ),
-      { w: 8, h: 10, unit: 'bytes' },
-    ),
-    barGauge(
-      `Top ${TOP} prefixes by operations`,
-      series(
-        either(
-          `topk(${TOP}, sum by (prefix) (rate(arcus_prefix_commands_total${raw(...CACHE)}${RATE})))`,
-          `topk(${TOP}, sum by (prefix) (prefix:arcus_prefix_commands:rate${long(...CACHE)}))`,
-        ),
-        '{{prefix}}',
-      ),
-      { w: 8, h: 10, unit: 'ops' },
-    ),
+    barGauge(`Top ${TOP} prefixes by items`, series(top('arcus_prefix_items', 'avg'), '{{prefix}}'), {
+      w: 8,
+      h: 10,
+      unit: 'short',
+    }),
+    barGauge(`Top ${TOP} prefixes by size`, series(top('arcus_prefix_bytes', 'avg'), '{{prefix}}'), {
+      w: 8,
+      h: 10,
+      unit: 'bytes',
+    }),
+    barGauge(`Top ${TOP} prefixes by operations`, series(top('arcus_prefix_commands', 'rate'), '{{prefix}}'), {
+      w: 8,
+      h: 10,
+      unit: 'ops',
+    }),
     row('Over time'),
-    timeseries(
-      `Items of the top ${TOP} prefixes`,
-      [
-        series(
-          either(
-            `topk(${TOP}, sum by (prefix) (arcus_prefix_items${raw(...CACHE)}))`,
-            `topk(${TOP}, sum by (prefix) (prefix:arcus_prefix_items:avg${long(...CACHE)}))`,
-          ),
-          '{{prefix}}',
-        ),
-      ],
-      { w: 12, unit: 'short' },
-    ),
+    timeseries(`Items of the top ${TOP} prefixes`, [series(top('arcus_prefix_items', 'avg'), '{{prefix}}')], {
+      w: 12,
+      unit: 'short',
+    }),
     timeseries(
       `Operations of the top ${TOP} prefixes by command`,
-      [
-        series(
-          either(
-            `topk(${TOP}, sum by (prefix, command) (rate(arcus_prefix_commands_total${raw(...CACHE)}${RATE})))`,
-            `topk(${TOP}, sum by (prefix, command) (prefix:arcus_prefix_commands:rate${long(...CACHE)}))`,
-          ),
-          '{{prefix}} {{command}}',
-        ),
-      ],
+      [series(top('arcus_prefix_commands', 'rate', 'prefix, command'), '{{prefix}} {{command}}')],
       { w: 12, unit: 'ops' },
     ),
   ],
