@@ -32,7 +32,7 @@ export interface WatcherState {
   readonly synced: boolean;
   /** Date.now() of the last topology update; 0 before the first. */
   readonly updatedAt: number;
-  /** Sessions that expired, or were given up after a session timeout without reconnecting, and were re-created. */
+  /** Sessions that expired or were given up, and were re-created. */
   readonly sessionExpirations: number;
   /** The addresses the client connects to. */
   readonly addresses: readonly string[];
@@ -47,10 +47,7 @@ type ZkClient = zookeeper.Client;
 
 const NO_NODE = zookeeper.Exception.NO_NODE;
 
-/**
- * How many of the newest `cache_server_log/<date>` folders of a root are read to find the hostname
- * of a down node this watcher never saw registered (each holds one entry per server start).
- */
+/** The newest `cache_server_log/<date>` folders read to find a never-seen down node's hostname. */
 const JOIN_LOG_DAYS = 31;
 /** The parts of node-zookeeper-client 1.1.3's connection manager that are patched or stopped here. */
 interface ConnectionManagerInternals {
@@ -69,13 +66,9 @@ const internals = (client: ZkClient) =>
 const stoppedClients = new WeakSet<ZkClient>();
 
 /**
- * Creates a client whose reconnect loop can be stopped: the manager picks the next server after a
- * pause, in a timer close() cannot reach, and then connects; the guard drops that connect.
- *
- * Also, a connection that closes in the middle of a frame leaves no part of it behind: the client
- * keeps the part that arrived and puts it in front of the next connection's first bytes, so the
- * new session's answer is read as the rest of the old frame and the client waits forever for
- * bytes that never come (a large children list cut off by a network failure would do it).
+ * A client whose reconnect loop can be stopped (close() cannot reach the timer that picks the next
+ * server), and that drops a half-received frame when its socket closes: otherwise the next
+ * session's answer is read as the rest of the old frame and the client hangs.
  */
 function createStoppableClient(connectString: string, options: Partial<zookeeper.Option>): ZkClient {
   const client = zookeeper.createClient(connectString, options);
@@ -95,10 +88,8 @@ function createStoppableClient(connectString: string, options: Partial<zookeeper
 }
 
 /**
- * Ends a client for good. close() sends closeSession and waits for a connection to send it on:
- * a client of an ensemble that is down would keep reconnecting forever (an ensemble removed by a
- * reload while unreachable would be retried until the process exits). Without a session there is
- * nothing to close, so the socket is dropped and reconnecting stopped instead.
+ * Ends a client for good. close() waits for a connection to send closeSession on, so a client of
+ * a down ensemble would reconnect forever; without a session the socket is dropped instead.
  */
 function shutdownClient(client: ZkClient): void {
   const state = client.getState();
@@ -114,14 +105,10 @@ function shutdownClient(client: ZkClient): void {
 }
 
 /**
- * Watches the ARCUS znodes of one ensemble and keeps the cache topology in memory.
- *
- * Every children list is read with a watcher and read again when it fires. Each (re)connection
- * starts a new scan generation; callbacks of an older one stop re-arming, so a reconnect never
- * leaves two loops on one path. A lost session keeps the last topology (state.connected says it
- * is stale). An expired session, or one not back within the session timeout (as Curator's LOST:
- * the servers expired it, or refuse it, as a server restarted with less data does), is replaced
- * by a new client, which re-resolves the server names.
+ * Watches the ARCUS znodes of one ensemble and keeps the cache topology in memory. Each
+ * (re)connection starts a new scan generation whose callbacks alone re-arm watches, so a reconnect
+ * never leaves two loops on one path. A lost session keeps the last topology; one expired or not
+ * back within the session timeout is replaced by a new client (names resolved again).
  *
  * Events: 'topology' (Topology), 'state' (WatcherState).
  */
@@ -134,10 +121,7 @@ export class TopologyWatcher extends EventEmitter {
   private pendingReads = 0;
   /** The current generation's first full read finished; until then nothing is published. */
   private scanSettled = false;
-  /**
-   * A read of the current generation's first full read failed (the connection went): what it
-   * read is incomplete and is never published; the next session starts a new generation.
-   */
+  /** A read of the first full read failed: what it read is incomplete and never published. */
   private scanFailed = false;
   private debounceTimer: NodeJS.Timeout | undefined;
   /** Replaces the client when it has not (re)connected within the session timeout. */
@@ -240,8 +224,7 @@ export class TopologyWatcher extends EventEmitter {
       this.options.servers,
       this.options.resolver ?? systemResolver,
     );
-    // Names are resolved again for every new client (once per session timeout while the ensemble
-    // is down): the same failure is logged at warn once, then at debug.
+    // Names are resolved again for every new client: the same failure is warned about once.
     const unresolvedKey = unresolved.join(',');
     if (unresolved.length > 0) {
       const level = unresolvedKey === this.unresolvedLogged ? 'debug' : 'warn';
@@ -281,11 +264,8 @@ export class TopologyWatcher extends EventEmitter {
   }
 
   /**
-   * Gives `client` one session timeout (the negotiated one once it had a session, else the one
-   * asked for) to connect; after that it is shut down and a new client, with a new session and
-   * freshly resolved names, takes its place. Giving up on a session is logged at warn and counted
-   * as a session expiration; a client that never had one (the ensemble is still down) is
-   * replaced quietly, which re-resolves the names once per session timeout.
+   * Gives `client` one session timeout to connect, then replaces it. Giving up on a session is
+   * warned about and counted as an expiration; a client that never had one is replaced quietly.
    */
   private replaceUnlessReconnected(client: ZkClient, hadSession: boolean): void {
     clearTimeout(this.reconnectTimer);
@@ -428,9 +408,8 @@ export class TopologyWatcher extends EventEmitter {
   }
 
   /**
-   * The watch function of a path, the same for every read of it: ZooKeeper's client keeps one
-   * listener per path and function until the path changes, so a function made per read would
-   * pile up on paths that never change, one more at every rescan. It runs the path's current read.
+   * The one watch function of a path: the client keeps a listener per path and function until the
+   * path changes, so one made per read would pile up at every rescan. It runs the current read.
    */
   private watchOf(key: string): () => void {
     let watch = this.watches.get(key);
@@ -442,9 +421,8 @@ export class TopologyWatcher extends EventEmitter {
   }
 
   private changed(): void {
-    // A rescan (reconnect, filter change) starts from empty maps: publishing before it has read
-    // everything, or after part of it failed, would drop live nodes (for good, if the ensemble is
-    // gone: the last complete topology must stay).
+    // A rescan starts from empty maps: publishing it before it read everything, or after part of
+    // it failed, would drop live nodes.
     let delay = this.options.debounceMs ?? 100;
     if (!this.scanSettled) {
       if (this.pendingReads > 0 || this.scanFailed) return;
@@ -479,8 +457,7 @@ export class TopologyWatcher extends EventEmitter {
       .map((n) => n.node);
     if (unknown.length > 0 && this.client !== undefined && !this.joinLogReading)
       void this.readJoinLog(this.client, this.generation, unknown);
-    // The first topology waits for the lookup (it publishes when done): published without, those
-    // nodes' series would start under hostname="" and move to their hostname a moment later.
+    // The first topology waits for the lookup, or those nodes' series would start under hostname="".
     if (firstSync && this.joinLogReading) return;
     this.topologyValue = topology;
     this.setState({ synced: true, updatedAt: Date.now() });
@@ -491,12 +468,9 @@ export class TopologyWatcher extends EventEmitter {
   }
 
   /**
-   * The hostnames of down nodes this watcher never saw registered (it started while they were
-   * down), from their last join in `cache_server_log`, where an ARCUS server records every start
-   * as `<ip>:<port>-<hostname>-<sequence>` under the day's folder. Their series then carry the
-   * hostname they had before, as those of a node seen going down do. The newest JOIN_LOG_DAYS
-   * folders of each root are read, newest first, until every node is found. Each node is looked
-   * up once; one not found (or a read that failed) keeps hostname="" until it registers.
+   * The hostnames of down nodes never seen registered, from their last join in `cache_server_log`
+   * (`<ip>:<port>-<hostname>-<sequence>` per server start), newest day first. Each node is looked
+   * up once; one not found keeps hostname="" until it registers.
    */
   private async readJoinLog(client: ZkClient, generation: number, nodes: readonly string[]): Promise<void> {
     this.joinLogReading = true;

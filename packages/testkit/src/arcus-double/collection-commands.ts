@@ -21,6 +21,7 @@ import {
   type Bkey,
   type BtreeElement,
   type BtreeItem,
+  type CollectionItem,
   type CreateAttributes,
   type Item,
 } from './engine.js';
@@ -107,35 +108,52 @@ function dropIfEmpty(state: ServerState, item: Item, remaining: number, drop: bo
   return 'DELETED';
 }
 
+/** A get of `op`: its reply for a missing, mistyped or unreadable item, else what `read` answers. */
+function collectionGet<T extends CollectionItem>(
+  state: ServerState,
+  op: Operation,
+  k: string,
+  item: T | string,
+  read: (item: T) => string,
+): string {
+  let reply: string;
+  if (typeof item === 'string') reply = line(item);
+  else if (!item.meta.readable) reply = line('UNREADABLE');
+  else reply = read(item);
+  state.record(op, k, readOutcome(reply.startsWith('VALUE') ? 'VALUE' : reply.trimEnd()));
+  return reply;
+}
+
+/** The VALUE reply of `lines`; with delete or drop, `remove` takes them out and returns how many remain. */
+function valueReply(
+  state: ServerState,
+  item: CollectionItem,
+  lines: readonly string[],
+  opts: ReadonlySet<string>,
+  remove: () => number,
+): string {
+  const reply = `VALUE ${item.flags} ${lines.length}\r\n${lines.join('')}`;
+  if (!opts.has('delete') && !opts.has('drop')) return `${reply}END\r\n`;
+  return reply + line(dropIfEmpty(state, item, remove(), opts.has('drop')));
+}
+
+const valueLine = (e: { value: string }) => `${e.value.length} ${e.value}\r\n`;
+
 export const lopGet: CommandSpec = {
   run(state, args) {
     const k = key(args[0]);
     const [from, to] = indexRange(args[1]);
     const opts = options(args.slice(2), ['delete', 'drop']);
-    const list = state.engine.collection(k, 'list');
-    let reply: string;
-    if (typeof list === 'string') {
-      reply = line(list);
-    } else if (!list.meta.readable) {
-      reply = line('UNREADABLE');
-    } else {
+    return collectionGet(state, 'lop_get', k, state.engine.collection(k, 'list'), (list) => {
       const range = state.engine.listRange(list, from, to);
-      if (range === undefined) {
-        reply = line('NOT_FOUND_ELEMENT');
-      } else {
-        let elements = list.elements.slice(range.index, range.index + range.count);
-        if (!range.forward) elements = elements.reverse();
-        reply = `VALUE ${list.flags} ${elements.length}\r\n${elements.map((e) => `${e.value.length} ${e.value}\r\n`).join('')}`;
-        if (opts.has('delete') || opts.has('drop')) {
-          state.engine.listRemove(list, range.index, range.count);
-          reply += line(dropIfEmpty(state, list, list.elements.length, opts.has('drop')));
-        } else {
-          reply += 'END\r\n';
-        }
-      }
-    }
-    state.record('lop_get', k, readOutcome(reply.startsWith('VALUE') ? 'VALUE' : reply.trimEnd()));
-    return reply;
+      if (range === undefined) return line('NOT_FOUND_ELEMENT');
+      let elements = list.elements.slice(range.index, range.index + range.count);
+      if (!range.forward) elements = elements.reverse();
+      return valueReply(state, list, elements.map(valueLine), opts, () => {
+        state.engine.listRemove(list, range.index, range.count);
+        return list.elements.length;
+      });
+    });
   },
 };
 
@@ -198,30 +216,18 @@ export const sopGet: CommandSpec = {
     const k = key(args[0]);
     const count = uint(args[1]);
     const opts = options(args.slice(2), ['delete', 'drop']);
-    const set = state.engine.collection(k, 'set');
-    let reply: string;
-    if (typeof set === 'string') {
-      reply = line(set);
-    } else if (!set.meta.readable) {
-      reply = line('UNREADABLE');
-    } else if (set.elements.size === 0) {
-      reply = line('NOT_FOUND_ELEMENT');
-    } else {
+    return collectionGet(state, 'sop_get', k, state.engine.collection(k, 'set'), (set) => {
+      if (set.elements.size === 0) return line('NOT_FOUND_ELEMENT');
       let elements = state.engine.setElementsInOrder(set);
       if (count > 0) elements = elements.slice(0, count);
-      reply = `VALUE ${set.flags} ${elements.length}\r\n${elements.map((e) => `${e.value.length} ${e.value}\r\n`).join('')}`;
-      if (opts.has('delete') || opts.has('drop')) {
+      return valueReply(state, set, elements.map(valueLine), opts, () => {
         state.engine.setRemove(
           set,
           elements.map((e) => e.value),
         );
-        reply += line(dropIfEmpty(state, set, set.elements.size, opts.has('drop')));
-      } else {
-        reply += 'END\r\n';
-      }
-    }
-    state.record('sop_get', k, readOutcome(reply.startsWith('VALUE') ? 'VALUE' : reply.trimEnd()));
-    return reply;
+        return set.elements.size;
+      });
+    });
   },
 };
 
@@ -275,29 +281,15 @@ export const bopGet: CommandSpec = {
     const offset = numbers.length === 2 ? uint(numbers[0]) : 0;
     const count = numbers.length > 0 ? uint(numbers[numbers.length - 1]) : 0;
     const opts = options(rest.slice(numbers.length), ['delete', 'drop']);
-    const tree = btreeFind(state, k, range);
-    let reply: string;
-    if (typeof tree === 'string') {
-      reply = line(tree);
-    } else if (!tree.meta.readable) {
-      reply = line('UNREADABLE');
-    } else {
+    return collectionGet(state, 'bop_get', k, btreeFind(state, k, range), (tree) => {
       let selected = btreeSelect(tree, range, filter).slice(offset);
       if (count > 0) selected = selected.slice(0, count);
-      if (selected.length === 0) {
-        reply = line('NOT_FOUND_ELEMENT');
-      } else {
-        reply = `VALUE ${tree.flags} ${selected.length}\r\n${selected.map(elementLine).join('')}`;
-        if (opts.has('delete') || opts.has('drop')) {
-          state.engine.btreeRemoveElements(tree, selected);
-          reply += line(dropIfEmpty(state, tree, tree.elements.length, opts.has('drop')));
-        } else {
-          reply += 'END\r\n';
-        }
-      }
-    }
-    state.record('bop_get', k, readOutcome(reply.startsWith('VALUE') ? 'VALUE' : reply.trimEnd()));
-    return reply;
+      if (selected.length === 0) return line('NOT_FOUND_ELEMENT');
+      return valueReply(state, tree, selected.map(elementLine), opts, () => {
+        state.engine.btreeRemoveElements(tree, selected);
+        return tree.elements.length;
+      });
+    });
   },
 };
 
