@@ -1,20 +1,9 @@
 /**
- * One pipelined ascii connection to one cache node: requests are written as they come and
- * answered in order; the socket is opened by the first request and reopened by the first request
- * after a failure.
- *
- * Failures, as CachemonError codes: NODE_UNREACHABLE (connect refused, unresolvable, or not done
- * within connectTimeoutMs); NODE_TIMEOUT (a request's deadline passed: the socket is destroyed,
- * since a late reply would answer the wrong request, and every pending request fails); NODE_CLOSED
- * (the peer closed with requests pending, or close()); NODE_PROTOCOL (a reply over maxReplyBytes,
- * unframeable bytes, or bytes nobody asked for: the socket is destroyed).
- *
- * No reconnect storms: every failure sets `retryAt` to now plus the next backoff delay (100 ms
- * doubling up to 30 s, +-20%), a complete reply resets it to 0. The caller checks
- * `Date.now() < conn.retryAt` and reports the node down with `conn.lastError` instead of dialling.
- *
- * One timer per connection, armed for the earliest deadline. Neither it nor an idle socket is
- * ref'd, so a pooled connection never holds the process open.
+ * One pipelined ascii connection to one cache node, opened by the first request (again after a
+ * failure). Failures: NODE_UNREACHABLE, NODE_TIMEOUT (the socket is destroyed: a late reply would
+ * answer the wrong request), NODE_CLOSED, NODE_PROTOCOL. Every failure pushes `retryAt` out by the
+ * backoff, so callers report the node down instead of dialling in a storm. Neither the deadline
+ * timer nor an idle socket is ref'd, so a pooled connection never holds the process open.
  */
 import { connect, type Socket } from 'node:net';
 import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/core';

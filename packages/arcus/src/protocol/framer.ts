@@ -1,21 +1,10 @@
 /**
- * Incremental reply framer: cuts the byte stream of one ascii connection into replies of the kind
- * the oldest pending request expects, across any chunk split. Pure (no I/O). A reply comes back
- * as a view of the framer's buffer, valid until rewind().
+ * Cuts one ascii connection's byte stream into replies of the kind the oldest pending request
+ * expects: 'line' (one line), 'multi' (lines until END), 'value' (VALUE blocks or a collection's
+ * element lines, until a closing line). A reply is a view of the buffer, valid until rewind().
  *
- * Reply kinds:
- *   - 'line'  exactly one line (`STORED`, `OK`, `ERROR`, ...).
- *   - 'multi' lines until `END` (`stats ...`), or a single error line. Every line must start with
- *             a capital letter, checked at its first byte, so binary garbage fails fast.
- *   - 'value' `VALUE <key> <flags> <bytes> [<cas>]` headers each followed by a data block and CRLF,
- *             until `END`; or a collection get: `VALUE <flags> <count>`, <count> element lines
- *             (element data must not contain CRLF), then a closing line (`END`, `DELETED`,
- *             `DELETED_DROPPED`, `TRIMMED`). Any other first line is the whole reply.
- *
- * A server that does not know a command with a data block (plain memcached and `lop insert`)
- * answers `ERROR` and then reads every data line as a command, answering each. The caller passes
- * how many data lines it sent (`echoLines`); after an `ERROR` the framer swallows that many more
- * one-line replies and returns the first `ERROR` line only.
+ * A server that does not know a command with a data block answers ERROR and then reads each data
+ * line as a command: after an ERROR the framer swallows `echoLines` more one-line replies.
  */
 import { errorKeywordAt, protocolError } from './reply-errors.js';
 
@@ -82,9 +71,8 @@ export class ReplyFramer {
   }
 
   /**
-   * Copies the first `length` bytes of `source` in; the caller may reuse `source` as soon as this
-   * returns. Bytes never go over a reply handed out: when they do not fit, a larger buffer takes
-   * the unconsumed bytes and the old one is left to the replies that still view it.
+   * Copies the first `length` bytes of `source` in. Bytes never go over a reply handed out: when
+   * they do not fit, a larger buffer takes over and the old one is left to those replies.
    */
   append(source: Uint8Array, length: number): void {
     if (length <= 0) return;
@@ -103,10 +91,7 @@ export class ReplyFramer {
     this.view = this.buf.subarray(0, this.end);
   }
 
-  /**
-   * Lets the next bytes overwrite the buffer from its start. The connection calls this when a
-   * request is sent on an idle connection: the replies handed out before are then done with.
-   */
+  /** Lets the next bytes overwrite the buffer from its start: the replies handed out are done with. */
   rewind(): void {
     if (this.start !== this.end) return;
     if (!this.keepBuffer || this.buf.length > KEEP_BUFFER_BYTES) this.buf = EMPTY;
@@ -116,10 +101,8 @@ export class ReplyFramer {
   }
 
   /**
-   * The next complete reply of `kind`, or undefined until more bytes arrive. Keep asking with the
-   * same kind until it returns: partial progress is remembered. Throws CachemonError NODE_PROTOCOL
-   * on bytes that cannot be this kind of reply or on a reply beyond the size limit; the stream is
-   * then lost and the framer must be reset.
+   * The next complete reply of `kind`, or undefined until more bytes arrive (progress is kept).
+   * Throws NODE_PROTOCOL on bytes that cannot be this kind or are over the limit; then reset().
    */
   next(kind: ReplyKind, echoLines = 0): Buffer | undefined {
     for (;;) {
@@ -141,8 +124,7 @@ export class ReplyFramer {
         if (this.end - lineStart > MAX_LINE_BYTES) {
           throw protocolError('line too long', this.text(this.cursor, this.cursor + 100));
         }
-        // A line that must begin with a keyword is judged by its first byte, before its end: a
-        // node that sends binary garbage without a line end fails now, not at the deadline.
+        // Judged by its first byte, so binary garbage without a line end fails now, not at the deadline.
         if (this.end > lineStart && this.keywordLineDue(kind)) this.requireKeywordLine(lineStart, this.end);
         this.searchFrom = this.end - this.start;
         return this.incomplete();

@@ -10,11 +10,7 @@ export type ArcusNodeClientOptions = AsciiConnectionOptions;
 
 /** A `stats prefixlist ...` command line, CRLF included, stays below this many bytes. */
 export const PREFIXLIST_MAX_LINE_BYTES = 2048;
-/**
- * Names per `stats prefixlist ...` command. The server tokenizes a command line into at most 29
- * tokens and silently ignores the rest of the line; 3 are `stats prefixlist item`, so 26 names fit.
- * One fewer keeps a margin.
- */
+/** Names per `stats prefixlist ...`: the server ignores tokens past the 29th, 3 are the command. */
 export const PREFIXLIST_MAX_NAMES = 25;
 
 export class ArcusNodeClient {
@@ -41,11 +37,7 @@ export class ArcusNodeClient {
     return this.statsCommand('stats', deadline);
   }
 
-  /**
-   * The `stats` reply as bytes, framed but not parsed, to `done` (AsciiConnection.send: valid
-   * while `done` runs): walk it with scanStats (which also checks it). For the scrape path, where
-   * parsing into strings, or a promise per node, would cost more than the round trip.
-   */
+  /** The `stats` reply's bytes to `done` (valid while it runs), for scanStats: no strings, no promise. */
   statsBytes(deadline: number, done: ReplyCallback): void {
     this.connection.send('stats', { deadline, reply: 'multi' }, done);
   }
@@ -64,10 +56,8 @@ export class ArcusNodeClient {
   }
 
   /**
-   * Item counts and sizes per prefix, as the replies' bytes (one per command) for scanPrefixLines
-   * with textField `time`. Without names: every prefix (`stats prefixes`), which the server refuses
-   * (NODE_ERROR_REPLY, see isTooManyPrefixes) beyond its max_stats_prefixes. With names: only
-   * those (`stats prefixlist item ...`, chunked); names it does not hold are absent.
+   * Item statistics per prefix, as the replies' bytes for scanPrefixLines (textField `time`):
+   * every prefix (refused past max_stats_prefixes, see isTooManyPrefixes), or only `names`.
    */
   prefixItemsBytes(deadline: number, names?: readonly string[]): Promise<Buffer[]> {
     return this.multiBytes(names === undefined ? ['stats prefixes'] : prefixListCommands('item', names), deadline);
@@ -110,11 +100,7 @@ export class ArcusNodeClient {
   }
 }
 
-/**
- * `stats prefixlist <item|operation> <names...>` command lines for `names`, in order, each within
- * PREFIXLIST_MAX_NAMES names and PREFIXLIST_MAX_LINE_BYTES bytes. Every name is validated first
- * (validatePrefixName), so nothing is sent when one is bad. Pure; exported for tests.
- */
+/** `stats prefixlist` command lines for `names`, within both limits; every name validated first. */
 export function prefixListCommands(subcommand: 'item' | 'operation', names: readonly string[]): string[] {
   for (const name of names) validatePrefixName(name);
   const head = `stats prefixlist ${subcommand}`;
@@ -148,11 +134,7 @@ export function prefixListCommands(subcommand: 'item' | 'operation', names: read
   return commands;
 }
 
-/**
- * Throws CachemonError CONFIG_INVALID unless `name` can be sent as one command token: non-empty,
- * no whitespace (any Unicode space), no control characters. Names come from configuration; this is
- * what keeps them from smuggling a second command onto the line.
- */
+/** Throws CONFIG_INVALID unless `name` is one command token, so a name cannot smuggle in a command. */
 export function validatePrefixName(name: string): void {
   if (typeof name !== 'string' || name.length === 0 || UNSAFE_IN_NAME.test(name)) {
     throw new CachemonError(

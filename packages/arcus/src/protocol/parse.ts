@@ -1,13 +1,7 @@
 /**
- * Pure parsers for the ARCUS / memcached ascii stats replies the exporters read on every scrape.
- *
- * Input is one complete framed reply (as AsciiConnection returns it, final CRLF included). Lines
- * end in CRLF; a bare LF is accepted too. The parsers walk the string with indexOf and build only
- * the strings and objects they return. They throw nothing but CachemonError:
- *   - NODE_ERROR_REPLY when the whole reply is one `ERROR`, `CLIENT_ERROR <msg>` or
- *     `SERVER_ERROR <msg>` line (the server's words in the message and in `details.reply`);
- *   - NODE_PROTOCOL for anything else that is not the expected shape (missing END, a line of the
- *     wrong kind, a non-numeric count, bytes after END), naming the line, cut to 80 characters.
+ * Parsers for the ascii stats replies, given one complete framed reply (CRLF or bare LF lines).
+ * They throw NODE_ERROR_REPLY when the reply is one error line (the server's words kept), and
+ * NODE_PROTOCOL, naming the line, for any other unexpected shape.
  */
 import { type CachemonError, Errors, isCachemonError } from '@cachemon/core';
 import { errorKeywordAt, errorReply, protocolError, QUOTE_LIMIT } from './reply-errors.js';
@@ -15,11 +9,7 @@ import { errorKeywordAt, errorReply, protocolError, QUOTE_LIMIT } from './reply-
 /** `STAT <name> <value>` lines in server order. A value may hold spaces (`logger standard error`) or be empty. */
 export type StatsReply = Array<[name: string, value: string]>;
 
-/**
- * Receives the `STAT <name> <value>` lines of a stats reply as byte offsets into the reply (the
- * value is empty, valueStart === valueEnd, when the server printed none). Returning false stops
- * the walk.
- */
+/** Receives each `STAT <name> <value>` line as byte offsets into the reply; false stops the walk. */
 export type StatLineVisitor = (
   nameStart: number,
   nameEnd: number,
@@ -28,10 +18,8 @@ export type StatLineVisitor = (
 ) => boolean | void;
 
 /**
- * Walks a `stats`, `stats settings`, `stats slabs` or `stats zookeeper` reply held as bytes,
- * creating no strings: the exporter renders every scrape's `stats` replies straight from their
- * bytes. Throws like parseStats. Returns true once END closed the reply, false when `visit`
- * stopped the walk (the rest of the reply is then unchecked).
+ * Walks a stats reply held as bytes, creating no strings (the exporter renders from the bytes).
+ * Throws like parseStats; true once END closed the reply, false when `visit` stopped the walk.
  */
 export function scanStats(reply: Buffer, visit: StatLineVisitor): boolean {
   return walkReplyLines(reply, STAT_HEAD, 'STAT', (pos, end) => {
@@ -56,11 +44,9 @@ export function parseStats(reply: string | Buffer): StatsReply {
 }
 
 /**
- * Receives one `PREFIX <name> <field> <value> ...` line of a prefix statistics reply: the name's
- * byte range, and `pairs` field/value pairs. `ranges[4i .. 4i + 3]` are the i-th field's start and
- * end and its value's start and end; `counts[i]` is the value as a number (NaN for the text field).
- * Both arrays are reused from line to line: read them during the call. `line` is the line's range,
- * for messages. Returning false stops the walk.
+ * Receives one `PREFIX <name> <field> <value> ...` line: `ranges[4i .. 4i + 3]` bound the i-th
+ * field and value, `counts[i]` is the value (NaN for the text field). Both arrays are reused from
+ * line to line. Returning false stops the walk.
  */
 export type PrefixLineVisitor = (
   nameStart: number,
@@ -73,10 +59,8 @@ export type PrefixLineVisitor = (
 ) => boolean | void;
 
 /**
- * Walks a `stats prefixes`, `stats detail dump` or `stats prefixlist ...` reply held as bytes,
- * creating no strings. Every value must be a decimal count except the field named `textField`
- * (the creation `time` of item statistics). Throws like parsePrefixItems; returns true once END
- * closed the reply, false when `visit` stopped the walk.
+ * Walks a prefix statistics reply held as bytes, creating no strings. Every value must be a count
+ * but `textField`'s. Throws like parsePrefixItems; returns like scanStats.
  */
 export function scanPrefixLines(reply: Buffer, textField: string | undefined, visit: PrefixLineVisitor): boolean {
   const text = textField === undefined ? undefined : Buffer.from(textField);
@@ -123,12 +107,7 @@ export function scanPrefixLines(reply: Buffer, textField: string | undefined, vi
   });
 }
 
-/**
- * The walk both scanners share: `line(start, end)` for every line that begins with `head`, until
- * an END line closes the reply (true), or `line` returns false (false). A reply that is one error
- * line throws NODE_ERROR_REPLY with the server's words; any other line, a missing END or bytes
- * after it throw NODE_PROTOCOL naming the line.
- */
+/** The walk both scanners share: `line(start, end)` for every line beginning with `head`, until END. */
 function walkReplyLines(
   reply: Buffer,
   head: Buffer,
@@ -161,10 +140,7 @@ function walkReplyLines(
 const STAT_HEAD = Buffer.from('STAT ');
 const PREFIX_HEAD = Buffer.from('PREFIX ');
 
-/**
- * The server's refusal when a framed reply is one error line (`ERROR`, `CLIENT_ERROR <msg>`,
- * `SERVER_ERROR <msg>`), as the NODE_ERROR_REPLY the parsers would throw; else undefined.
- */
+/** The NODE_ERROR_REPLY the parsers would throw when a reply is one error line; else undefined. */
 export function errorReplyOf(reply: Buffer): CachemonError | undefined {
   const first = reply[0];
   if (first !== 0x45 /* E */ && first !== 0x43 /* C */ && first !== 0x53 /* S */) return undefined;
@@ -175,11 +151,7 @@ export function errorReplyOf(reply: Buffer): CachemonError | undefined {
   return errorKeywordAt(line, 0, line.length) === undefined ? undefined : errorReply(line);
 }
 
-/**
- * True for the error `stats prefixes` and `stats detail dump` give when the server holds more
- * prefixes than its `max_stats_prefixes` setting. Then only `stats prefixlist ...` with explicit
- * names works.
- */
+/** The refusal of a server holding more than `max_stats_prefixes` prefixes: only `stats prefixlist` works. */
 export function isTooManyPrefixes(err: unknown): boolean {
   if (!isCachemonError(err, Errors.NODE_ERROR_REPLY)) return false;
   const reply = err.details?.['reply'];
