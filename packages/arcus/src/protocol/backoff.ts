@@ -1,7 +1,4 @@
-/**
- * Exponential backoff with jitter: 100 ms, 200 ms, 400 ms, ... up to 30 s, each value spread by
- * +-20% so that many exporters (or many nodes failing at once) do not retry in lock step.
- */
+/** Exponential backoff, jittered so that many nodes failing at once do not retry in lock step. */
 
 export interface BackoffOptions {
   /** First delay. Default 100 ms; no delay is ever shorter. */

@@ -1,10 +1,6 @@
 /**
- * QoS probes: the latency of real operations on a node, each timed until its expected reply.
- *
- * Commands are exactly those a live ARCUS 1.15.0 accepted (fixtures/arcus-1.15.0/transcript.txt),
- * expected replies exactly what it answered (samples 41..52). Keys live under the `arcus-ping:`
- * prefix with a 3 s expiry and collections are dropped by the last probe of their type, so probes
- * leave nothing behind.
+ * QoS probes: real operations on a node, each timed until its expected reply, with the commands and
+ * replies of a live ARCUS 1.15.0. Keys expire and collections are dropped, so nothing is left behind.
  */
 import { isCachemonError, Errors } from '@cachemon/core';
 import type { AsciiConnection } from './connection.js';
@@ -77,10 +73,8 @@ function probe(name: string, command: string, reply: ReplyKind, expected: string
 }
 
 /**
- * Runs the kv probes, then (unless `simple`) the collection probes, one after the other on `conn`.
- * A probe with an unexpected reply fails alone; once the connection breaks (timeout, close,
- * garbage) the remaining probes are reported failed with the same error code without being sent.
- * Never rejects.
+ * Runs the probes one after the other on `conn`. An unexpected reply fails that probe alone; once
+ * the connection breaks, the rest fail with its error code unsent. Never rejects.
  */
 export async function runQosProbes(conn: AsciiConnection, options: QosOptions): Promise<QosResult[]> {
   const now = options.now ?? (() => process.hrtime.bigint());

@@ -1,8 +1,6 @@
 /**
- * The two ways a reply goes wrong, as coded errors: the server answered with an error line
- * (NODE_ERROR_REPLY: it understood us and said no) or the bytes are not the protocol
- * (NODE_PROTOCOL: the stream can no longer be trusted). Shared by the parsers and the framer so
- * both quote offending input the same way.
+ * NODE_ERROR_REPLY (the server said no) and NODE_PROTOCOL (the stream cannot be trusted), shared by
+ * the parsers and the framer so both quote offending input the same way.
  */
 import { CachemonError, Errors } from '@cachemon/core';
 
@@ -31,10 +29,7 @@ export function errorReply(line: string): CachemonError {
   });
 }
 
-/**
- * Keyword of an error line (`ERROR`, `ERROR <msg>`, `CLIENT_ERROR <msg>`, `SERVER_ERROR <msg>`)
- * that starts at `start` in `text`, or undefined. `end` is the end of the line (CRLF excluded).
- */
+/** Keyword of the error line in `text` [start, end), CRLF excluded, or undefined. */
 export function errorKeywordAt(
   text: string,
   start: number,

@@ -39,10 +39,7 @@ export interface RootSnapshot {
 
 export const EMPTY_TOPOLOGY: Topology = { serviceCodes: [], nodes: [], problems: [] };
 
-/**
- * Builds the topology from raw znode names. Pure: the watcher feeds it whatever it has read, and
- * tests feed it tables.
- */
+/** Builds the topology from raw znode names (pure). */
 export function buildTopology(
   snapshots: ReadonlyMap<ArcusRoot, RootSnapshot>,
   options: {
@@ -144,10 +141,7 @@ function mappedHostname(address: string): string {
   return host === undefined || isIP(host) !== 0 ? '' : host;
 }
 
-/**
- * The registration a mapped node last had: by its address, or for a mapping keyed
- * `<hostname>:<port>`, the one registered with that hostname and port.
- */
+/** The registration a mapped node last had, by address or by `<hostname>:<port>`. */
 function lastRegistrationOf(
   last: ReadonlyMap<string, Registration> | undefined,
   address: string,

@@ -20,10 +20,8 @@ export function joinHostPort(host: string, port: number): string {
 }
 
 /**
- * Expands an ensemble's server list to one address per server: a name that resolves to several
- * addresses (the spec's "domain" form) becomes all of them, so the client can fail over between
- * every server instead of the first address only. A name that does not resolve is kept as it is
- * (the client retries it) and reported.
+ * Expands an ensemble's server names to all their addresses, so the client fails over between
+ * every server; a name that does not resolve is kept (the client retries it) and reported.
  */
 export async function expandServers(
   servers: readonly string[],

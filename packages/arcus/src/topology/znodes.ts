@@ -24,10 +24,7 @@ export interface Registration {
 
 const ADDRESS_AND_HOST = /^([^\s^]+):(\d{1,5})-(.*)$/;
 
-/**
- * Parses a cache_list child name. Returns undefined for names that are not registrations, so a
- * stray znode never breaks discovery of the others.
- */
+/** Parses a cache_list child name; undefined for a stray znode, which must not break the others. */
 export function parseRegistration(name: string): Registration | undefined {
   let rest = name;
   let group: string | undefined;
@@ -56,10 +53,8 @@ export function parseRegistration(name: string): Registration | undefined {
 const JOIN_LOG_ENTRY = /^(.*)-(\d+)$/;
 
 /**
- * Adds to `found` the last join of each `wanted` node (`ip:port`) not in it yet among the entries
- * of one `cache_server_log/<date>` folder: the entry with the highest sequence. Folders are given
- * newest first, so a node found in a newer one is not looked at again. Entries that are not
- * `<registration name>-<sequence>` are skipped.
+ * Adds to `found` the last join (highest sequence) in one `cache_server_log/<date>` folder of each
+ * `wanted` node not found yet; folders come newest first.
  */
 export function addLastJoins(
   found: Map<string, Registration>,
@@ -93,10 +88,7 @@ export function parseMappingChild(name: string): MappingEntry | undefined {
   return group ? { serviceCode, group } : { serviceCode };
 }
 
-/**
- * The node address a mapping key stands for. Keys are `<ip>:<port>` (usual), `<hostname>:<port>`,
- * or a bare `<ip>` whose port is in the mapping's JSON data (`{"port":"21211",...}`).
- */
+/** The node address of a mapping key: `<ip>:<port>`, `<hostname>:<port>`, or `<ip>` with the port in its data. */
 export function mappingNodeAddress(key: string, data: string | undefined): string | undefined {
   const address = unplacedMappingAddress(key, data);
   return address !== undefined && isNodeAddress(address) ? address : undefined;
