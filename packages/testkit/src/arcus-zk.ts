@@ -86,10 +86,7 @@ class Registration implements NodeRegistration {
   }
 }
 
-/**
- * The ZooKeeper layout of an ARCUS deployment, written exactly as the real admin tools and cache
- * servers write it: service codes, server mappings, and the ephemeral nodes of live servers.
- */
+/** The ZooKeeper layout of an ARCUS deployment, written as the real admin tools and servers write it. */
 export class ArcusZk {
   private constructor(
     readonly connectString: string,
@@ -137,11 +134,7 @@ export class ArcusZk {
       await zk.removeTree(this.client, `${root}/cache_server_mapping/${address}`);
   }
 
-  /**
-   * Registers `address` as a live node of `serviceCode` the way an ARCUS server does: an EPHEMERAL
-   * `cache_list/<svc>/<name>` ("64MB") on a new session of its own, and a SEQUENTIAL
-   * `cache_server_log/<date>/<ip:port>-<hostname>-` entry ("join"). Parent znodes are created as needed.
-   */
+  /** Registers `address` as an ARCUS server does: an ephemeral cache_list node and a cache_server_log entry. */
   async registerNode(
     address: string,
     serviceCode: string,

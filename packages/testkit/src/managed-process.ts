@@ -23,9 +23,8 @@ export interface ExitStatus {
 }
 
 /**
- * One external program the kit runs (ZooKeeper's JVM, memcached). Output goes to a log file, never
- * to a pipe, so a forgotten child cannot keep a pipe (and with it a CI step) alive. The child is
- * unref'd: the exit hook above kills it if the test process ends without stopping it.
+ * One external program the kit runs. Output goes to a log file, so a forgotten child cannot keep a
+ * pipe (and a CI step) alive; the exit hook above kills it if the test process ends first.
  */
 export class ManagedProcess {
   private child: ChildProcess | undefined;
@@ -153,10 +152,7 @@ export class ManagedProcess {
     );
   }
 
-  /**
-   * Polls `probe` until it resolves true. Fails early when the process exits, and after
-   * `timeoutMs` with the tail of the log in the error.
-   */
+  /** Polls `probe` until true; fails when the process exits, or after `timeoutMs` with its log. */
   async waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {

@@ -265,11 +265,7 @@ class Ensemble implements ZooKeeperEnsemble {
   }
 }
 
-/**
- * `size` ZooKeeper servers (default 3) on loopback, ready when all serve under one leader.
- * `leaderServes: false` sets `leaderServes=no`:
- * the leader serves no clients, and answers four-letter words as a server without quorum does.
- */
+/** `size` ZooKeeper servers (default 3) on loopback, ready when all serve under one leader. */
 export async function startZooKeeperEnsemble(
   options: { size?: number; fourLetterWords?: readonly string[]; leaderServes?: boolean } = {},
 ): Promise<ZooKeeperEnsemble> {

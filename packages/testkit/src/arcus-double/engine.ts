@@ -1,8 +1,4 @@
-/**
- * The double's in-memory store: kv items and list/set/b+tree collections with the ARCUS engine's
- * semantics (expiry, overflow actions, CAS ids) and accounting (item counts, bytes, prefixes,
- * slab memory). It knows nothing of sockets or protocol text; commands.ts drives it.
- */
+/** The double's in-memory store, with the ARCUS engine's semantics and accounting; no protocol text. */
 import { mcHash } from './hash.js';
 import {
   BTREE_INDEX_SIZE,
@@ -434,10 +430,7 @@ export class ArcusEngine {
     return { maxcount, overflow, readable: attrs.readable ?? true };
   }
 
-  /**
-   * The collection an insert of `mem` goes into, created when `create` is given and the key is
-   * missing; else the error reply. `fail` frees `mem` and unlinks a collection created for it.
-   */
+  /** The collection an insert goes into (created if asked), else the error reply; `fail` undoes both. */
   private insertTarget<T extends CollectionItem['type']>(
     type: T,
     key: string,

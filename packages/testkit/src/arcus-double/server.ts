@@ -1,8 +1,4 @@
-/**
- * ArcusDouble: a TCP server that answers like an ARCUS 1.15.0 cache server (see
- * the captured replies in fixtures/arcus-1.15.0) and registers in ZooKeeper like one. One net.Server per double, no
- * timers per connection; the heartbeat timer runs only while registered.
- */
+/** ArcusDouble: a TCP server that answers like an ARCUS 1.15.0 cache server and registers like one. */
 import { createServer, type Server, type Socket } from 'node:net';
 import { ArcusZk, ARCUS_REPL_ROOT, ARCUS_ROOT, type NodeRegistration } from '../arcus-zk.js';
 import { TestkitError, TestkitErrors } from '../errors.js';
@@ -116,11 +112,7 @@ export class ArcusDouble {
     this.state.behavior = behavior;
   }
 
-  /**
-   * Adds to `stats` counters as if requests had been served, without serving them: load for a
-   * benchmark whose scrapes should see every counter move. Names as `stats` shows them
-   * (`cmd_get`, `get_hits`, `bop_get_elem_hits`, ...); `bytes_read` and `bytes_written` too.
-   */
+  /** Adds to `stats` counters (named as `stats` shows them) as if requests had been served. */
   addTraffic(counts: Readonly<Record<string, number>>): void {
     for (const [name, by] of Object.entries(counts)) {
       if (name === 'bytes_read') this.state.bytesRead += by;
@@ -140,11 +132,8 @@ export class ArcusDouble {
   }
 
   /**
-   * Registers like the real server: reads /arcus/cache_server_mapping/<ip:port> (else under
-   * /arcus_repl) to learn the service code (and replication group), requires
-   * cache_list/<svc>, creates the ephemeral node on a session of its own, then writes the
-   * heartbeat key every 3 s; the first one a period after registering, as the sample shows (node
-   * created 13:31:41, prefix `arcus` 13:31:44). Call heartbeat() to have one at once.
+   * Registers like the real server: its service code from its mapping, an ephemeral node on a
+   * session of its own, then a heartbeat every period (the first one period later).
    */
   async register(target: ArcusZk | string, options: ArcusRegisterOptions = {}): Promise<NodeRegistration> {
     if (this.registration !== undefined)
