@@ -1,9 +1,4 @@
-/**
- * The operator's edits of a freshly installed tree for one ensemble, as docs/operations.md
- * describes them: an exporter pair for the ensemble, the store's three target files, the topology
- * provider's ensemble, the alert router's receivers, and every listen address. Used by the demo
- * and by the end-to-end test (which also shortens the intervals).
- */
+/** The operator's edits of a freshly installed tree for one ensemble, as docs/operations.md describes them. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 

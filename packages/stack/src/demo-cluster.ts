@@ -1,8 +1,7 @@
 /**
- * The demo's ARCUS cluster, run in the background by `npm run demo`: a real ZooKeeper, three
- * ARCUS test doubles registered as ARCUS servers register (service codes demo-a and demo-b), a
- * fourth node mapped to demo-b that is down, light get/set traffic, and a webhook receiver that writes the alert router's notifications to a file.
- * Writes <dir>/cluster.json once ready; SIGTERM stops everything it started.
+ * The demo's ARCUS cluster, run in the background by `npm run demo`: ZooKeeper, three doubles, a
+ * down node, light traffic, and a webhook receiver writing the alerts to a file. Writes
+ * <dir>/cluster.json once ready; SIGTERM stops everything it started.
  *
  *   node packages/stack/dist/src/demo-cluster.js <demo dir> <webhook port>
  */

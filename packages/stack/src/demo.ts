@@ -1,8 +1,6 @@
 /**
- * `npm run demo`: a demo ARCUS cluster and the whole stack, installed into ./demo (DEMO_DIR
- * overrides) and started by the stack's own scripts on the shipped ports; prints every URL.
- * `npm run demo:stop` stops all of it. Run again after a stop, it starts from the same tree (data
- * kept).
+ * `npm run demo`: a demo ARCUS cluster and the whole stack in ./demo (DEMO_DIR overrides), on the
+ * shipped ports; prints every URL. `npm run demo:stop` stops it; a rerun keeps the data.
  */
 import { join } from 'node:path';
 import { startDemo, stopDemo } from './demo-stack.js';

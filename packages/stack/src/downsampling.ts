@@ -1,12 +1,7 @@
 /**
- * The downsampling rules, as code: each aggregate is written once and rendered at every
- * resolution into stack/rule_evaluator/conf/rules/downsampling.yml (`npm run rules:generate`; a
- * test fails when the file is stale).
- *
- * The rule evaluator computes them on the short-term store and writes them to the long-term store,
- * labelled scrape="long" and resolution="<r>". A 2-year dashboard range reads the 1h series
- * (17,520 samples per series); shorter ones the 5m series. Names follow the recording-rule
- * convention level:metric:operation; the level is what the series is per.
+ * The downsampling rules, each written once and rendered at every resolution into
+ * stack/rule_evaluator/conf/rules/downsampling.yml (`npm run rules:generate`). They are written to
+ * the long-term store as scrape="long", resolution="<r>"; names are level:metric:operation.
  */
 import { stringify } from 'yaml';
 
