@@ -1,10 +1,7 @@
 /**
- * /metrics of the coordination exporter. Names follow the widely used ZooKeeper exporter
- * (dabealu/zookeeper-exporter): every `mntr` key under its own name with a `zk_host` label,
- * `zk_up`, `zk_server_leader`, and `zk_version{version}`, so its dashboards and alerts work here.
- * On top of that: counters are typed as counters (mntr-catalog.ts), keys that carry labels keep them
- * (a server configured with ZooKeeper's Prometheus metrics provider prints `zk_readlatency{quantile="0.5"}`),
- * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
+ * /metrics with the names of dabealu/zookeeper-exporter (each `mntr` key with `zk_host`, `zk_up`,
+ * `zk_server_leader`, `zk_version`), so its dashboards and alerts work; besides, counters are typed,
+ * labelled keys keep their labels, text values become info gauges, and read failures are a metric.
  */
 import { familyHead, formatValue, renderLabels, type MetricType } from '@cachemon/core';
 import type { MntrEntry } from './mntr.js';

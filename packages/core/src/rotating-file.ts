@@ -1,8 +1,6 @@
 /**
- * Size-based log file rotation with the semantics of Go's lumberjack: backups named
- * `<base>-<UTC timestamp>.<ext>`, optionally gzipped, at most maxBackups kept, none older than
- * maxAge days. rotating-file-stream writes, renames and gzips; retention scans the directory here,
- * as lumberjack does. A file can exceed maxSize by one log line.
+ * Log rotation as Go's lumberjack does it: backups `<base>-<UTC timestamp>.<ext>`, maybe gzipped,
+ * maxBackups kept, none older than maxAge days. rotating-file-stream writes; retention is here.
  */
 import { accessSync, constants, mkdirSync, openSync, closeSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';

@@ -1,8 +1,6 @@
 /**
- * The query proxy's config, in the format of promxy's config file (`promxy.yml`, described in
- * docs/query-proxy.md), so operators' files keep working. Keys promxy knows and this proxy does not
- * implement are warned about (saying so) and ignored; unknown keys are warned about; invalid values
- * are refused with their key path.
+ * The config in promxy's `promxy.yml` format (docs/query-proxy.md), so operators' files keep working.
+ * Unimplemented and unknown keys are warned about and ignored; invalid values refused with their path.
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
