@@ -45,10 +45,9 @@ const TEXT_LABEL: ReadonlyMap<string, string> = new Map([
 const MONOTONIC_STATS = ['cnt', 'sum'];
 
 /**
- * counter or gauge for a numeric mntr key (`name` without labels). ZooKeeper's default metrics
- * provider prints a counter as `zk_<name>`, a summary as `zk_{avg,min,max,cnt,sum}_<name>` (and
- * `zk_p{50,95,99,999}_<name>`), a summary set member as `zk_<stat>_<member>_<name>`, a counter set
- * member (3.9+) as `zk_<member>_<name>`; only counters and the cnt and sum of summaries only grow.
+ * counter or gauge for an mntr key. The default provider prints a counter `zk_<name>`, a summary
+ * `zk_{avg,min,max,cnt,sum,p50..p999}_<name>`, a set member `zk_<stat>_<member>_<name>`; only
+ * counters and a summary's cnt and sum grow.
  */
 export function metricType(name: string): MetricType {
   if (COUNTER_KEYS.has(name)) return 'counter';

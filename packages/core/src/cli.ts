@@ -1,7 +1,6 @@
 /**
- * The frame every daemon's executable shares: `-help` and `-version`, and the exit. A daemon's
- * main returns an exit code, or -1 once it serves (the process then lives until a signal stops
- * it); an error it throws is printed as one line (`<program>: <message> [<code>]`) and exits 1.
+ * Every daemon's frame: `-help`, `-version` and the exit. main returns an exit code, or -1 once it
+ * serves (until a signal); a thrown error is one line (`<program>: <message> [<code>]`), exit 1.
  */
 import { readFileSync } from 'node:fs';
 import { CachemonError, errorMessage } from './errors.js';

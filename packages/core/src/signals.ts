@@ -28,11 +28,7 @@ export function markReported(err: unknown): void {
   if (typeof err === 'object' && err !== null) reported.add(err);
 }
 
-/**
- * `run` one call at a time, in the order of the calls: each waits until the calls before it have
- * settled. For a reload, which reads files and then awaits before applying them: two at once (a
- * SIGHUP and a POST /-/reload) could apply the older read last.
- */
+/** `run` one call at a time, in call order: two reloads at once could apply the older read last. */
 export function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
   let last: Promise<unknown> = Promise.resolve();
   return () => {

@@ -293,11 +293,7 @@ export function parseStringQuery(target: string): TopologyQuery {
   return build(name, args);
 }
 
-/**
- * Parses a raw-JSON payload: `{"target": "<query>", key: value | [values]}`. Values are exact
- * strings, unless they come from the query builder (`values: 'patterns'`), which formats them as
- * regular expressions.
- */
+/** A raw-JSON payload: exact values, or regular expressions when from the query builder (`values: 'patterns'`). */
 export function parseJsonQuery(
   payload: Readonly<Record<string, unknown>>,
   values: 'exact' | 'patterns' = 'exact',

@@ -1,10 +1,6 @@
 import type { MetricType } from '@cachemon/core';
 
-/**
- * Every metric family the cache exporter serves, in one table: the renderers take their names,
- * types and help from here, and docs/metrics.md is generated from it, so the reference cannot
- * drift from the code.
- */
+/** Every family the exporter serves; the renderers and docs/metrics.md both read it, so they cannot drift. */
 export interface FamilySpec {
   readonly name: string;
   readonly type: MetricType;
@@ -450,10 +446,8 @@ export const PREFIX_ITEM_FIELDS: ReadonlyMap<string, { family: FamilySpec; type:
 export const PREFIX_ITEM_TOTALS: ReadonlySet<string> = new Set(['itm', 'tsz']);
 
 /**
- * `stats detail dump` codes, read from the ARCUS server's prefix statistics: kv uses words; a
- * collection code is the item type letter (l, s, m, b, or p/g for the bop position commands) and an
- * operation letter, then `s` for requests and `h` for hits. Create and the attribute commands count
- * requests only.
+ * `stats detail dump` codes: kv uses words; a collection code is a type letter (l, s, m, b; p, g for
+ * bop position), an operation letter, and `s` for requests or `h` for hits. Create and attr: `s` only.
  */
 const REQUEST_ONLY = 'get:get set:set del:delete inc:incr dec:decr gas:getattr sas:setattr';
 const CREATES = 'lcs:lop_create scs:sop_create mcs:mop_create bcs:bop_create';
