@@ -162,10 +162,7 @@ export const SUMMARY_SET_NAMES: ReadonlySet<string> = new Set<string>([
   'ack_latency', // ADVANCED, key = acking sid (leader; every ackLoggingFrequency-th zxid)
 ]);
 
-/**
- * Keys whose value is text. zk_observer_master_id is a server id (or "null"): an identifier,
- * so a label, not a sample.
- */
+/** Keys whose value is text; zk_observer_master_id is an identifier (or "null"), so a label. */
 export const TEXT_KEYS: ReadonlySet<string> = new Set<string>([
   'zk_version',
   'zk_server_state',

@@ -135,10 +135,7 @@ export function prepareServer(reading: ServerReading): PreparedServer {
   return { host, status: 'ok', state, samples };
 }
 
-/**
- * Servers' series family by family, families in the order they first appear; the first type
- * seen for a name stays.
- */
+/** Series family by family, in order of first appearance; a name keeps the first type seen. */
 export function writeServers(servers: readonly PreparedServer[]): string {
   const families = new Map<string, string[]>();
   for (const server of servers) {

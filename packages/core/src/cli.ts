@@ -38,10 +38,7 @@ export function runCli(program: string, main: (argv: string[]) => Promise<number
   );
 }
 
-/**
- * The version in the package.json of the package a module belongs to, for modules built to
- * `<package>/dist/src/`. 'unknown' when it cannot be read.
- */
+/** The version in the package.json of a module built to `<package>/dist/src/`; else 'unknown'. */
 export function packageVersion(moduleUrl: string): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', moduleUrl), 'utf8')) as { version?: string };

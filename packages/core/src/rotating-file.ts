@@ -118,10 +118,7 @@ async function pruneBackups(filename: string, maxBackups: number, maxAgeDays: nu
   }
 }
 
-/**
- * Checked synchronously so a bad log path fails at start with a clear message instead of as a
- * stream error after the daemon is already running.
- */
+/** Checked synchronously, so a bad log path fails the start instead of the running daemon. */
 function ensureWritable(filename: string): void {
   try {
     mkdirSync(dirname(filename), { recursive: true });

@@ -1,7 +1,4 @@
-/**
- * Signal handling shared by the daemons: SIGHUP reloads, SIGTERM/SIGINT shut down gracefully,
- * a second signal or a stuck shutdown forces the exit so an operator is never left waiting.
- */
+/** SIGHUP reloads, SIGTERM/SIGINT shut down; a second signal or a stuck shutdown forces the exit. */
 import { errorMessage } from './errors.js';
 import { closeLogger, type Logger } from './log.js';
 
@@ -38,10 +35,7 @@ export function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/**
- * Reloads run one at a time; SIGHUPs arriving during a reload collapse into one more reload, so
- * the last signal always sees the file as it is now.
- */
+/** One reload at a time; SIGHUPs meanwhile collapse into one more, so the last sees the file as it is. */
 function createReloader(logger: Logger, onReload: () => Promise<void>): () => void {
   let running = false;
   let again = false;

@@ -39,10 +39,7 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
   return ms;
 });
 
-/**
- * Top-level keys of promxy.yml (promxy embeds a Prometheus config for its own rule engine) that this
- * proxy does not implement, with where that work is done in this stack.
- */
+/** promxy.yml top-level keys (of its rule engine) not implemented, with where this stack does that work. */
 const PROMXY_ONLY_TOP_KEYS: Readonly<Record<string, string>> = {
   global: "its evaluation settings and external labels serve promxy's rule engine; rules belong to the rule evaluator",
   rule_files: 'rules belong to the rule evaluator',
