@@ -11,19 +11,11 @@ import {
 } from '@cachemon/core';
 import type { LogBlock } from '@cachemon/core';
 
-/**
- * The cache exporter's JSON config, exactly the spec's keys:
- *   listen, ensembleByName (exactly one pair) or the older `ensemble` array, serviceCodes,
- *   collectPrefixes, simpleQos, serviceCodesToCollectPrefixes, log.
- */
+/** The cache exporter's JSON config, exactly the spec's keys (`ensembleByName` one pair, or `ensemble`). */
 
 /** Default of `collectPrefixes`: the shipped scrape config has a prefix job, so it has data. */
 export const DEFAULT_COLLECT_PREFIXES = true;
-/**
- * Default of `simpleQos`: kv probes only. The collection probes add nine requests per node per
- * interval and create and drop three collection items; on busy production nodes that is worth
- * turning on deliberately, not by default.
- */
+/** kv probes only by default: the collection probes add requests and items a busy node should opt into. */
 export const DEFAULT_SIMPLE_QOS = true;
 /** Name used for the ensemble label when the older `ensemble` array form is used. */
 export const LEGACY_ENSEMBLE_NAME = 'default';

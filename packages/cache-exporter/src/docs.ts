@@ -3,10 +3,7 @@ import { allFamilies } from './metrics/catalog.js';
 import type { FamilySpec } from './metrics/catalog.js';
 import { SelfMetrics } from './self-metrics.js';
 
-/**
- * Generates docs/metrics.md from the metric catalogue (`npm run docs:metrics`); a test checks
- * the committed file equals this output.
- */
+/** Writes docs/metrics.md from the catalogue (`npm run docs:metrics`); a test compares the committed file. */
 export function metricsReference(): string {
   const families = allFamilies();
   const section = (endpoint: FamilySpec['endpoint']) =>

@@ -24,10 +24,7 @@ export interface CacheExporterOptions {
   readonly processMetrics?: () => Promise<string>;
 }
 
-/**
- * The cache exporter without its HTTP shell: discovery (watch), collection (on scrape, shared by
- * concurrent scrapes), QoS (background), rendering, reload.
- */
+/** The cache exporter without its HTTP shell: discovery, shared collection, QoS, rendering, reload. */
 export class CacheExporter {
   private config: CacheExporterConfig;
   /** Reads the topology scrapes collect. */

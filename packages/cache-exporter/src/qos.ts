@@ -10,11 +10,9 @@ export interface QosSchedulerOptions {
 }
 
 /**
- * Runs the QoS probes of every live node in the background, once per interval, and keeps the
- * latest result for the scrape to report. Not during a scrape: a probe timed in its burst would
- * measure the exporter's event loop, not the server; so probes due while a collection runs
- * (hold() to release()) wait for its end. Each node's probes have a connection of their own, and
- * a node whose previous probes still run is skipped.
+ * Probes every live node once per interval, on a connection of its own, keeping the latest result
+ * for the scrape. Probes wait while a collection runs (hold() to release()): timed in its burst they
+ * would measure the exporter's event loop. A node whose previous probes still run is skipped.
  */
 export class QosScheduler {
   private intervalMs: number;

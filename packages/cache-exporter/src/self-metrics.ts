@@ -3,11 +3,7 @@ import type { Registry } from 'prom-client';
 import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
 import type { ReloadMetrics } from '@cachemon/core';
 
-/**
- * The exporter's own health, `cachemon_*`, served after the node series on /metrics. Every series
- * carries `ensemble`, as the node series do, so that an alert on the exporter itself (ZooKeeper
- * lost, a reload refused) names the ensemble without a join.
- */
+/** The exporter's own `cachemon_*` health, with `ensemble` on every series so its alerts need no join. */
 export class SelfMetrics {
   readonly scrapeDuration: Histogram<'path'>;
   readonly nodeErrors: Counter<'service_code' | 'node' | 'reason'>;

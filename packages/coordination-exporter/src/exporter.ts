@@ -1,7 +1,4 @@
-/**
- * The coordination exporter: on every scrape, `mntr` to every server of one ensemble at once, each
- * within the scrape's deadline; one server's failure never holds up or hides the others.
- */
+/** Each scrape sends `mntr` to every server at once, each within the deadline, none holding up another. */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import {

@@ -1,8 +1,4 @@
-/**
- * A ZooKeeper four-letter word over a fresh TCP connection: connect, send the word, read until the
- * server closes. Only read-only words are ever sent (the exporter sends `mntr`, never `srst` or
- * anything else that changes server state).
- */
+/** A four-letter word over a fresh connection, read until the server closes; only read-only words are sent. */
 import { connect } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { CachemonError, Errors } from '@cachemon/core';

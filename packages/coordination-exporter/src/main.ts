@@ -23,11 +23,7 @@ import { CoordinationExporter, formatEndpoint, parseServerList } from './exporte
 
 const VERSION = packageVersion(import.meta.url);
 const PROGRAM = 'coordination-exporter';
-/**
- * The longest a scrape waits for its servers, whatever the scraper's timeout: a server that takes
- * longer to answer mntr is as good as down, and a graceful shutdown (10 s) lets a scrape in flight
- * finish instead of cutting it off.
- */
+/** A scrape's longest wait, whatever its timeout: slower is down, and a shutdown's grace lets it finish. */
 const MAX_WAIT_MS = 8_000;
 
 const FLAGS = {

@@ -1,20 +1,9 @@
 /**
- * Catalog of ZooKeeper `mntr` keys: which are counters, which belong to summaries or summary
- * sets, and which carry text. Anything not classified here is a gauge. Taken from ZooKeeper 3.8's
- * ServerMetrics.java and the metric classes of its DefaultMetricsProvider (the test fixtures are
- * real 3.8.0 replies), plus the 3.4/3.5 and 3.9 names a server of those versions prints.
- *
- * How the default provider spells keys: a counter is `zk_<name>`; a summary
- * `zk_{avg,min,max,cnt,sum}_<name>` (ADVANCED ones add `zk_{p50,p95,p99,p999}_<name>`); a summary
- * set member `zk_<part>_<key>_<name>`, where the key (a learner id or top-level znode) may hold
- * `_`; a 3.9 counter set member `zk_<key>_<name>`. cnt_ and sum_ only grow (reset by `srst` or a
- * restart): counters; avg_, min_, max_ and pNN_ are gauges.
- *
- * Pitfalls: legacy gauges look like summary parts (zk_avg_latency, zk_max_file_descriptor_count),
- * so a key is a summary part only when its rest is in SUMMARY_NAMES or ends with `_` and a
- * SUMMARY_SET_NAMES entry; SUMMARY_NAMES is matched first (`quorum_ack_latency` ends like the set
- * `ack_latency`). A server with the Prometheus metrics provider prints Prometheus names with
- * labels instead (`zk_readlatency{quantile="0.5"}`, `_count`, `_sum`); see metricType.
+ * ZooKeeper `mntr` keys that are counters, summary parts or text; anything else is a gauge. From
+ * 3.8's ServerMetrics.java and DefaultMetricsProvider, plus the 3.4/3.5 and 3.9 names (key
+ * spelling: see metricType). Legacy gauges look like summary parts (zk_avg_latency), so a key is
+ * one only when its rest is in SUMMARY_NAMES, tried first (`quorum_ack_latency` ends like the set
+ * `ack_latency`), or ends with `_` and a SUMMARY_SET_NAMES entry.
  */
 
 /**
@@ -173,10 +162,7 @@ export const SUMMARY_SET_NAMES: ReadonlySet<string> = new Set<string>([
   'ack_latency', // ADVANCED, key = acking sid (leader; every ackLoggingFrequency-th zxid)
 ]);
 
-/**
- * Keys whose value is text. zk_observer_master_id is a server id (or "null"): an identifier,
- * so a label, not a sample.
- */
+/** Keys whose value is text; zk_observer_master_id is an identifier (or "null"), so a label. */
 export const TEXT_KEYS: ReadonlySet<string> = new Set<string>([
   'zk_version',
   'zk_server_state',

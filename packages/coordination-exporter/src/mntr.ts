@@ -1,11 +1,6 @@
 /**
- * The `mntr` four-letter word's reply. A serving server answers `key<TAB>value` lines, one per
- * metric, and closes the connection. Keys are metric names (`zk_avg_latency`); ZooKeeper 3.6+ may
- * put labels on them (`zk_write_per_namespace_count{key="config"}`). Values are numbers as Java
- * prints them (`0`, `0.0`, `-1`, `1.5E-4`) or text (`zk_version`, `zk_server_state`).
- *
- * Two fixed one-line answers are not metrics: the command is not on the server's
- * `4lw.commands.whitelist`, or the server has no quorum. Both are told apart here, because an
+ * The `mntr` reply: `key<TAB>value` lines, keys maybe labelled (3.6+), values Java-printed numbers
+ * (`1.5E-4`) or text. The two one-line refusals (not whitelisted, no quorum) are told apart: an
  * operator fixes them differently.
  */
 import { CachemonError, Errors } from '@cachemon/core';

@@ -1,10 +1,7 @@
 /**
- * /metrics of the coordination exporter. Names follow the widely used ZooKeeper exporter
- * (dabealu/zookeeper-exporter): every `mntr` key under its own name with a `zk_host` label,
- * `zk_up`, `zk_server_leader`, and `zk_version{version}`, so its dashboards and alerts work here.
- * On top of that: counters are typed as counters (mntr-catalog.ts), keys that carry labels keep them
- * (a server configured with ZooKeeper's Prometheus metrics provider prints `zk_readlatency{quantile="0.5"}`),
- * text values become labels of info-style gauges, and why a server is not read is a metric of its own.
+ * /metrics with the names of dabealu/zookeeper-exporter (each `mntr` key with `zk_host`, `zk_up`,
+ * `zk_server_leader`, `zk_version`), so its dashboards and alerts work; besides, counters are typed,
+ * labelled keys keep their labels, text values become info gauges, and read failures are a metric.
  */
 import { familyHead, formatValue, renderLabels, type MetricType } from '@cachemon/core';
 import type { MntrEntry } from './mntr.js';
@@ -48,10 +45,9 @@ const TEXT_LABEL: ReadonlyMap<string, string> = new Map([
 const MONOTONIC_STATS = ['cnt', 'sum'];
 
 /**
- * counter or gauge for a numeric mntr key (`name` without labels). ZooKeeper's default metrics
- * provider prints a counter as `zk_<name>`, a summary as `zk_{avg,min,max,cnt,sum}_<name>` (and
- * `zk_p{50,95,99,999}_<name>`), a summary set member as `zk_<stat>_<member>_<name>`, a counter set
- * member (3.9+) as `zk_<member>_<name>`; only counters and the cnt and sum of summaries only grow.
+ * counter or gauge for an mntr key. The default provider prints a counter `zk_<name>`, a summary
+ * `zk_{avg,min,max,cnt,sum,p50..p999}_<name>`, a set member `zk_<stat>_<member>_<name>`; only
+ * counters and a summary's cnt and sum grow.
  */
 export function metricType(name: string): MetricType {
   if (COUNTER_KEYS.has(name)) return 'counter';
@@ -139,10 +135,7 @@ export function prepareServer(reading: ServerReading): PreparedServer {
   return { host, status: 'ok', state, samples };
 }
 
-/**
- * Servers' series family by family, families in the order they first appear; the first type
- * seen for a name stays.
- */
+/** Series family by family, in order of first appearance; a name keeps the first type seen. */
 export function writeServers(servers: readonly PreparedServer[]): string {
   const families = new Map<string, string[]>();
   for (const server of servers) {

@@ -1,7 +1,6 @@
 /**
- * HTTP basic auth against bcrypt hashes, as exporter-toolkit does it. bcrypt costs tens of
- * milliseconds by design and the store scrapes every 5 s, so a verified (user, password) pair is
- * remembered, keyed by a SHA-256 of the attempt so no password is kept in memory.
+ * Basic auth against bcrypt hashes, as exporter-toolkit does it. bcrypt is slow by design, so a verified
+ * pair is remembered, keyed by a SHA-256 of the attempt: no password is kept.
  */
 import { createHash } from 'node:crypto';
 import bcrypt from 'bcryptjs';

@@ -1,7 +1,6 @@
 /**
- * The frame every daemon's executable shares: `-help` and `-version`, and the exit. A daemon's
- * main returns an exit code, or -1 once it serves (the process then lives until a signal stops
- * it); an error it throws is printed as one line (`<program>: <message> [<code>]`) and exits 1.
+ * Every daemon's frame: `-help`, `-version` and the exit. main returns an exit code, or -1 once it
+ * serves (until a signal); a thrown error is one line (`<program>: <message> [<code>]`), exit 1.
  */
 import { readFileSync } from 'node:fs';
 import { CachemonError, errorMessage } from './errors.js';
@@ -39,10 +38,7 @@ export function runCli(program: string, main: (argv: string[]) => Promise<number
   );
 }
 
-/**
- * The version in the package.json of the package a module belongs to, for modules built to
- * `<package>/dist/src/`. 'unknown' when it cannot be read.
- */
+/** The version in the package.json of a module built to `<package>/dist/src/`; else 'unknown'. */
 export function packageVersion(moduleUrl: string): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', moduleUrl), 'utf8')) as { version?: string };

@@ -1,7 +1,4 @@
-/**
- * The one config loader: JSON with comments read from a file, checked against a strict zod schema,
- * every problem reported as `<file>: <key.path>: <reason>` so an operator can fix them all in one go.
- */
+/** The config loader: commented JSON, a strict zod schema, every problem as `<file>: <key.path>: <reason>`. */
 import { readFileSync } from 'node:fs';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type { z } from 'zod';

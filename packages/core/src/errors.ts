@@ -1,8 +1,4 @@
-/**
- * Coded errors. Every error the daemons raise on purpose carries a stable `code` that operators
- * can search logs for and tests can assert on, plus an HTTP status for errors that reach a client.
- * Add new codes here, never inline: one table, one place to look.
- */
+/** Coded errors: a stable `code` for logs and tests, and an HTTP status; every code is in this one table. */
 
 export interface ErrorDefinition {
   readonly code: string;

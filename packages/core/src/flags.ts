@@ -1,8 +1,6 @@
 /**
- * Go-style command-line flags, because the daemons are started the way the spec's Go daemons are:
- * `-config-file=<path>`, `--web.listen-address=:9100`, `-flag value`, booleans as bare `-flag`.
- * Hand-written rather than on util.parseArgs, which reads `-config-file` as a bundle of short
- * options and refuses `--flag=false`.
+ * Go-style flags (`-config-file=<path>`, `--web.listen-address=:9100`, bare `-flag`), as the spec's
+ * Go daemons take them; util.parseArgs reads `-config-file` as short options, refuses `--flag=false`.
  */
 import { CachemonError, Errors } from './errors.js';
 import { parseDuration } from './duration.js';

@@ -1,7 +1,4 @@
-/**
- * The one HTTP helper every daemon serves through: health and readiness endpoints, JSON error
- * answers with coded errors, web-config TLS and basic auth, bounded bodies, graceful close.
- */
+/** Every daemon's HTTP server: health, readiness, coded JSON errors, TLS and basic auth, graceful close. */
 import type { Server as HttpsServer } from 'node:https';
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';

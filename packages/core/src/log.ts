@@ -1,7 +1,4 @@
-/**
- * The one logger: the spec's log block (level, file or stdout, size rotation) on pino, JSON lines
- * with ISO time and the level as its name so operators can grep `"level":"error"`.
- */
+/** The spec's log block on pino: JSON lines, ISO time, the level by name (grep `"level":"error"`). */
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { pino, type DestinationStream } from 'pino';

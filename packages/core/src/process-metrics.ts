@@ -1,8 +1,6 @@
 /**
- * The daemons' process_* and nodejs_* metrics: prom-client's default collectors on a registry of
- * their own, without the `nodejs_active_*_total` gauges (`promtool check metrics` rejects a gauge
- * named `_total`; the per-type gauges sum to them). `nodejs_gc_duration_seconds` is observed here:
- * prom-client's observer records only the first entry of each batch Node delivers.
+ * prom-client's default collectors without `nodejs_active_*_total` (promtool rejects a `_total`
+ * gauge), and `nodejs_gc_duration_seconds` observed here: prom-client's sees one entry per batch.
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';

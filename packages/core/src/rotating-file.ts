@@ -1,8 +1,6 @@
 /**
- * Size-based log file rotation with the semantics of Go's lumberjack: backups named
- * `<base>-<UTC timestamp>.<ext>`, optionally gzipped, at most maxBackups kept, none older than
- * maxAge days. rotating-file-stream writes, renames and gzips; retention scans the directory here,
- * as lumberjack does. A file can exceed maxSize by one log line.
+ * Log rotation as Go's lumberjack does it: backups `<base>-<UTC timestamp>.<ext>`, maybe gzipped,
+ * maxBackups kept, none older than maxAge days. rotating-file-stream writes; retention is here.
  */
 import { accessSync, constants, mkdirSync, openSync, closeSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';
@@ -120,10 +118,7 @@ async function pruneBackups(filename: string, maxBackups: number, maxAgeDays: nu
   }
 }
 
-/**
- * Checked synchronously so a bad log path fails at start with a clear message instead of as a
- * stream error after the daemon is already running.
- */
+/** Checked synchronously, so a bad log path fails the start instead of the running daemon. */
 function ensureWritable(filename: string): void {
   try {
     mkdirSync(dirname(filename), { recursive: true });

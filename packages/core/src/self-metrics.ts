@@ -1,8 +1,4 @@
-/**
- * The daemons' own cachemon_* metrics, on registries of their own (not prom-client's global one) so
- * tests and several servers in one process never see each other's series. The process_* and
- * nodejs_* ones are in process-metrics.ts.
- */
+/** The daemons' cachemon_* metrics, on registries of their own so servers in one process never share series. */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { errorMessage } from './errors.js';
 import { markReported } from './signals.js';

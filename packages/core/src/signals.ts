@@ -1,7 +1,4 @@
-/**
- * Signal handling shared by the daemons: SIGHUP reloads, SIGTERM/SIGINT shut down gracefully,
- * a second signal or a stuck shutdown forces the exit so an operator is never left waiting.
- */
+/** SIGHUP reloads, SIGTERM/SIGINT shut down; a second signal or a stuck shutdown forces the exit. */
 import { errorMessage } from './errors.js';
 import { closeLogger, type Logger } from './log.js';
 
@@ -28,11 +25,7 @@ export function markReported(err: unknown): void {
   if (typeof err === 'object' && err !== null) reported.add(err);
 }
 
-/**
- * `run` one call at a time, in the order of the calls: each waits until the calls before it have
- * settled. For a reload, which reads files and then awaits before applying them: two at once (a
- * SIGHUP and a POST /-/reload) could apply the older read last.
- */
+/** `run` one call at a time, in call order: two reloads at once could apply the older read last. */
 export function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
   let last: Promise<unknown> = Promise.resolve();
   return () => {
@@ -42,10 +35,7 @@ export function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/**
- * Reloads run one at a time; SIGHUPs arriving during a reload collapse into one more reload, so
- * the last signal always sees the file as it is now.
- */
+/** One reload at a time; SIGHUPs meanwhile collapse into one more, so the last sees the file as it is. */
 function createReloader(logger: Logger, onReload: () => Promise<void>): () => void {
   let running = false;
   let again = false;

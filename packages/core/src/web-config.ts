@@ -1,8 +1,4 @@
-/**
- * The web config file Prometheus exporters take with `--web.config.file` (exporter-toolkit's YAML
- * format): TLS, extra response headers, basic auth users. Same file, same meaning, so operators
- * can reuse what they already have for node_exporter.
- */
+/** exporter-toolkit's `--web.config.file` (TLS, headers, basic auth), so node_exporter's file works here. */
 import { readFile } from 'node:fs/promises';
 import { createSecureContext } from 'node:tls';
 import { dirname, resolve } from 'node:path';

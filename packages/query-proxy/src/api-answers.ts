@@ -1,7 +1,4 @@
-/**
- * The shapes of the query API's answers: Prometheus' success and error bodies, and the standard
- * `Server-Timing` entry per group asked (`g<index>;desc="<group>";dur=<ms>`).
- */
+/** Prometheus' success and error bodies, and a `Server-Timing` entry per group asked. */
 import { errorMessage, isCachemonError } from '@cachemon/core';
 import type { FastifyReply, FastifyRequest } from '@cachemon/core';
 import type { ServerGroup } from './config.js';

@@ -1,8 +1,6 @@
 /**
- * The query proxy's config, in the format of promxy's config file (`promxy.yml`, described in
- * docs/query-proxy.md), so operators' files keep working. Keys promxy knows and this proxy does not
- * implement are warned about (saying so) and ignored; unknown keys are warned about; invalid values
- * are refused with their key path.
+ * The config in promxy's `promxy.yml` format (docs/query-proxy.md), so operators' files keep working.
+ * Unimplemented and unknown keys are warned about and ignored; invalid values refused with their path.
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
@@ -41,10 +39,7 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
   return ms;
 });
 
-/**
- * Top-level keys of promxy.yml (promxy embeds a Prometheus config for its own rule engine) that this
- * proxy does not implement, with where that work is done in this stack.
- */
+/** promxy.yml top-level keys (of its rule engine) not implemented, with where this stack does that work. */
 const PROMXY_ONLY_TOP_KEYS: Readonly<Record<string, string>> = {
   global: "its evaluation settings and external labels serve promxy's rule engine; rules belong to the rule evaluator",
   rule_files: 'rules belong to the rule evaluator',

@@ -1,8 +1,4 @@
-/**
- * The query proxy's calls to its server groups: one group's answer relayed as it is, or several
- * groups' merged. Both time each group, cancel the calls when the client goes away, and answer
- * failures in the API's shape.
- */
+/** Calls to the groups: one answer relayed as it is, or several merged; timed, cancelled with the client. */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '@cachemon/core';

@@ -1,8 +1,4 @@
-/**
- * Merging the answers of several server groups into one Prometheus API answer. Pure. A series two
- * groups both return is shown once, from the first group, and a warning names it: two numbers for
- * one series are never silently blended or dropped.
- */
+/** Several groups' answers as one. A series two groups return is shown once, from the first, with a warning. */
 import type { ServerGroup } from './config.js';
 
 export interface GroupAnswer {

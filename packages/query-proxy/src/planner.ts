@@ -1,8 +1,4 @@
-/**
- * Which server groups a PromQL query goes to: the query parsed with Prometheus' own grammar
- * (@prometheus-io/lezer-promql), each vector selector's matchers checked against each group's
- * label filter. Pure: no I/O.
- */
+/** Which groups a query goes to: parsed with Prometheus' grammar, its selectors matched to the label filters. */
 import { parser } from '@prometheus-io/lezer-promql';
 import { RE2JS } from 're2js';
 import type { PartialParse, SyntaxNode, Tree } from '@lezer/common';

@@ -1,8 +1,4 @@
-/**
- * The query proxy's HTTP server: the query API (routes/api.ts) with its calls to the server groups
- * (forward.ts), the UI (routes/ui.ts), its own metrics, reload. main.ts adds flags and signals;
- * tests start it in-process.
- */
+/** The proxy's HTTP server: wires the API (routes/api.ts, forward.ts), UI, own metrics and reload. */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {

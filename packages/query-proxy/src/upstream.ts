@@ -1,9 +1,7 @@
 /**
- * Requests to the stores of a server group over kept-alive connections. A group's replicas are
- * tried in turn, starting after the last one used, within the group's `timeout`: one that fails or
- * answers 5xx is passed over for a while and the next asked at once; one silent for its share of
- * the timeout (timeout / replicas) is kept waiting while the next is asked beside it. The first
- * 2xx or 4xx answer answers for the group.
+ * A group's replicas, tried in turn from after the last used, within its `timeout`: a failed or 5xx
+ * one is passed over a while; one silent for timeout / replicas is raced by the next. The first 2xx
+ * or 4xx answers for the group.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';

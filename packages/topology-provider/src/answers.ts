@@ -1,7 +1,4 @@
-/**
- * Answers to topology queries, computed from the in-memory fleet view. Pure: no I/O, no clock
- * (the caller passes `now`), so every query is a table test.
- */
+/** Answers from the fleet view: no I/O, no clock (the caller passes `now`), so every query is a table test. */
 import type { CacheNode } from '@cachemon/arcus';
 import { CachemonError, Errors } from '@cachemon/core';
 import type { FilterKey, Matcher, TopologyQuery } from './query.js';

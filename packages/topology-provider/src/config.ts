@@ -10,10 +10,7 @@ import {
 } from '@cachemon/core';
 import type { LogBlock } from '@cachemon/core';
 
-/**
- * The topology provider's `config.json`, exactly the spec's keys: listen, ensembleByName (several
- * entries), serviceCodesByEnsembleName, rawRetention, log.
- */
+/** The provider's `config.json`, exactly the spec's keys. */
 
 export const DEFAULT_LISTEN = '0.0.0.0:8084';
 /** The spec: equal to the short-term store's retention, 14d by default. */

@@ -1,8 +1,7 @@
 /**
- * The spec's data-flow rule 2: the provider resolves the hostname of every cache and coordination
- * machine, and each must resolve, to the address the node registered with. Names are resolved
- * the way the exporters' machines resolve them (the system resolver: hosts file, then DNS), at
- * most `concurrency` at a time, again every interval and at once when a new name appears.
+ * Every cache and coordination hostname must resolve to the address its node registered with.
+ * Resolved with the system resolver, as the exporters' machines do, `concurrency` at a time, every
+ * interval and at once for a new name.
  */
 import { isIP } from 'node:net';
 import { errorMessage } from '@cachemon/core';

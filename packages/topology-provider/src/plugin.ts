@@ -1,8 +1,6 @@
 /**
- * The JSON datasource plugin's protocol (simpod-json-datasource 0.6.5), as the dashboard server
- * sends it through its datasource proxy. Pure: each function maps a request body and the fleet
- * view to the answer body; server.ts puts them on routes.
- *
+ * The JSON datasource plugin's protocol (simpod-json-datasource 0.6.5): request body and fleet view
+ * to answer body; server.ts puts them on routes.
  *   POST /variable                {payload, range}          -> [{__text, __value}]
  *   POST /query                   {range, targets, filters} -> [table | time series], each with refId
  *   POST /metrics                 {metric?, payload?}       -> [{value, label, payloads}]

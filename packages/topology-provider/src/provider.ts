@@ -1,7 +1,4 @@
-/**
- * The topology provider without its HTTP shell: one topology watcher per configured ensemble,
- * the hostname checker, the node-count history, and the fleet view every request reads.
- */
+/** The provider without its HTTP shell: a watcher per ensemble, hostname checks, history, fleet view. */
 import { isIP } from 'node:net';
 import { errorMessage } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';

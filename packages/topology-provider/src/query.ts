@@ -1,21 +1,9 @@
 /**
- * The topology query vocabulary: what a dashboard writes in a variable or a panel target.
- *
- * Two forms, one meaning:
- *
- *   string target   `nodes ensemble=prod service_code=(svc-a|svc-b) state=live`
- *                   A query name, then `key=value` arguments separated by spaces. A value is a
- *                   regular expression matched against the whole value, which is what the
- *                   dashboard's default formatting of a variable produces: `$svc` with two values
- *                   selected becomes `(svc-a|svc-b)`, an address becomes `10\.0\.0\.1:11211`, and
- *                   "All" becomes the alternation of every value (or `.*`).
- *
- *   raw JSON        `{"target": "nodes", "ensemble": "prod", "service_code": ["svc-a", "svc-b"]}`
- *                   The same query name in `target`, arguments as keys whose values are exact
- *                   strings or arrays of them (a multi-value variable arrives as an array); `*`,
- *                   `.*` and `$__all` mean any value.
- *
- * Pure: parsing and matching only; the answers are computed in answers.ts.
+ * The topology query a dashboard writes in a variable or panel target, in two forms. A string
+ * `nodes ensemble=prod service_code=(svc-a|svc-b)`: each value a regular expression matched whole,
+ * as the dashboard formats variables (`(a|b)`, escaped dots, "All" as an alternation or `.*`).
+ * Raw JSON `{"target": "nodes", "service_code": ["svc-a"]}`: exact strings or arrays of them, where
+ * `*`, `.*` and `$__all` mean any value. Parsing and matching only; answers.ts answers.
  */
 import { CachemonError, Errors } from '@cachemon/core';
 
@@ -305,11 +293,7 @@ export function parseStringQuery(target: string): TopologyQuery {
   return build(name, args);
 }
 
-/**
- * Parses a raw-JSON payload: `{"target": "<query>", key: value | [values]}`. Values are exact
- * strings, unless they come from the query builder (`values: 'patterns'`), which formats them as
- * regular expressions.
- */
+/** A raw-JSON payload: exact values, or regular expressions when from the query builder (`values: 'patterns'`). */
 export function parseJsonQuery(
   payload: Readonly<Record<string, unknown>>,
   values: 'exact' | 'patterns' = 'exact',

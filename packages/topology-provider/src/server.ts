@@ -1,7 +1,4 @@
-/**
- * The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. main.ts adds
- * flags and signals; tests start it in-process with an injected resolver and clock.
- */
+/** The provider's HTTP server: the JSON datasource protocol, its own metrics, reload. */
 import {
   createHttpServer,
   errorMessage,

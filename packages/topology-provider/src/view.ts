@@ -1,7 +1,4 @@
-/**
- * The fleet as the provider serves it: an immutable snapshot rebuilt when an ensemble's topology
- * or state changes, indexed for the queries. Requests read it and never touch ZooKeeper.
- */
+/** The fleet served: an immutable snapshot rebuilt on change; requests never touch ZooKeeper. */
 import type { CacheNode, Topology } from '@cachemon/arcus';
 
 /**

@@ -1,10 +1,6 @@
 import type { MetricType } from '@cachemon/core';
 
-/**
- * Every metric family the cache exporter serves, in one table: the renderers take their names,
- * types and help from here, and docs/metrics.md is generated from it, so the reference cannot
- * drift from the code.
- */
+/** Every family the exporter serves; the renderers and docs/metrics.md both read it, so they cannot drift. */
 export interface FamilySpec {
   readonly name: string;
   readonly type: MetricType;
@@ -266,141 +262,89 @@ const COLLECTION_MAX = family(
   ['type'],
 );
 
+function setting(
+  section: 'settings' | 'zookeeper',
+  stat: string,
+  name: string,
+  help: string,
+  parse: SettingRule['parse'],
+): [string, SettingRule] {
+  return [stat, { family: family(name, 'gauge', help, `stats ${section} ${stat}`), parse }];
+}
+
 export const SETTINGS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
-  [
+  setting(
+    'settings',
     'max_stats_prefixes',
-    {
-      family: family(
-        'arcus_max_stats_prefixes',
-        'gauge',
-        'Prefix count above which stats prefixes and stats detail dump refuse to answer.',
-        'stats settings max_stats_prefixes',
-      ),
-      parse: number,
-    },
-  ],
-  [
+    'arcus_max_stats_prefixes',
+    'Prefix count above which stats prefixes and stats detail dump refuse to answer.',
+    number,
+  ),
+  setting(
+    'settings',
     'detail_enabled',
-    {
-      family: family(
-        'arcus_prefix_detail_enabled',
-        'gauge',
-        'Whether per-prefix operation counting (stats detail) is on; prefix operation metrics need it.',
-        'stats settings detail_enabled',
-      ),
-      parse: flag('yes'),
-    },
-  ],
-  [
+    'arcus_prefix_detail_enabled',
+    'Whether per-prefix operation counting (stats detail) is on; prefix operation metrics need it.',
+    flag('yes'),
+  ),
+  setting(
+    'settings',
     'evictions',
-    {
-      family: family(
-        'arcus_evictions_enabled',
-        'gauge',
-        'Whether the server evicts items when memory is full (0: it answers out of memory).',
-        'stats settings evictions',
-      ),
-      parse: flag('on'),
-    },
-  ],
-  [
-    'item_size_max',
-    {
-      family: family('arcus_item_size_max_bytes', 'gauge', 'Largest item size.', 'stats settings item_size_max'),
-      parse: number,
-    },
-  ],
-  [
-    'max_element_bytes',
-    {
-      family: family(
-        'arcus_element_max_bytes',
-        'gauge',
-        'Largest collection element size.',
-        'stats settings max_element_bytes',
-      ),
-      parse: number,
-    },
-  ],
-  ['max_list_size', { family: COLLECTION_MAX, label: ['type', 'list'], parse: number }],
-  ['max_set_size', { family: COLLECTION_MAX, label: ['type', 'set'], parse: number }],
-  ['max_map_size', { family: COLLECTION_MAX, label: ['type', 'map'], parse: number }],
-  ['max_btree_size', { family: COLLECTION_MAX, label: ['type', 'btree'], parse: number }],
-  [
+    'arcus_evictions_enabled',
+    'Whether the server evicts items when memory is full (0: it answers out of memory).',
+    flag('on'),
+  ),
+  setting('settings', 'item_size_max', 'arcus_item_size_max_bytes', 'Largest item size.', number),
+  setting('settings', 'max_element_bytes', 'arcus_element_max_bytes', 'Largest collection element size.', number),
+  ...(['list', 'set', 'map', 'btree'] as const).map((type): [string, SettingRule] => [
+    `max_${type}_size`,
+    { family: COLLECTION_MAX, label: ['type', type], parse: number },
+  ]),
+  setting(
+    'settings',
     'hb_timeout',
-    {
-      family: family(
-        'arcus_heartbeat_timeout_seconds',
-        'gauge',
-        'Heartbeat latency counted as a failure.',
-        'stats settings hb_timeout',
-      ),
-      parse: millis,
-    },
-  ],
-  [
+    'arcus_heartbeat_timeout_seconds',
+    'Heartbeat latency counted as a failure.',
+    millis,
+  ),
+  setting(
+    'settings',
     'hb_failstop',
-    {
-      family: family(
-        'arcus_heartbeat_failstop_seconds',
-        'gauge',
-        'Accumulated heartbeat failure time after which the server stops itself (0: never).',
-        'stats settings hb_failstop',
-      ),
-      parse: millis,
-    },
-  ],
+    'arcus_heartbeat_failstop_seconds',
+    'Accumulated heartbeat failure time after which the server stops itself (0: never).',
+    millis,
+  ),
 ]);
 
 export const ZOOKEEPER_STATS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
-  [
+  setting(
+    'zookeeper',
     'zk_connected',
-    {
-      family: family(
-        'arcus_zookeeper_connected',
-        'gauge',
-        "Whether the server's own ZooKeeper session is connected.",
-        'stats zookeeper zk_connected',
-      ),
-      parse: flag('true'),
-    },
-  ],
-  [
+    'arcus_zookeeper_connected',
+    "Whether the server's own ZooKeeper session is connected.",
+    flag('true'),
+  ),
+  setting(
+    'zookeeper',
     'zk_ready',
-    {
-      family: family(
-        'arcus_zookeeper_ready',
-        'gauge',
-        'Whether the server is registered and ready in ZooKeeper.',
-        'stats zookeeper zk_ready',
-      ),
-      parse: flag('true'),
-    },
-  ],
-  [
+    'arcus_zookeeper_ready',
+    'Whether the server is registered and ready in ZooKeeper.',
+    flag('true'),
+  ),
+  setting(
+    'zookeeper',
     'zk_timeout',
-    {
-      family: family(
-        'arcus_zookeeper_session_timeout_seconds',
-        'gauge',
-        "The server's ZooKeeper session timeout.",
-        'stats zookeeper zk_timeout',
-      ),
-      parse: millis,
-    },
-  ],
-  [
+    'arcus_zookeeper_session_timeout_seconds',
+    "The server's ZooKeeper session timeout.",
+    millis,
+  ),
+  setting(
+    'zookeeper',
     'zk_failstop',
-    {
-      family: family(
-        'arcus_zookeeper_failstop',
-        'gauge',
-        'Whether the server stops itself when its ZooKeeper session expires.',
-        'stats zookeeper zk_failstop',
-      ),
-      parse: flag('on'),
-    },
-  ],
+    'arcus_zookeeper_failstop',
+    'Whether the server stops itself when its ZooKeeper session expires.',
+    flag('on'),
+  ),
 ]);
 
 // ---- QoS ---------------------------------------------------------------------------------------
@@ -502,69 +446,28 @@ export const PREFIX_ITEM_FIELDS: ReadonlyMap<string, { family: FamilySpec; type:
 export const PREFIX_ITEM_TOTALS: ReadonlySet<string> = new Set(['itm', 'tsz']);
 
 /**
- * `stats detail dump` codes: the first letter is the item type (l, s, m, b), the last `s` for
- * requests and `h` for hits; kv uses words. Read from the ARCUS server's prefix statistics.
+ * `stats detail dump` codes: kv uses words; a collection code is a type letter (l, s, m, b; p, g for
+ * bop position), an operation letter, and `s` for requests or `h` for hits. Create and attr: `s` only.
  */
-export const PREFIX_OPERATION_CODES: ReadonlyMap<string, { command: string; hits: boolean }> = new Map(
-  (
-    [
-      ['get', 'get', false],
-      ['hit', 'get', true],
-      ['set', 'set', false],
-      ['del', 'delete', false],
-      ['inc', 'incr', false],
-      ['dec', 'decr', false],
-      ['lcs', 'lop_create', false],
-      ['lis', 'lop_insert', false],
-      ['lih', 'lop_insert', true],
-      ['lds', 'lop_delete', false],
-      ['ldh', 'lop_delete', true],
-      ['lgs', 'lop_get', false],
-      ['lgh', 'lop_get', true],
-      ['scs', 'sop_create', false],
-      ['sis', 'sop_insert', false],
-      ['sih', 'sop_insert', true],
-      ['sds', 'sop_delete', false],
-      ['sdh', 'sop_delete', true],
-      ['sgs', 'sop_get', false],
-      ['sgh', 'sop_get', true],
-      ['ses', 'sop_exist', false],
-      ['seh', 'sop_exist', true],
-      ['mcs', 'mop_create', false],
-      ['mis', 'mop_insert', false],
-      ['mih', 'mop_insert', true],
-      ['mus', 'mop_update', false],
-      ['muh', 'mop_update', true],
-      ['mds', 'mop_delete', false],
-      ['mdh', 'mop_delete', true],
-      ['mgs', 'mop_get', false],
-      ['mgh', 'mop_get', true],
-      ['bcs', 'bop_create', false],
-      ['bis', 'bop_insert', false],
-      ['bih', 'bop_insert', true],
-      ['bus', 'bop_update', false],
-      ['buh', 'bop_update', true],
-      ['bds', 'bop_delete', false],
-      ['bdh', 'bop_delete', true],
-      ['bps', 'bop_incr', false],
-      ['bph', 'bop_incr', true],
-      ['bms', 'bop_decr', false],
-      ['bmh', 'bop_decr', true],
-      ['bgs', 'bop_get', false],
-      ['bgh', 'bop_get', true],
-      ['bns', 'bop_count', false],
-      ['bnh', 'bop_count', true],
-      ['pfs', 'bop_position', false],
-      ['pfh', 'bop_position', true],
-      ['pgs', 'bop_pwg', false],
-      ['pgh', 'bop_pwg', true],
-      ['gps', 'bop_gbp', false],
-      ['gph', 'bop_gbp', true],
-      ['gas', 'getattr', false],
-      ['sas', 'setattr', false],
-    ] as const
-  ).map(([code, command, hits]) => [code, { command, hits }]),
-);
+const REQUEST_ONLY = 'get:get set:set del:delete inc:incr dec:decr gas:getattr sas:setattr';
+const CREATES = 'lcs:lop_create scs:sop_create mcs:mop_create bcs:bop_create';
+const PAIRED = [
+  'li:lop_insert ld:lop_delete lg:lop_get',
+  'si:sop_insert sd:sop_delete sg:sop_get se:sop_exist',
+  'mi:mop_insert mu:mop_update md:mop_delete mg:mop_get',
+  'bi:bop_insert bu:bop_update bd:bop_delete bp:bop_incr bm:bop_decr bg:bop_get bn:bop_count',
+  'pf:bop_position pg:bop_pwg gp:bop_gbp',
+];
+const pairs = (table: string) => table.split(' ').map((pair) => pair.split(':') as [string, string]);
+type OperationCode = [string, { command: string; hits: boolean }];
+export const PREFIX_OPERATION_CODES: ReadonlyMap<string, OperationCode[1]> = new Map([
+  ...pairs(`${REQUEST_ONLY} ${CREATES}`).map(([code, command]): OperationCode => [code, { command, hits: false }]),
+  ['hit', { command: 'get', hits: true }] as OperationCode,
+  ...PAIRED.flatMap(pairs).flatMap(([stem, command]): OperationCode[] => [
+    [`${stem}s`, { command, hits: false }],
+    [`${stem}h`, { command, hits: true }],
+  ]),
+]);
 
 /** Families for the reference, in the order they appear there. */
 export function allFamilies(): FamilySpec[] {

@@ -1,10 +1,7 @@
 import { escapeLabelValue } from '@cachemon/core';
 import type { CacheNode } from '@cachemon/arcus';
 
-/**
- * The label text every series of a node carries, without braces:
- * `ensemble="..",service_code="..",node="..",hostname=".."[,group="..",role=".."]`.
- */
+/** A node's label text, unbraced: `ensemble="..",service_code="..",node="..",hostname=".."[,group,role]`. */
 export function nodeLabelText(ensemble: string, node: CacheNode): string {
   const text =
     `ensemble="${escapeLabelValue(ensemble)}",service_code="${escapeLabelValue(node.serviceCode)}",` +

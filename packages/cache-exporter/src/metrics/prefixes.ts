@@ -16,13 +16,9 @@ import {
 } from './catalog.js';
 
 /**
- * Prefix series are summed per service code, not kept per node: keys of a prefix are hashed over
- * every node, so a per-node split multiplies the series by the node count for little an operator
- * acts on. A series is emitted once its value has been non-zero, and from then on, zeros included.
- *
- * Operation counts are running totals (CounterTotals): a plain sum over the nodes that answered
- * falls when one fails or restarts, and rate() would read that as a reset. Item counts and sizes
- * are gauges, summed over the nodes that answered (arcus_prefix_nodes).
+ * Prefix series are summed per service code (a prefix's keys hash over every node, so per node only
+ * multiplies series), emitted from their first non-zero value on. Operation counts are running
+ * totals (CounterTotals): a plain sum falls when a node fails, which rate() reads as a reset.
  */
 
 export type NodePrefixState = 'ok' | 'failed' | 'limited';

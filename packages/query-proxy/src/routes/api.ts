@@ -1,8 +1,4 @@
-/**
- * The Prometheus query API the dashboard server uses, routed to the server groups by label filter.
- * Every answer says how it was routed: `X-Cachemon-Route` (single, several, none, spanning) and a
- * `Server-Timing` entry per group asked.
- */
+/** The query API, routed by label filter; answers carry `X-Cachemon-Route` and `Server-Timing` per group. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from '@cachemon/core';
 import { ApiError } from '../api-answers.js';
 import type { apiErrorHandler, Endpoint } from '../api-answers.js';
