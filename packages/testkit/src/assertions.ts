@@ -39,12 +39,12 @@ export function valueOf(
   return found[0]?.value;
 }
 
-/** Retries an assertion until it passes or the time is up (then throws its last error). */
+/** Retries an assertion until it passes or the time is up (60 s unless told: generous, for a busy machine; then throws its last error). */
 export async function eventually<T>(
   check: () => Promise<T> | T,
   options: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<T> {
-  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
     try {
       return await check();

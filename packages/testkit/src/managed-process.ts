@@ -4,16 +4,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { TestkitError, TestkitErrors } from './errors.js';
 import { onProcessExit } from './process-exit.js';
 
-/** Children started by the kit and still running; SIGKILLed if the test process exits first. */
+/**
+ * Children started by the kit and still running, each the leader of a process group of its own;
+ * the group (the child and whatever it started) is SIGKILLed if the test process exits first.
+ */
 const running = new Set<ChildProcess>();
 onProcessExit(() => {
-  for (const child of running) {
-    try {
-      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const child of running) if (child.pid !== undefined) signal(child.pid, 'SIGKILL');
   running.clear();
 });
 
@@ -61,7 +58,7 @@ export class ManagedProcess {
     const fd = openSync(this.logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(this.command, [...this.args], { cwd: this.cwd, stdio: ['ignore', fd, fd] });
+      child = spawn(this.command, [...this.args], { cwd: this.cwd, stdio: ['ignore', fd, fd], detached: true });
     } finally {
       // The child has its own copy of the descriptor.
       closeSync(fd);
@@ -96,7 +93,7 @@ export class ManagedProcess {
     }
   }
 
-  /** SIGTERM by PID, wait for the exit, SIGKILL after `graceMs`. */
+  /** SIGTERM to its process group, wait for the exit, SIGKILL after `graceMs`. */
   async stop(graceMs = 5000): Promise<void> {
     const pid = this.pid;
     if (pid === undefined) return;
@@ -106,10 +103,12 @@ export class ManagedProcess {
       await this.waitForExit();
     } finally {
       clearTimeout(timer);
+      // What the child started and left running dies with it.
+      signal(pid, 'SIGKILL');
     }
   }
 
-  /** SIGKILL by PID and wait for the exit. */
+  /** SIGKILL to its process group and wait for the exit. */
   async kill(): Promise<void> {
     const pid = this.pid;
     if (pid === undefined) return;
@@ -164,9 +163,10 @@ export class ManagedProcess {
   }
 }
 
+/** `sig` to the process group `pid` leads (every kit child leads one). */
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {
-    process.kill(pid, sig);
+    process.kill(-pid, sig);
   } catch {
     // already gone
   }
