@@ -89,6 +89,41 @@ describe('clean-up when the test process ends', () => {
     }
   });
 
+  test('a daemon detached into a session of its own, with a pid file in a temp dir, dies on exit', async () => {
+    // As stack/lib/daemon.sh starts one: setsid, output to a file, the pid in <dir>/run/<name>.pid.
+    const script = `
+      import { mkdirSync } from 'node:fs';
+      import { execFileSync } from 'node:child_process';
+      import { tempDir } from ${JSON.stringify(INDEX)};
+      const dir = await tempDir('cachemon-pidfile-test-');
+      mkdirSync(dir + '/component/run', { recursive: true });
+      execFileSync('sh', ['-c', 'setsid sleep 3117 >/dev/null 2>&1 </dev/null & echo $! > "$0"', dir + '/component/run/x.pid']);
+      console.log(JSON.stringify({ dir }));
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.equal(code, 0);
+    const { dir } = JSON.parse(out.trim()) as { dir: string };
+    assert.equal(existsSync(dir), false);
+    // The pid file is gone with the dir: find the sleep by its command line, as the child's
+    // grandchild with init as its parent.
+    const sleepers = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .filter((name) => {
+        try {
+          return readFileSync(`/proc/${name}/cmdline`, 'utf8') === 'sleep\u00003117\u0000';
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+    for (const pid of sleepers) assert.ok(await waitGone(pid), `sleep ${pid} is still running`);
+  });
+
   test('a forgotten registration or double does not keep the process alive', async () => {
     // The child leaks a node registration and a registered double, then stops ZooKeeper: the
     // sessions keep reconnecting to a dead server, yet the process must end on its own.
