@@ -276,8 +276,10 @@ describe('cache_exporter start.sh / stop.sh', () => {
     );
     node.setBehavior('hang');
     try {
+      const asked = node.statsRequests;
       const scrape = exporter.scrape('/metrics', { 'X-Prometheus-Scrape-Timeout-Seconds': '30' });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The scrape waits for the hung node once the node has its request.
+      await eventually(() => assert.ok(node.statsRequests > asked), { intervalMs: 20 });
       const stopped = exporter.stop();
       const { status, samples, ms } = await scrape;
       assert.equal(status, 200);
