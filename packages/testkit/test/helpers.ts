@@ -106,3 +106,24 @@ export function readTranscript(path = `${SAMPLES_DIR}/transcript.txt`): Transcri
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** Gone = no such process, or a zombie nobody reaped yet (it is dead). */
+export function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+/** True once `pid` is gone (processGone), false if it still runs after `timeoutMs`. */
+export async function waitGone(pid: number, timeoutMs = 1000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!processGone(pid) && Date.now() < deadline) await sleep(20);
+  return processGone(pid);
+}

@@ -10,28 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { sleep } from './helpers.js';
+import { waitGone } from './helpers.js';
 
 const INDEX = fileURLToPath(new URL('../src/index.js', import.meta.url));
-
-/** Gone = no such process, or a zombie nobody reaped yet (it is dead). */
-function processGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
-
-async function waitGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 50 && !processGone(pid); i++) await sleep(20);
-  return processGone(pid);
-}
 
 /** Runs a child that starts memcached and a temp dir, then ends as `ending` says. */
 async function runChild(
