@@ -636,7 +636,8 @@ async function runConfig(n, p) {
         `${label}: a prefix scrape takes ~${Math.round(warmPrefixMs)} ms; ${prefixScrapes} prefix scrapes instead of ${OPTS.prefixScrapes}`,
       );
 
-    const m = {
+    // The exporter's tallies, one per endpoint.
+    const tally = () => ({
       ms: [],
       wait: [],
       rounds: [],
@@ -647,19 +648,9 @@ async function runConfig(n, p) {
       bytes: 0,
       wire: 0,
       incomplete: 0,
-    };
-    const pf = {
-      ms: [],
-      wait: [],
-      rounds: [],
-      cpuMs: 0,
-      wallMs: 0,
-      scrapes: 0,
-      series: 0,
-      bytes: 0,
-      wire: 0,
-      incomplete: 0,
-    };
+    });
+    const m = tally();
+    const pf = tally();
     const fs = { ms: [], wait: [], rounds: [], bytes: 0 };
     const fc = { ms: [], wait: [], rounds: [], bytes: 0, compressedBytes: 0 };
     const fp = { ms: [], wait: [], rounds: [], bytes: 0 };
