@@ -55,6 +55,9 @@ if [ -d "$app" ]; then mv "$app" "$app.old"; fi
 mv "$app.new" "$app"
 rm -rf "$app.old"
 echo "install: cachemon in $app"
+# The command that runs and changes this tree; it finds the tree from its own place.
+mkdir -p "$INSTALL_DIR/bin"
+ln -sfn ../cachemon/bin/cachemon "$INSTALL_DIR/bin/cachemon"
 
 # Components run by cachemon's daemons: their folders only.
 for component in cache_exporter coordination_exporter topology_provider query_proxy; do
@@ -76,4 +79,4 @@ if [ "$status" -eq 3 ]; then
 elif [ "$status" -ne 0 ]; then
   exit "$status"
 fi
-echo "install: done. Next: fill alert_router/alert_router.yml, then start each component with its start.sh (docs/operations.md)."
+echo "install: done. Next: fill alert_router/alert_router.yml, then $INSTALL_DIR/bin/cachemon start (docs/operations.md)."

@@ -75,6 +75,15 @@ export function runScript(
   });
 }
 
+/** The installed tree's own `bin/cachemon`, run without blocking this process (it finds the tree itself). */
+export function cachemon(dir: string, args: readonly string[]): Promise<ScriptResult> {
+  return new Promise((resolve) => {
+    execFile(join(dir, 'bin/cachemon'), [...args], { encoding: 'utf8', timeout: 300_000 }, (error, stdout, stderr) =>
+      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
 export type InstantResult = Array<{ metric: Record<string, string>; value: [number, string] }>;
 
 /** An instant query straight to a store, after making what it has ingested searchable. */
@@ -86,5 +95,5 @@ export async function queryStore(port: number, query: string): Promise<InstantRe
 
 export { DEMO_ENSEMBLE, startDemo, stopDemo } from './demo-stack.js';
 export type { DemoOptions, DemoStarted } from './demo-stack.js';
-export { SHIPPED_PORTS } from './configure.js';
-export type { StackPorts } from './configure.js';
+export { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS } from './configure.js';
+export type { StackPorts, TreeSettings } from './configure.js';

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { runScript, STACK_DIR } from '../../src/index.js';
+import { cachemon, runScript, STACK_DIR } from '../../src/index.js';
 import { addEnsembleToTopologyProvider, configureTree, startOrder } from '../../src/configure.js';
 import type { StackPorts } from '../../src/configure.js';
 
@@ -18,7 +18,8 @@ type Series = Array<{ metric: Record<string, string>; value: [number, string] }>
  * ZooKeeper with two ARCUS nodes registered as ARCUS does: data followed from a cache node to the
  * short-term store, downsampled into the long-term store, queried through the query proxy, an
  * alert raised and resolved through the rule evaluator and the alert router, the spec's three
- * procedures performed as docs/operations.md describes them, and a store restart.
+ * procedures performed by `cachemon`, and a store restart. Started and stopped by `cachemon`, which
+ * runs the components' own scripts.
  */
 describe('the installed stack end to end', () => {
   let dir: string;
@@ -111,14 +112,13 @@ describe('the installed stack end to end', () => {
       fast: true,
     });
 
-    for (const [component, ...args] of startOrder('zk1')) {
-      const started = await sh(component, 'start.sh', ...args);
-      assert.equal(started.status, 0, `${component}: ${started.stderr}${started.stdout}`);
-    }
+    const started = await cachemon(dir, ['start']);
+    assert.equal(started.status, 0, `${started.stdout}${started.stderr}`);
   });
 
   after(async () => {
     if (dir) {
+      await cachemon(dir, ['stop']);
       for (const component of ['cache_exporter', 'coordination_exporter']) await sh(component, 'stop.sh', 'zk2');
       for (const [component, ...args] of [...startOrder('zk1')].reverse()) await sh(component, 'stop.sh', ...args);
     }
@@ -128,6 +128,51 @@ describe('the installed stack end to end', () => {
     await arcus2?.close();
     await zk?.stop();
     await zk2?.stop();
+  });
+
+  test('cachemon status: every component running and healthy, with its version, its loaded config and the store targets up', async () => {
+    const status = await eventually(
+      async () => {
+        const result = await cachemon(dir, ['status', '--json']);
+        assert.equal(result.status, 0, result.stdout + result.stderr);
+        return JSON.parse(result.stdout) as Array<{
+          id: string;
+          pid: number | null;
+          healthy: boolean;
+          version: string;
+          config: string;
+          targets?: Array<{ job: string; up: number; down: number }>;
+        }>;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    assert.deepEqual(
+      status.map((s) => s.id),
+      [
+        'short_term_store:short',
+        'short_term_store:long',
+        'host_exporter',
+        'cache_exporter:zk1',
+        'coordination_exporter:zk1',
+        'topology_provider',
+        'query_proxy',
+        'rule_evaluator',
+        'alert_router',
+      ],
+    );
+    for (const s of status) {
+      assert.ok(s.pid !== null && s.healthy, `${s.id} healthy`);
+      assert.match(s.version, /^v?\d+\.\d+/, `${s.id} version`);
+      assert.equal(s.config, 'loaded', s.id);
+    }
+    const short = status.find((s) => s.id === 'short_term_store:short')!;
+    assert.deepEqual(
+      short.targets!.map((t) => `${t.job} ${t.up}/${t.down}`),
+      ['arcus 1/0', 'arcus_prefixes 1/0', 'meta-long 1/0', 'meta-short 1/0', 'system_resource 1/0', 'zookeeper 1/0'],
+    );
+    const table = await cachemon(dir, ['status']);
+    assert.match(table.stdout, /^COMPONENT +INSTANCE +PID +ADDRESS +HEALTH +VERSION +CONFIG$/m);
+    assert.match(table.stdout, /^cache_exporter +zk1 +\d+ +127\.0\.0\.1:\d+ +healthy /m);
   });
 
   test('cache, prefix, coordination and host metrics reach the short-term store with their jobs and labels, queried through the proxy', async () => {
@@ -229,22 +274,26 @@ describe('the installed stack end to end', () => {
     );
   });
 
-  test('procedure "collect only some service codes": serviceCodes in the cache exporter config, then its reload', async () => {
-    const file = join(dir, 'cache_exporter/conf/zk1.json');
-    writeFileSync(
-      file,
-      JSON.stringify({ ...(JSON.parse(readFileSync(file, 'utf8')) as object), serviceCodes: ['svc-a'] }),
-    );
-    const reloaded = await fetch(`http://127.0.0.1:${port['cache']}/-/reload`, { method: 'POST' });
-    assert.equal(reloaded.status, 200, await reloaded.text());
-    await eventually(async () => {
+  test('cachemon service-codes: the cache exporter collects only the service codes set, verified by its metrics', async () => {
+    const collected = async () => {
       const text = await (await fetch(`http://127.0.0.1:${port['cache']}/metrics`)).text();
-      const services = new Set([...text.matchAll(/^arcus_up\{[^}]*service_code="([^"]+)"/gm)].map((m) => m[1]));
-      assert.deepEqual([...services], ['svc-a']);
-    });
+      return [...new Set([...text.matchAll(/^arcus_up\{[^}]*service_code="([^"]+)"/gm)].map((m) => m[1]))].sort();
+    };
+    assert.deepEqual(await collected(), ['svc-a', 'svc-b']);
+    const narrowed = await cachemon(dir, ['service-codes', 'zk1', 'set', 'svc-a']);
+    assert.equal(narrowed.status, 0, narrowed.stdout + narrowed.stderr);
+    assert.match(narrowed.stderr, /ok: verify: cache_exporter:zk1 collects svc-a/);
+    assert.deepEqual(await collected(), ['svc-a']);
+    const conf = JSON.parse(readFileSync(join(dir, 'cache_exporter/conf/zk1.json'), 'utf8')) as {
+      serviceCodes: string[];
+    };
+    assert.deepEqual(conf.serviceCodes, ['svc-a']);
+    const unknown = await cachemon(dir, ['service-codes', 'zk1', 'remove', 'svc-x']);
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /not collected now: svc-x \(collected: svc-a\)/);
   });
 
-  test('procedure "add an ensemble": a second ZooKeeper\'s exporters, target files and topology provider, each taking effect', async () => {
+  test("cachemon ensemble add: a second ZooKeeper's cache, prefix and coordination series arrive through the proxy, and the provider lists it", async () => {
     // The new ensemble: its own ZooKeeper with one ARCUS node of a service code of its own.
     const server = await startZooKeeper();
     zk2 = server;
@@ -255,130 +304,121 @@ describe('the installed stack end to end', () => {
     nodes.push(node);
     await registry.mapServer(node.address, 'svc-c');
     await node.register(registry, { hostname: 'localhost' });
+    node.populate([{ key: 'order:1' }]);
     port['cache2'] = await freePort();
     port['coordination2'] = await freePort();
+    const args = ['ensemble', 'add', 'zk2', '--servers', server.address, '--listen-host', '127.0.0.1'];
+    const ports = ['--cache-port', String(port['cache2']), '--coordination-port', String(port['coordination2'])];
 
-    // 1. Cache exporter: the example copied, listen, ensembleByName and the log file edited.
-    const example = readFileSync(join(dir, 'cache_exporter/conf/example.json'), 'utf8');
-    writeFileSync(
-      join(dir, 'cache_exporter/conf/zk2.json'),
-      example
-        .replace(/"listen": "[^"]*"/, `"listen": "127.0.0.1:${port['cache2']}"`)
-        .replace(/"example": \[[^\]]*\]/, `"zk2": ["${server.address}"]`)
-        .replace('log/example.log', 'log/zk2.log'),
-    );
-    const cache = await sh('cache_exporter', 'start.sh', 'zk2');
-    assert.equal(cache.status, 0, cache.stderr);
-    // 2. Coordination exporter: the example env with its port and servers.
-    const env = readFileSync(join(dir, 'coordination_exporter/conf/example.env'), 'utf8');
-    writeFileSync(
-      join(dir, 'coordination_exporter/conf/zk2.env'),
-      env
-        .replace(/^LISTEN_PORT=.*/m, `LISTEN_PORT=${port['coordination2']}`)
-        .replace(/^ZK_SERVERS=.*/m, `ZK_SERVERS=(${server.address})`),
-    );
-    const coordination = await sh('coordination_exporter', 'start.sh', 'zk2');
-    assert.equal(coordination.status, 0, coordination.stderr);
-    // (3. The host exporter of the machine already runs.)
-    // 4. The store's target files gain the two exporters; then its reload.
-    const targets = (file: string) => join(dir, `short_term_store/conf/exporter/${file}.yml`);
-    writeFileSync(
-      targets('cache_exporter'),
-      `${readFileSync(targets('cache_exporter'), 'utf8')}- targets: ["127.0.0.1:${port['cache2']}"]\n`,
-    );
-    writeFileSync(
-      targets('coordination_exporter'),
-      `${readFileSync(targets('coordination_exporter'), 'utf8')}- targets: ["127.0.0.1:${port['coordination2']}"]\n  labels:\n    ensemble: zk2\n`,
-    );
-    assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).ok, true);
+    const dry = await cachemon(dir, [...args, ...ports, '--dry-run']);
+    assert.equal(dry.status, 0, dry.stderr);
+    assert.match(dry.stdout, /\+\+\+ .*cache_exporter\/conf\/zk2\.json/);
+    assert.match(dry.stdout, /^\+ {4}ensemble: zk2$/m);
+    assert.match(dry.stdout, /--dry-run: nothing was changed/);
+    assert.equal(existsSync(join(dir, 'cache_exporter/conf/zk2.json')), false);
+
+    const added = await cachemon(dir, [...args, ...ports, '--wait', '90']);
+    assert.equal(added.status, 0, added.stdout + added.stderr);
     await eventually(
       async () => {
         assert.deepEqual(
           (await viaProxy('arcus_up{scrape="short", ensemble="zk2"}')).map(
-            (s) => `${s.metric['service_code']}/${s.metric['node']}=${s.value[1]}`,
+            (s) => `${s.metric['job']}/${s.metric['service_code']}/${s.metric['node']}=${s.value[1]}`,
           ),
-          [`svc-c/${node.address}=1`],
+          [`arcus/svc-c/${node.address}=1`],
+        );
+        assert.ok(
+          (await viaProxy('arcus_prefix_items{scrape="short", ensemble="zk2"}')).some(
+            (s) => s.metric['job'] === 'arcus_prefixes',
+          ),
+          'prefix metrics of zk2',
         );
         assert.deepEqual(
           (await viaProxy('zk_up{scrape="short", ensemble="zk2"}')).map((s) => `${s.metric['zk_host']}=${s.value[1]}`),
           [`${server.address}=1`],
         );
       },
-      { timeoutMs: 30_000, intervalMs: 1000 },
+      { timeoutMs: 60_000, intervalMs: 1000 },
     );
-    // 5. Topology provider: the ensemble added beside the first; then its reload.
-    const config = join(dir, 'topology_provider/conf/config.json');
-    writeFileSync(
-      config,
-      readFileSync(config, 'utf8').replace(/("zk1": \[[^\]]*\])/, `$1,\n    "zk2": ["${server.address}"]`),
+    assert.deepEqual(await variable('ensembles'), ['zk1', 'zk2']);
+    assert.ok((await variable('nodes')).includes(node.address));
+    const listed = await cachemon(dir, ['ensemble', 'list', '--json']);
+    const zk2Row = (JSON.parse(listed.stdout) as Array<{ name: string; cacheExporter: { running: boolean } }>).find(
+      (r) => r.name === 'zk2',
     );
-    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
-    assert.deepEqual(((await reloaded.json()) as { added: string[] }).added, ['zk2']);
-    await eventually(async () => {
-      assert.deepEqual(await variable('ensembles'), ['zk1', 'zk2']);
-      assert.ok((await variable('nodes')).includes(node.address));
+    assert.equal(zk2Row?.cacheExporter.running, true);
+  });
+
+  test('cachemon ensemble remove: only the second ensemble is collected after it, its exporters stopped', async () => {
+    const removed = await cachemon(dir, ['ensemble', 'remove', 'zk1', '--wait', '60']);
+    assert.equal(removed.status, 0, removed.stdout + removed.stderr);
+    assert.deepEqual(await variable('ensembles'), ['zk2']);
+    const targets = (await (await fetch(`http://127.0.0.1:${port['short']}/api/v1/targets`)).json()) as {
+      data: { activeTargets: Array<{ labels: { job: string; instance: string } }> };
+    };
+    // The machine's host exporter stays: zk2's node runs there too.
+    assert.deepEqual(targets.data.activeTargets.map((t) => `${t.labels.job} ${t.labels.instance}`).sort(), [
+      `arcus 127.0.0.1:${port['cache2']}`,
+      `arcus_prefixes 127.0.0.1:${port['cache2']}`,
+      `meta-long 127.0.0.1:${port['long']}`,
+      `meta-short 127.0.0.1:${port['short']}`,
+      `system_resource localhost:${port['host']}`,
+      `zookeeper 127.0.0.1:${port['coordination2']}`,
+    ]);
+    await assert.rejects(fetch(`http://127.0.0.1:${port['cache']}/-/healthy`));
+    await assert.rejects(fetch(`http://127.0.0.1:${port['coordination']}/-/healthy`));
+    assert.equal(existsSync(join(dir, 'cache_exporter/conf/zk1.json')), false);
+    assert.equal((await fetch(`http://127.0.0.1:${port['cache2']}/-/healthy`)).status, 200);
+    await eventually(async () => assert.deepEqual(await viaProxy('arcus_up{scrape="short", ensemble="zk1"}'), []), {
+      timeoutMs: 30_000,
+      intervalMs: 1000,
     });
   });
 
-  test('procedure "remove an ensemble": topology provider, target files and exporters, each taking effect', async () => {
-    const config = join(dir, 'topology_provider/conf/config.json');
-    writeFileSync(config, readFileSync(config, 'utf8').replace(/"zk1": \[[^\]]*\],\s*/, ''));
-    const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
-    assert.deepEqual(((await reloaded.json()) as { removed: string[] }).removed, ['zk1']);
-    assert.deepEqual(await variable('ensembles'), ['zk2']);
-
-    // zk1's entries leave the cache and coordination exporter files; the machine's host exporter
-    // stays, for zk2's node runs there too.
-    const targets = (file: string) => join(dir, `short_term_store/conf/exporter/${file}.yml`);
-    writeFileSync(
-      targets('cache_exporter'),
-      readFileSync(targets('cache_exporter'), 'utf8').replace(`- targets: ["127.0.0.1:${port['cache']}"]\n`, ''),
-    );
-    writeFileSync(
-      targets('coordination_exporter'),
-      readFileSync(targets('coordination_exporter'), 'utf8').replace(
-        `- targets: ["127.0.0.1:${port['coordination']}"]\n  labels:\n    ensemble: zk1\n`,
-        '',
-      ),
-    );
-    assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).ok, true);
-    await eventually(
-      async () => {
-        const targets = (await (await fetch(`http://127.0.0.1:${port['short']}/api/v1/targets`)).json()) as {
-          data: { activeTargets: Array<{ labels: { job: string; instance: string } }> };
-        };
-        assert.deepEqual(targets.data.activeTargets.map((t) => `${t.labels.job} ${t.labels.instance}`).sort(), [
-          `arcus 127.0.0.1:${port['cache2']}`,
-          `arcus_prefixes 127.0.0.1:${port['cache2']}`,
-          `meta-long 127.0.0.1:${port['long']}`,
-          `meta-short 127.0.0.1:${port['short']}`,
-          `system_resource localhost:${port['host']}`,
-          `zookeeper 127.0.0.1:${port['coordination2']}`,
-        ]);
-      },
-      { timeoutMs: 20_000 },
-    );
-    for (const component of ['cache_exporter', 'coordination_exporter']) {
-      const stopped = await sh(component, 'stop.sh', 'zk1');
-      assert.equal(stopped.status, 0, stopped.stderr);
-      assert.match(stopped.stdout, new RegExp(`${component} zk1: stopped`));
-    }
-    await assert.rejects(fetch(`http://127.0.0.1:${port['cache']}/-/healthy`));
-    // The other ensemble is still collected.
-    assert.equal((await fetch(`http://127.0.0.1:${port['cache2']}/-/healthy`)).status, 200);
-  });
-
-  test('a restart of the short-term store by its own scripts loses no stored data', async () => {
+  test('a restart of the short-term store by cachemon loses no stored data', async () => {
     const stored = async () =>
       (await viaProxy('sum(count_over_time(arcus_up{scrape="short", ensemble="zk1"}[1h]))'))[0]?.value[1];
     const before = Number(await stored());
     assert.ok(before > 0, 'samples before the restart');
-    const stopped = await sh('short_term_store', 'stop.sh', 'short');
-    assert.equal(stopped.status, 0, stopped.stderr);
-    await assert.rejects(fetch(`http://127.0.0.1:${port['short']}/health`));
-    const started = await sh('short_term_store', 'start.sh', 'short');
-    assert.equal(started.status, 0, started.stderr);
+    const restarted = await cachemon(dir, ['restart', 'short_term_store:short']);
+    assert.equal(restarted.status, 0, restarted.stdout + restarted.stderr);
+    assert.match(
+      restarted.stdout,
+      /short_term_store:short: store short: stopped[\s\S]*short_term_store:short: .*started \(pid \d+\)/,
+    );
     // zk1 is no longer scraped: every sample it has was written before the restart.
     await eventually(async () => assert.equal(Number(await stored()), before), { timeoutMs: 30_000, intervalMs: 500 });
+  });
+
+  test('cachemon stop: every component stopped, in the reverse order, nothing of the tree left running', async () => {
+    const stopped = await cachemon(dir, ['stop']);
+    assert.equal(stopped.status, 0, stopped.stdout + stopped.stderr);
+    const order = [...stopped.stdout.matchAll(/^([a-z_]+)[:\s]/gm)].map((m) => m[1]);
+    assert.deepEqual(
+      [...new Set(order)],
+      [
+        'alert_router',
+        'rule_evaluator',
+        'query_proxy',
+        'topology_provider',
+        'coordination_exporter',
+        'cache_exporter',
+        'host_exporter',
+        'short_term_store',
+      ],
+    );
+    const status = await cachemon(dir, ['status', '--json']);
+    assert.equal(status.status, 1);
+    assert.ok((JSON.parse(status.stdout) as Array<{ pid: number | null }>).every((s) => s.pid === null));
+    const mine = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(dir);
+        } catch {
+          return false;
+        }
+      });
+    assert.deepEqual(mine, []);
   });
 });

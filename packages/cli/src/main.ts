@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+/** cachemon: the installed stack started, stopped, checked and changed, one command per procedure. */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { Change, renderDiff, StepError, withTreeLock } from './change.js';
+import { listEnsembles, planAdd, planRemove } from './ensemble.js';
+import type { Plan } from './ensemble.js';
+import { planHosts } from './hosts.js';
+import { planServiceCodes } from './service-codes.js';
+import type { ServiceCodesOp } from './service-codes.js';
+import { runComponents } from './run.js';
+import { allWell, renderStatus, treeStatus } from './status.js';
+import { installDir, Tree } from './tree.js';
+
+const program = new Command('cachemon')
+  .description('Runs and changes an installed cachemon tree: one command per procedure.')
+  .option(
+    '--install-dir <dir>',
+    'the installed tree (default: CACHEMON_INSTALL_DIR, else the tree cachemon is installed in)',
+  )
+  .showHelpAfterError()
+  .configureOutput({ outputError: (text, write) => write(text) });
+
+const tree = () => new Tree(installDir(program.opts<{ installDir?: string }>().installDir));
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+const integer = (what: string) => (value: string) => {
+  if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${what} is a whole number`);
+  return Number(value);
+};
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+
+const waitOption = () =>
+  new Option('--wait <seconds>', 'how long to wait for the verification').default(120).argParser(integer('--wait'));
+const lockOption = () =>
+  new Option('--lock-wait <seconds>', 'how long to wait for another cachemon command that changes the tree')
+    .default(600)
+    .argParser(integer('--lock-wait'));
+
+interface ChangeOptions {
+  readonly dryRun?: boolean;
+  readonly json?: boolean;
+  readonly lockWait: number;
+}
+
+/**
+ * A procedure under the tree's lock: planned (every file read and checked, nothing changed), then
+ * shown (--dry-run) or run step by step, rolled back whole when a step fails.
+ */
+async function changeTree(what: string, options: ChangeOptions, plan: (t: Tree) => Promise<Plan>): Promise<void> {
+  const t = tree();
+  const run = async () => {
+    let planned: Plan;
+    try {
+      planned = await plan(t);
+    } catch (error) {
+      throw new StepError('plan', (error as Error).message, [], [], '');
+    }
+    if (options.dryRun) {
+      const report = {
+        dryRun: true,
+        files: planned.edits.map((e) => ({ path: e.path, diff: renderDiff(e) })),
+        actions: planned.actions,
+      };
+      if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        for (const f of report.files) process.stdout.write(f.diff);
+        process.stdout.write(
+          `\nthen:\n${planned.actions.map((a) => `  ${a}`).join('\n')}\n\n--dry-run: nothing was changed\n`,
+        );
+      }
+      return;
+    }
+    const change = new Change(options.json ? () => undefined : say);
+    await planned.run(change);
+    if (options.json) process.stdout.write(`${JSON.stringify({ ok: true, steps: change.log }, null, 2)}\n`);
+    else process.stdout.write(`${what}: done\n`);
+  };
+  try {
+    await withTreeLock(
+      t.path('run/cachemon'),
+      options.lockWait,
+      () => say(`${what}: waiting for another cachemon command to finish`),
+      run,
+    );
+  } catch (error) {
+    process.exitCode = 1;
+    if (!(error instanceof StepError)) {
+      if (options.json) process.stdout.write(`${JSON.stringify({ ok: false, error: (error as Error).message })}\n`);
+      else say(`${what}: ${(error as Error).message}`);
+      return;
+    }
+    const nothing = error.rollbackFailures.length === 0;
+    if (options.json) {
+      process.stdout.write(
+        `${JSON.stringify({ ok: false, step: error.step, error: error.reason, rolledBack: error.rolledBack, rollbackFailures: error.rollbackFailures }, null, 2)}\n`,
+      );
+      return;
+    }
+    say(`${what}: failed at step "${error.step}": ${error.reason}`);
+    if (error.rolledBack.length > 0) say(`rolled back: ${error.rolledBack.join('; ')}`);
+    for (const f of error.rollbackFailures) say(`NOT rolled back: ${f}`);
+    say(
+      nothing
+        ? 'every file is as it was before, and nothing this command started is running.'
+        : 'the tree may be half-changed: fix what is named above by hand (docs/operations.md says each step).',
+    );
+    if (error.advice) say(error.advice);
+  }
+}
+
+for (const action of ['start', 'stop', 'restart'] as const)
+  program
+    .command(`${action} [component...]`)
+    .description(`${action} every component in dependency order, or the ones named (component or component:name)`)
+    .action(async (ids: string[]) => {
+      const ok = await runComponents(tree(), action, ids, (line) => process.stdout.write(`${line}\n`));
+      if (!ok) process.exitCode = 1;
+    });
+
+program
+  .command('status')
+  .description("every component: pid, address, health, version, loaded config, and the stores' scrape targets")
+  .option('--json', 'as JSON')
+  .argument('[component...]')
+  .action(async (ids: string[], options: { json?: boolean }) => {
+    const t = tree();
+    const rows = await treeStatus(t, await t.select(ids));
+    process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : `${renderStatus(rows)}\n`);
+    if (!allWell(rows)) process.exitCode = 1;
+  });
+
+const ensemble = program.command('ensemble').description('add, remove and list the ensembles collected');
+ensemble
+  .command('add <name>')
+  .description('add a collection target: exporters started, store and topology provider told, verified')
+  .addOption(
+    new Option('--servers <host:port,...>', "the ensemble's coordination servers").argParser(list).conflicts('domain'),
+  )
+  .option('--domain <domain:port>', 'a domain resolving to every coordination server')
+  .option('--service-codes <a,b>', 'collect only these service codes', list)
+  .option(
+    '--cache-port <port>',
+    "the cache exporter's port (default: the first free from 9151)",
+    integer('--cache-port'),
+  )
+  .option(
+    '--coordination-port <port>',
+    "the coordination exporter's port (default: the first free from 9141)",
+    integer('--coordination-port'),
+  )
+  .option('--listen-host <host>', "the host of the cache exporter's listen address (default: as in conf/example.json)")
+  .option('--dry-run', "print each file's diff and the actions; change nothing")
+  .option('--json', 'the outcome as JSON')
+  .addOption(waitOption())
+  .addOption(lockOption())
+  .action(
+    async (
+      name: string,
+      o: ChangeOptions & {
+        servers?: string[];
+        domain?: string;
+        serviceCodes?: string[];
+        cachePort?: number;
+        coordinationPort?: number;
+        listenHost?: string;
+        wait: number;
+      },
+    ) => {
+      await changeTree(`ensemble add ${name}`, o, (t) => planAdd(t, name, o, o.json ? () => undefined : say));
+    },
+  );
+ensemble
+  .command('remove <name>')
+  .description('remove a collection target: provider and store told, exporters stopped, verified')
+  .option('--dry-run', "print each file's diff and the actions; change nothing")
+  .option('--json', 'the outcome as JSON')
+  .addOption(waitOption())
+  .addOption(lockOption())
+  .action(async (name: string, o: ChangeOptions & { wait: number }) => {
+    await changeTree(`ensemble remove ${name}`, o, (t) => planRemove(t, name, o));
+  });
+ensemble
+  .command('list')
+  .description('every ensemble: servers, exporters, ports, running and scraped')
+  .option('--json', 'as JSON')
+  .action(async (o: { json?: boolean }) => {
+    const rows = await listEnsembles(tree());
+    if (o.json) {
+      process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      return;
+    }
+    for (const r of rows) {
+      const exporter = (what: string, e: (typeof r)['cacheExporter']) =>
+        e ? `  ${what} ${e.address} ${e.running ? 'running' : 'NOT running'}; ${e.scraped}` : `  ${what}: none`;
+      process.stdout.write(
+        [
+          `${r.name}: ${r.servers.join(',')}${r.serviceCodes ? ` (service codes ${r.serviceCodes.join(',')})` : ''}${r.inTopologyProvider ? '' : ' (not in the topology provider)'}`,
+          exporter('cache exporter', r.cacheExporter),
+          exporter('coordination exporter', r.coordinationExporter),
+        ].join('\n') + '\n',
+      );
+    }
+    if (rows.length === 0) process.stdout.write('no ensembles\n');
+  });
+
+program
+  .command('service-codes <name> <operation> [codes]')
+  .description('collect only some service codes of an ensemble: set a,b | add a | remove a | all')
+  .option('--dry-run', "print each file's diff and the actions; change nothing")
+  .option('--json', 'the outcome as JSON')
+  .addOption(waitOption())
+  .addOption(lockOption())
+  .action(async (name: string, operation: string, codes: string | undefined, o: ChangeOptions & { wait: number }) => {
+    if (!['set', 'add', 'remove', 'all'].includes(operation))
+      program.error(`service-codes: operation is set, add, remove or all (got ${operation})`, { exitCode: 2 });
+    if (operation === 'all' && codes) program.error('service-codes all takes no service codes', { exitCode: 2 });
+    await changeTree(`service-codes ${name} ${operation}`, o, (t) =>
+      planServiceCodes(t, name, operation as ServiceCodesOp, list(codes ?? ''), o),
+    );
+  });
+
+const hosts = program.command('hosts').description('host exporters on the cache machines: installed over SSH, scraped');
+for (const op of ['add', 'remove'] as const)
+  hosts
+    .command(`${op} [host...]`)
+    .description(
+      op === 'add'
+        ? 'install a host exporter on each machine (over SSH) and scrape it'
+        : 'stop the host exporter of each machine and stop scraping it',
+    )
+    .option('--pattern <pattern>', 'machine names with %s (or %02d) for the number, with --seq')
+    .option('--seq <first-and-last...>', 'the range of machine numbers: --seq 1 40')
+    .option('--port <port>', "the host exporters' port", integer('--port'), 9100)
+    .option('--yes', 'do not ask before the destructive install')
+    .option('--dry-run', "print each file's diff and the actions; change nothing")
+    .option('--json', 'the outcome as JSON')
+    .addOption(waitOption())
+    .addOption(lockOption())
+    .action(
+      async (
+        names: string[],
+        o: ChangeOptions & { pattern?: string; seq?: string[]; port: number; yes?: boolean; wait: number },
+      ) => {
+        await changeTree(`hosts ${op}`, o, (t) => planHosts(t, op, names, o));
+      },
+    );
+
+program.parseAsync().catch((error: Error) => {
+  say(`cachemon: ${error.message}`);
+  process.exitCode = process.exitCode || 1;
+});
