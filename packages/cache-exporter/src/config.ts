@@ -9,7 +9,7 @@ import {
   serverListSchema,
   validateConfig,
 } from '@cachemon/core';
-import type { LogBlock } from '@cachemon/core';
+import type { ConfigFileIdentity, LoadedConfig, LogBlock } from '@cachemon/core';
 
 /** The cache exporter's JSON config, exactly the spec's keys (`ensembleByName` one pair, or `ensemble`). */
 
@@ -83,6 +83,8 @@ export interface CacheExporterConfig {
   readonly simpleQos: boolean;
   readonly serviceCodesToCollectPrefixes: Readonly<Record<string, readonly string[]>>;
   readonly log: LogBlock;
+  /** The file it was loaded from; none when parsed from elsewhere. */
+  readonly file?: ConfigFileIdentity;
 }
 
 function normalize(raw: z.infer<typeof rawSchema>): CacheExporterConfig {
@@ -102,7 +104,7 @@ function normalize(raw: z.infer<typeof rawSchema>): CacheExporterConfig {
 
 export const cacheExporterConfigSchema = rawSchema.transform(normalize);
 
-export function loadCacheExporterConfig(file: string): CacheExporterConfig {
+export function loadCacheExporterConfig(file: string): LoadedConfig<CacheExporterConfig> {
   return loadJsonConfig(file, cacheExporterConfigSchema);
 }
 

@@ -59,7 +59,11 @@ export class CacheExporter {
     private readonly options: CacheExporterOptions,
   ) {
     this.config = config;
-    this.self = new SelfMetrics(options.registry, { version: VERSION, ensemble: config.ensemble.name });
+    this.self = new SelfMetrics(options.registry, {
+      version: VERSION,
+      ensemble: config.ensemble.name,
+      configFile: config.file,
+    });
     this.collector = new CacheCollector({ logger: options.logger });
     this.qos = new QosScheduler({
       intervalMs: options.qosIntervalMs,
@@ -333,7 +337,7 @@ export class CacheExporter {
       this.self.ensembleSwitchPending.set(1);
       watcher.start();
     }
-    this.self.reload.succeeded();
+    this.self.reload.succeeded(next.file);
     return { restartNeeded };
   }
 

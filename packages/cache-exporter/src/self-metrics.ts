@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, createScrapeMetrics, registerBuildInfo } from '@cachemon/core';
-import type { ReloadMetrics } from '@cachemon/core';
+import type { ConfigFileIdentity, ReloadMetrics } from '@cachemon/core';
 
 /** The exporter's own `cachemon_*` health, with `ensemble` on every series so its alerts need no join. */
 export class SelfMetrics {
@@ -19,7 +19,7 @@ export class SelfMetrics {
 
   constructor(
     private readonly registry: Registry,
-    info: { version: string; ensemble: string },
+    info: { version: string; ensemble: string; configFile?: ConfigFileIdentity | undefined },
   ) {
     const registers = [registry];
     const scrapes = createScrapeMetrics(registry);
@@ -62,7 +62,7 @@ export class SelfMetrics {
       help: 'Znodes under the ARCUS roots that could not be understood (see the log).',
       registers,
     });
-    this.reload = createReloadMetrics(registry);
+    this.reload = createReloadMetrics(registry, info.configFile);
     // Its ensemble label, like every series', is the registry's default label (setEnsemble).
     registerBuildInfo(registry, () => ({ version: info.version, component: 'cache-exporter' }));
     this.setEnsemble(info.ensemble);

@@ -4,7 +4,15 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, freePort, startMemcached, startZooKeeper, tempDir } from '@cachemon/testkit';
+import {
+  ArcusDouble,
+  ArcusZk,
+  assertConfigReloadExposed,
+  freePort,
+  startMemcached,
+  startZooKeeper,
+  tempDir,
+} from '@cachemon/testkit';
 import type { Memcached, NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 import { CACHE_EXPORTER_BIN, eventually, select, startExporter, valueOf } from './support/exporter.js';
 import type { RunningExporter } from './support/exporter.js';
@@ -212,6 +220,21 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(refusals(), before + 1);
     assert.doesNotMatch(exporter.output(), /reload failed/);
+  });
+
+  test('/metrics names the config file and the hash of the content running, replaced on reload, kept when refused', async () => {
+    const own = await startExporter({ ...zkConfig(), serviceCodes: ['test'] });
+    try {
+      await assertConfigReloadExposed({
+        configFile: own.configFile,
+        scrape: async () => (await own.scrape()).text,
+        reload: async () => (await fetch(`${own.url}/-/reload`, { method: 'POST' })).status,
+        changed: JSON.stringify({ listen: new URL(own.url).host, ...zkConfig(), serviceCodes: ['test', 'demo'] }),
+        invalid: JSON.stringify({ listen: new URL(own.url).host, ...zkConfig(), serviceCodes: 'test' }),
+      });
+    } finally {
+      await own.stop();
+    }
   });
 
   test('SIGHUP reloads: a new service code filter applies without restart; a code not in the ensemble is warned about', async () => {

@@ -1,5 +1,7 @@
 /** The config loader: commented JSON, a strict zod schema, every problem as `<file>: <key.path>: <reason>`. */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type { z } from 'zod';
 import { CachemonError, Errors, errorMessage, type ErrorDefinition } from './errors.js';
@@ -28,14 +30,37 @@ export function formatKeyPath(path: ReadonlyArray<PropertyKey>): string {
   return out === '' ? '(root)' : out;
 }
 
-/** Reads the file's text; the reason drops Node's repeated path so the message names the file once. */
-export function readConfigText(file: string): string {
+/** Which file a config was loaded from, and which content: what `cachemon_config_info` exposes. */
+export interface ConfigFileIdentity {
+  /** Absolute. */
+  readonly path: string;
+  /** Lowercase hex SHA-256 of the bytes read. */
+  readonly sha256: string;
+}
+
+/** A config file as read once: its text and the hash of the very bytes that text was decoded from. */
+export interface ConfigFileRead {
+  readonly file: ConfigFileIdentity;
+  readonly text: string;
+}
+
+/**
+ * Reads the file once, then hashes and decodes that one buffer, so that an edit while the daemon
+ * reads cannot make the exposed hash disagree with what it parsed. The reason of a failure drops
+ * Node's repeated path so the message names the file once.
+ */
+export function readConfigFile(file: string): ConfigFileRead {
+  let bytes: Buffer;
   try {
-    return readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (err) {
     const reason = errorMessage(err).replace(/, \w+ '.*'$/, '');
     throw new CachemonError(Errors.CONFIG_UNREADABLE, `${file}: cannot read config file: ${reason}`, { cause: err });
   }
+  return {
+    file: { path: resolve(file), sha256: createHash('sha256').update(bytes).digest('hex') },
+    text: bytes.toString('utf8'),
+  };
 }
 
 function lineAndColumn(text: string, offset: number): { line: number; column: number } {
@@ -121,8 +146,12 @@ export function validateConfig<T>(
   throw new CachemonError(options.error ?? Errors.CONFIG_INVALID, message, { details: { issues } });
 }
 
+/** A config with the file it was loaded from. */
+export type LoadedConfig<T> = T & { readonly file: ConfigFileIdentity };
+
 /** Reads, parses and validates a JSON config file; throws CachemonError on any problem. */
-export function loadJsonConfig<T>(file: string, schema: z.ZodType<T>): T {
-  const raw = parseJsonWithComments(file, readConfigText(file));
-  return validateConfig(file, raw, schema);
+export function loadJsonConfig<T extends object>(file: string, schema: z.ZodType<T>): LoadedConfig<T> {
+  const read = readConfigFile(file);
+  const raw = parseJsonWithComments(file, read.text);
+  return { ...validateConfig(file, raw, schema), file: read.file };
 }

@@ -3,8 +3,8 @@ export type { ErrorCode, ErrorDefinition } from './errors.js';
 
 export { durationSchema, formatDuration, parseDuration, parseGoDuration } from './duration.js';
 
-export { formatKeyPath, loadJsonConfig, parseJsonWithComments, validateConfig } from './config.js';
-export type { ConfigIssue, ValidateOptions } from './config.js';
+export { formatKeyPath, loadJsonConfig, parseJsonWithComments, readConfigFile, validateConfig } from './config.js';
+export type { ConfigFileIdentity, ConfigFileRead, ConfigIssue, LoadedConfig, ValidateOptions } from './config.js';
 
 export {
   closeLogger,

@@ -2,15 +2,20 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { errorMessage } from './errors.js';
 import { markReported } from './signals.js';
+import type { ConfigFileIdentity } from './config.js';
 import type { Logger } from './log.js';
 
-/** The reload health every daemon with a config file exposes. Starts as "loaded now". */
+/**
+ * The reload health every daemon with a config file exposes, and which file content it runs on.
+ * Starts as "loaded now", from `file` when the config came from one.
+ */
 export class ReloadMetrics {
   readonly successful: Gauge;
   readonly timestamp: Gauge;
   readonly reloads: Counter<'result'>;
+  readonly info: Gauge<'path' | 'sha256'>;
 
-  constructor(registry: Registry) {
+  constructor(registry: Registry, file?: ConfigFileIdentity, nowMs: number = Date.now()) {
     const registers = [registry];
     this.successful = new Gauge({
       name: 'cachemon_config_last_reload_successful',
@@ -28,13 +33,20 @@ export class ReloadMetrics {
       labelNames: ['result'],
       registers,
     });
+    this.info = new Gauge({
+      name: 'cachemon_config_info',
+      help: 'The configuration file the daemon runs on, as last loaded successfully (value 1): its absolute path and the SHA-256 of the bytes it parsed.',
+      labelNames: ['path', 'sha256'],
+      registers,
+    });
     this.successful.set(1);
-    this.timestamp.set(Date.now() / 1000);
+    this.loaded(file, nowMs);
   }
 
-  succeeded(nowMs: number = Date.now()): void {
+  /** `file`: where the new config came from; a config from no file leaves no `cachemon_config_info`. */
+  succeeded(file: ConfigFileIdentity | undefined, nowMs: number = Date.now()): void {
     this.successful.set(1);
-    this.timestamp.set(nowMs / 1000);
+    this.loaded(file, nowMs);
     this.reloads.inc({ result: 'success' });
   }
 
@@ -42,10 +54,17 @@ export class ReloadMetrics {
     this.successful.set(0);
     this.reloads.inc({ result: 'failure' });
   }
+
+  private loaded(file: ConfigFileIdentity | undefined, nowMs: number): void {
+    this.timestamp.set(nowMs / 1000);
+    // One series: the file now running replaces the one before (a moved file changes the path).
+    this.info.reset();
+    if (file !== undefined) this.info.set({ path: file.path, sha256: file.sha256 }, 1);
+  }
 }
 
-export function createReloadMetrics(registry: Registry): ReloadMetrics {
-  return new ReloadMetrics(registry);
+export function createReloadMetrics(registry: Registry, file?: ConfigFileIdentity, nowMs?: number): ReloadMetrics {
+  return new ReloadMetrics(registry, file, nowMs);
 }
 
 /**

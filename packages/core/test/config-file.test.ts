@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { z } from 'zod';
-import { Errors, isCachemonError, loadJsonConfig, logBlockSchema } from '../src/index.js';
+import { Errors, isCachemonError, loadJsonConfig, logBlockSchema, readConfigFile } from '../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cachemon-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -81,5 +82,15 @@ describe('loadJsonConfig', () => {
         return true;
       },
     );
+  });
+
+  it('names the file it loaded by absolute path and the SHA-256 of the bytes it parsed', () => {
+    // A non-ASCII comment: the hash is of the bytes, not of the decoded text.
+    const bytes = Buffer.from('{ "listen": ":1", /* é */ "ensembleByName": {} }\n', 'utf8');
+    const file = join(dir, 'hashed.json');
+    writeFileSync(file, bytes);
+    const config = loadJsonConfig(relative(process.cwd(), file), z.looseObject({}));
+    assert.deepEqual(config.file, { path: file, sha256: createHash('sha256').update(bytes).digest('hex') });
+    assert.equal(readConfigFile(file).text, bytes.toString('utf8'));
   });
 });

@@ -2,7 +2,6 @@
  * The config in promxy's `promxy.yml` format (docs/query-proxy.md), so operators' files keep working.
  * Unimplemented and unknown keys are warned about and ignored; invalid values refused with their path.
  */
-import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import {
@@ -10,9 +9,11 @@ import {
   Errors,
   errorMessage,
   parseGoDuration,
+  readConfigFile,
   serverAddressSchema,
   validateConfig,
 } from '@cachemon/core';
+import type { ConfigFileIdentity, LoadedConfig } from '@cachemon/core';
 
 const DEFAULT_TIMEOUT = '5s';
 
@@ -115,6 +116,8 @@ export interface QueryProxyConfig {
   readonly groups: readonly ServerGroup[];
   /** Keys that were ignored, with why: for a warning at start and reload. */
   readonly warnings: readonly string[];
+  /** The file it was loaded from; none when parsed from elsewhere. */
+  readonly file?: ConfigFileIdentity;
 }
 
 function groupName(
@@ -198,18 +201,13 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
 }
 
 /** Reads and validates promxy.yml; YAML syntax errors name the file, line and column. */
-export function loadQueryProxyConfig(file: string): QueryProxyConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new CachemonError(Errors.CONFIG_UNREADABLE, `${file}: cannot read: ${errorMessage(err)}`, { cause: err });
-  }
-  const document = parseDocument(text, { prettyErrors: false });
+export function loadQueryProxyConfig(file: string): LoadedConfig<QueryProxyConfig> {
+  const read = readConfigFile(file);
+  const document = parseDocument(read.text, { prettyErrors: false });
   const problem = document.errors[0];
   if (problem !== undefined) {
     const [line, column] = problem.linePos?.[0] ? [problem.linePos[0].line, problem.linePos[0].col] : [0, 0];
     throw new CachemonError(Errors.CONFIG_INVALID, `${file}:${line}:${column}: ${problem.message.split('\n')[0]}`);
   }
-  return parseQueryProxyConfig(file, document.toJS());
+  return { ...parseQueryProxyConfig(file, document.toJS()), file: read.file };
 }

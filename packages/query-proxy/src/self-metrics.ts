@@ -51,7 +51,7 @@ export class ProxyMetrics {
       labelNames: ['endpoint'],
       registers,
     });
-    this.reload = createReloadMetrics(registry);
+    this.reload = createReloadMetrics(registry, config().file);
     new Gauge({
       name: 'cachemon_query_proxy_server_group_replicas',
       help: 'Stores (replicas) configured in each server group.',

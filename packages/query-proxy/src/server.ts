@@ -103,7 +103,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     await reloadWebConfigFor(server, metrics.reload, logger);
     config = next;
     api.clearPlans();
-    metrics.reload.succeeded();
+    metrics.reload.succeeded(next.file);
     for (const warning of next.warnings) logger.warn({ warning }, 'configuration warning');
     const result = { groups: next.groups.map((g) => `${g.name}: ${g.targets.join(', ')}`), warnings: next.warnings };
     logger.info({ groups: result.groups }, 'configuration reloaded');

@@ -19,5 +19,7 @@ export { ARCUS_SAMPLES_DIR, arcusSample, arcusSampleNames, arcusTranscriptComman
 export { seededRandom } from './random.js';
 export { eventually, parseExposition, select, valueOf } from './assertions.js';
 export type { Sample } from './assertions.js';
+export { assertConfigReloadExposed } from './config-reload.js';
+export type { ConfigReloadSubject } from './config-reload.js';
 export { startVictoriaMetrics } from './victoria-metrics.js';
 export type { VictoriaMetrics } from './victoria-metrics.js';

@@ -8,7 +8,7 @@ import {
   serverListSchema,
   validateConfig,
 } from '@cachemon/core';
-import type { LogBlock } from '@cachemon/core';
+import type { ConfigFileIdentity, LoadedConfig, LogBlock } from '@cachemon/core';
 
 /** The provider's `config.json`, exactly the spec's keys. */
 
@@ -59,6 +59,8 @@ export interface TopologyProviderConfig {
   /** Milliseconds. */
   readonly rawRetentionMs: number;
   readonly log: LogBlock;
+  /** The file it was loaded from; none when parsed from elsewhere. */
+  readonly file?: ConfigFileIdentity;
 }
 
 function normalize(raw: z.infer<typeof rawSchema>): TopologyProviderConfig {
@@ -76,7 +78,7 @@ function normalize(raw: z.infer<typeof rawSchema>): TopologyProviderConfig {
 
 export const topologyProviderConfigSchema = rawSchema.transform(normalize);
 
-export function loadTopologyProviderConfig(file: string): TopologyProviderConfig {
+export function loadTopologyProviderConfig(file: string): LoadedConfig<TopologyProviderConfig> {
   return loadJsonConfig(file, topologyProviderConfigSchema);
 }
 

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { createReloadMetrics, registerBuildInfo } from '@cachemon/core';
-import type { ReloadMetrics } from '@cachemon/core';
+import type { ConfigFileIdentity, ReloadMetrics } from '@cachemon/core';
 import type { TopologyProvider } from './provider.js';
 import type { HostnameProblemKind } from './view.js';
 
@@ -13,7 +13,11 @@ export class ProviderMetrics {
   readonly requestDuration: Histogram<'method' | 'path'>;
   readonly reload: ReloadMetrics;
 
-  constructor(registry: Registry, provider: () => TopologyProvider, info: { version: string; now?: () => number }) {
+  constructor(
+    registry: Registry,
+    provider: () => TopologyProvider,
+    info: { version: string; now?: () => number; configFile?: ConfigFileIdentity | undefined },
+  ) {
     const registers = [registry];
     const now = info.now ?? Date.now;
     this.requests = new Counter({
@@ -29,7 +33,7 @@ export class ProviderMetrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
-    this.reload = createReloadMetrics(registry);
+    this.reload = createReloadMetrics(registry, info.configFile, now());
     type EnsembleState = ReturnType<TopologyProvider['ensembleStates']>[number];
     /** A series per ensemble, read from the provider at scrape time. */
     const perEnsemble = (

@@ -76,7 +76,11 @@ export async function startProviderServer(
     ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}),
   });
   const registry = new Registry();
-  const metrics = new ProviderMetrics(registry, () => provider, { version: options.version, now });
+  const metrics = new ProviderMetrics(registry, () => provider, {
+    version: options.version,
+    now,
+    configFile: config.file,
+  });
   const server = await createHttpServer({
     name: 'topology provider',
     logger,
@@ -165,7 +169,7 @@ export async function startProviderServer(
     // The web config after the config file is read, before anything is applied: refused, nothing changes.
     await reloadWebConfigFor(server, metrics.reload, logger);
     const result = provider.reload(next);
-    metrics.reload.succeeded(now());
+    metrics.reload.succeeded(next.file, now());
     logger.info({ ...result }, 'configuration reloaded');
     if (result.restartNeeded.length > 0)
       logger.warn({ keys: result.restartNeeded }, 'these changes take effect only after a restart');

@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadWebConfig } from '@cachemon/core';
-import { ArcusZk, eventually, freePort, parseExposition, startZooKeeper, tempDir, valueOf } from '@cachemon/testkit';
+import {
+  ArcusZk,
+  assertConfigReloadExposed,
+  eventually,
+  freePort,
+  parseExposition,
+  startZooKeeper,
+  tempDir,
+  valueOf,
+} from '@cachemon/testkit';
 import type { NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 import type { Harness } from './support.js';
 import { pluginRange, startHarness, tableResolver } from './support.js';
@@ -542,6 +551,26 @@ describe('topology provider against real ZooKeeper', () => {
       assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
     } finally {
       await secured.close();
+    }
+  });
+
+  test('/metrics names the config file and the hash of the content running, replaced on reload, kept when refused', async () => {
+    // Its own provider, on the real clock: load times must move.
+    const own = await startHarness({ ensembleByName: { one: [zkOne.address] } });
+    try {
+      await assertConfigReloadExposed({
+        configFile: own.configFile,
+        scrape: async () => (await fetch(`${own.url}/metrics`)).text(),
+        reload: async () => (await own.post('/reload/config', undefined)).status,
+        changed: JSON.stringify({
+          listen: new URL(own.url).host,
+          ensembleByName: { one: [zkOne.address] },
+          rawRetention: '7d',
+        }),
+        invalid: '{ "ensembleByName": ',
+      });
+    } finally {
+      await own.close();
     }
   });
 });
