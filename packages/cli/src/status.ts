@@ -1,6 +1,6 @@
 /** `cachemon status`: every instance of the tree, whether it runs and is healthy, and what it loaded. */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { parse as parseYaml } from 'yaml';
 import { parseMetrics, processStart, request } from './probe.js';
@@ -51,6 +51,13 @@ const RELOAD_METRICS: Partial<Record<Kind, readonly [string, string]>> = {
   ],
 };
 
+const samePath = (a: string | undefined, b: string) => {
+  try {
+    return a !== undefined && realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+};
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 const mtime = (path: string) => (existsSync(path) ? Math.floor(statSync(path).mtimeMs / 1000) : 0);
 
@@ -111,7 +118,7 @@ function configState(instance: Instance, samples: readonly Sample[], started: nu
     const info = samples.filter((s) => s.name === 'cachemon_config_info');
     if (info.length === 0) return 'unknown (no cachemon_config_info)';
     for (const file of instance.reloadable) {
-      const loaded = info.find((s) => s.labels['path'] === file);
+      const loaded = info.find((s) => s.labels['path'] === file || samePath(s.labels['path'], file));
       if (!loaded) return `unknown (${file} not among the loaded files)`;
       if (!existsSync(file)) return `edited, not reloaded: ${file} is gone`;
       if (loaded.labels['sha256'] !== sha256(file)) return `edited, not reloaded: ${file}`;

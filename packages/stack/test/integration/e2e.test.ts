@@ -231,9 +231,18 @@ describe('the installed stack end to end', () => {
 
   test("the topology provider answers the dashboards' variables once the ensemble is added to its config and reloaded", async () => {
     addEnsembleToTopologyProvider(dir, 'zk1', [zk.address]);
+    const configOf = async () => {
+      const result = await cachemon(dir, ['status', '--json', 'topology_provider']);
+      return { status: result.status, config: (JSON.parse(result.stdout) as Array<{ config: string }>)[0]!.config };
+    };
+    assert.deepEqual(await configOf(), {
+      status: 1,
+      config: `edited, not reloaded: ${join(dir, 'topology_provider/conf/config.json')}`,
+    });
     const reloaded = await fetch(`http://127.0.0.1:${port['topology']}/reload/config`, { method: 'POST' });
     assert.equal(reloaded.status, 200);
     assert.deepEqual(((await reloaded.json()) as { added: string[] }).added, ['zk1']);
+    assert.deepEqual(await configOf(), { status: 0, config: 'loaded' });
     await eventually(async () => assert.ok((await variable('ensembles')).includes('zk1')));
     await eventually(async () => assert.deepEqual(await variable('nodes'), nodes.map((n) => n.address).sort()));
     assert.deepEqual(
