@@ -17,8 +17,11 @@ const program = new Command('cachemon')
     '--install-dir <dir>',
     'the installed tree (default: CACHEMON_INSTALL_DIR, else the tree cachemon is installed in)',
   )
-  .showHelpAfterError()
-  .configureOutput({ outputError: (text, write) => write(text) });
+  .showHelpAfterError('(add --help for the usage)')
+  // A usage error exits 2, apart from failures (1); help and version exit 0.
+  .exitOverride((error) => {
+    process.exit(['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code) ? 0 : 2);
+  });
 
 const tree = () => new Tree(installDir(program.opts<{ installDir?: string }>().installDir));
 const say = (line: string) => process.stderr.write(`${line}\n`);

@@ -5,8 +5,16 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
-import type { ZooKeeperServer } from '@cachemon/testkit';
+import {
+  ArcusDouble,
+  ArcusZk,
+  eventually,
+  freePort,
+  startZooKeeper,
+  startZooKeeperEnsemble,
+  tempDir,
+} from '@cachemon/testkit';
+import type { ZooKeeperEnsemble, ZooKeeperServer } from '@cachemon/testkit';
 import { cachemon, runScript, STACK_DIR } from '../../src/index.js';
 import { addEnsembleToTopologyProvider, configureTree, startOrder } from '../../src/configure.js';
 import type { StackPorts } from '../../src/configure.js';
@@ -25,7 +33,7 @@ describe('the installed stack end to end', () => {
   let dir: string;
   let zk: ZooKeeperServer;
   let arcus: ArcusZk;
-  let zk2: ZooKeeperServer | undefined;
+  let zk2: ZooKeeperEnsemble | undefined;
   let arcus2: ArcusZk | undefined;
   let nodes: ArcusDouble[];
   let hook: Server;
@@ -303,10 +311,10 @@ describe('the installed stack end to end', () => {
   });
 
   test("cachemon ensemble add: a second ZooKeeper's cache, prefix and coordination series arrive through the proxy, and the provider lists it", async () => {
-    // The new ensemble: its own ZooKeeper with one ARCUS node of a service code of its own.
-    const server = await startZooKeeper();
-    zk2 = server;
-    const registry = await ArcusZk.connect(server.address);
+    // The new ensemble: three ZooKeeper servers of its own, one ARCUS node of a service code of its own.
+    const ensemble = await startZooKeeperEnsemble({ size: 3 });
+    zk2 = ensemble;
+    const registry = await ArcusZk.connect(ensemble.connectString);
     arcus2 = registry;
     await registry.createServiceCode('svc-c');
     const node = await ArcusDouble.start();
@@ -316,7 +324,7 @@ describe('the installed stack end to end', () => {
     node.populate([{ key: 'order:1' }]);
     port['cache2'] = await freePort();
     port['coordination2'] = await freePort();
-    const args = ['ensemble', 'add', 'zk2', '--servers', server.address, '--listen-host', '127.0.0.1'];
+    const args = ['ensemble', 'add', 'zk2', '--servers', ensemble.connectString, '--listen-host', '127.0.0.1'];
     const ports = ['--cache-port', String(port['cache2']), '--coordination-port', String(port['coordination2'])];
 
     const dry = await cachemon(dir, [...args, ...ports, '--dry-run']);
@@ -343,8 +351,10 @@ describe('the installed stack end to end', () => {
           'prefix metrics of zk2',
         );
         assert.deepEqual(
-          (await viaProxy('zk_up{scrape="short", ensemble="zk2"}')).map((s) => `${s.metric['zk_host']}=${s.value[1]}`),
-          [`${server.address}=1`],
+          (await viaProxy('zk_up{scrape="short", ensemble="zk2"}'))
+            .map((s) => `${s.metric['zk_host']}=${s.value[1]}`)
+            .sort(),
+          ensemble.servers.map((s) => `${s.address}=1`).sort(),
         );
       },
       { timeoutMs: 60_000, intervalMs: 1000 },
