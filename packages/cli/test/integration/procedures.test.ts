@@ -132,6 +132,25 @@ describe('cachemon procedures: rollback on real faults, and commands taking turn
     await zk?.stop();
   });
 
+  test('status: a scrape config edited and not reloaded is named, and loaded again after the reload', async () => {
+    const file = join(dir, 'short_term_store/conf/scrape.yml');
+    const configOf = async () => {
+      const result = await cachemon(dir, ['status', '--json', 'short_term_store:short']);
+      return (JSON.parse(result.stdout) as Array<{ config: string }>)[0]!.config;
+    };
+    assert.equal(await configOf(), 'loaded');
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text.replace('job_name: zookeeper\n', 'job_name: zookeeper\n    honor_labels: true\n'));
+    try {
+      assert.equal(await configOf(), `edited, not reloaded: ${file}`);
+      assert.equal((await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' })).status, 200);
+      await eventually(async () => assert.equal(await configOf(), 'loaded'));
+    } finally {
+      writeFileSync(file, text);
+      await fetch(`http://127.0.0.1:${port['short']}/-/reload`, { method: 'POST' });
+    }
+  });
+
   test('the coordination servers unreachable: refused before anything changes', async () => {
     const closed = await freePort();
     await failsCleanly(
