@@ -18,6 +18,8 @@ declare -A PACKAGES=(
   [chromium]=/usr/bin/chromium
   # promtool checks the process metrics' names
   [prometheus]=/usr/bin/promtool
+  # the cache machines of the cachemon hosts tests are this one, reached over SSH
+  [openssh-server]=/usr/sbin/sshd
 )
 
 missing=()

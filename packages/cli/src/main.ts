@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { Change, renderDiff, StepError, withTreeLock } from './change.js';
 import { listEnsembles, planAdd, planRemove } from './ensemble.js';
 import type { Plan } from './ensemble.js';
-import { planHosts } from './hosts.js';
+import { machineList, planHosts, SCP_DEFAULT, SSH_DEFAULT, UsageError } from './hosts.js';
 import { planServiceCodes } from './service-codes.js';
 import type { ServiceCodesOp } from './service-codes.js';
 import { runComponents } from './run.js';
@@ -22,6 +22,20 @@ const program = new Command('cachemon')
   .exitOverride((error) => {
     process.exit(['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code) ? 0 : 2);
   });
+
+const HOSTS_HELP = `
+Machines: HOST..., or --pattern with --seq (--pattern cache-%02d --seq 1 40: cache-01 .. cache-40).
+
+SSH and SCP: the commands that reach the machines are the environment variables SSH and SCP, as
+host_exporter/batch_install.sh takes them (default: "${SSH_DEFAULT}" and
+"${SCP_DEFAULT}"). Options go there:
+  SSH='ssh -p 2222 -i ~/.ssh/monitoring -l arcus -o BatchMode=yes' \\
+  SCP='scp -q -P 2222 -i ~/.ssh/monitoring -o User=arcus -o BatchMode=yes' cachemon hosts add ...
+Each machine must take SSH from here without a prompt.
+
+hosts add deletes and recreates <remote dir>/host_exporter on each machine (files there are lost):
+it asks on the terminal first; --yes goes ahead without asking, and without a terminal it refuses
+unless --yes.`;
 
 const tree = () => new Tree(installDir(program.opts<{ installDir?: string }>().installDir));
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -226,29 +240,58 @@ program
     );
   });
 
-const hosts = program.command('hosts').description('host exporters on the cache machines: installed over SSH, scraped');
+const hosts = program
+  .command('hosts')
+  .description('host exporters on the cache machines: installed over SSH, scraped')
+  .addHelpText('after', HOSTS_HELP);
 for (const op of ['add', 'remove'] as const)
   hosts
     .command(`${op} [host...]`)
     .description(
       op === 'add'
-        ? 'install a host exporter on each machine (over SSH) and scrape it'
-        : 'stop the host exporter of each machine and stop scraping it',
+        ? 'install and start a host exporter on each machine over SSH (host_exporter/batch_install.sh), add its target to host_exporter.yml, reload the store, verify it is scraped'
+        : "take each machine's targets out of host_exporter.yml, reload the store, stop its host exporter over SSH (stop.sh; a systemd socket and service disabled and removed), verify",
     )
     .option('--pattern <pattern>', 'machine names with %s (or %02d) for the number, with --seq')
     .option('--seq <first-and-last...>', 'the range of machine numbers: --seq 1 40')
-    .option('--port <port>', "the host exporters' port", integer('--port'), 9100)
-    .option('--yes', 'do not ask before the destructive install')
+    .option(
+      '--port <port>',
+      op === 'add'
+        ? "the host exporters' port (default, and it must be: the port of host_exporter/host_exporter.env, which each machine gets)"
+        : "only the targets on this port (default: every target of the machines); the exporters' port",
+      integer('--port'),
+    )
+    .option(
+      '--remote-dir <dir>',
+      "the install directory on the machines, holding host_exporter/ (default: this tree's)",
+    )
+    .option('--yes', op === 'add' ? 'do not ask before the destructive install' : 'accepted; remove asks nothing')
     .option('--dry-run', "print each file's diff and the actions; change nothing")
     .option('--json', 'the outcome as JSON')
     .addOption(waitOption())
     .addOption(lockOption())
+    .addHelpText('after', HOSTS_HELP)
     .action(
       async (
         names: string[],
-        o: ChangeOptions & { pattern?: string; seq?: string[]; port: number; yes?: boolean; wait: number },
+        o: ChangeOptions & {
+          pattern?: string;
+          seq?: string[];
+          port?: number;
+          remoteDir?: string;
+          yes?: boolean;
+          wait: number;
+        },
+        command: Command,
       ) => {
-        await changeTree(`hosts ${op}`, o, (t) => planHosts(t, op, names, o));
+        let machines: string[];
+        try {
+          machines = machineList(names, o.pattern, o.seq);
+        } catch (error) {
+          if (error instanceof UsageError) command.error(`hosts ${op}: ${error.message}`, { exitCode: 2 });
+          throw error;
+        }
+        await changeTree(`hosts ${op}`, o, (t) => planHosts(t, op, machines, o, o.json ? () => undefined : say));
       },
     );
 

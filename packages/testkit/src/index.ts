@@ -23,3 +23,5 @@ export { assertConfigReloadExposed } from './config-reload.js';
 export type { ConfigReloadSubject } from './config-reload.js';
 export { startVictoriaMetrics } from './victoria-metrics.js';
 export type { VictoriaMetrics } from './victoria-metrics.js';
+export { startSshd } from './sshd.js';
+export type { Sshd } from './sshd.js';
