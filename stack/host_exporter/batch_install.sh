@@ -83,10 +83,12 @@ run() {
   fi
 }
 # SSH gets no standard input: it would take what is meant for the loop (or wait on a terminal).
+# Only a host exporter of this install directory is killed (one started without its stop.sh);
+# another one on the port makes start.sh say so.
 install_on() { # <host>
   local host=$1
   # shellcheck disable=SC2086 # SSH and SCP are commands with their options
-  run $SSH "$host" "if [ -x '$target/stop.sh' ]; then '$target/stop.sh' || true; fi; pkill -x node_exporter || true; rm -rf '$target' && mkdir -p '$target/bin' '$target/lib'" </dev/null &&
+  run $SSH "$host" "if [ -x '$target/stop.sh' ]; then '$target/stop.sh' || true; fi; pkill -f '^$target/bin/node_exporter' || true; rm -rf '$target' && mkdir -p '$target/bin' '$target/lib'" </dev/null &&
     run $SCP "$bin" "$host:$target/bin/node_exporter" &&
     run $SCP "$DIR/start.sh" "$DIR/stop.sh" "$DIR/host_exporter.env" "$host:$target/" &&
     run $SCP "$lib" "$host:$target/lib/daemon.sh" &&
