@@ -2,9 +2,8 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CacheNode } from '@cachemon/arcus';
 import { createServer, type AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ExpositionWriter } from '@cachemon/core';
-import { ArcusDouble } from '@cachemon/testkit';
+import { ArcusDouble, eventually } from '@cachemon/testkit';
 import { CacheCollector, CollectionDeadline } from '../src/collector.js';
 import type { CollectorLogger } from '../src/collector.js';
 import { NodeMetricsRenderer } from '../src/index.js';
@@ -59,13 +58,12 @@ const setting = (snapshot: NodeSnapshot | undefined, name: string): string | und
   snapshot?.settings?.find(([key]) => key === name)?.[1];
 
 /** Collections until the node is up again (a connection that timed out backs off for at least 500 ms). */
-async function collectUntilUp(collect: Setup['collect']): Promise<NodeSnapshot | undefined> {
-  let snapshot: NodeSnapshot | undefined;
-  for (let attempt = 0; attempt < 20 && snapshot?.up !== true; attempt++) {
-    await sleep(200);
-    snapshot = await collect(new CollectionDeadline(Date.now() + 1000));
-  }
-  return snapshot;
+function collectUntilUp(collect: Setup['collect']): Promise<NodeSnapshot> {
+  return eventually(async () => {
+    const snapshot = await collect(new CollectionDeadline(Date.now() + 1000));
+    assert.equal(snapshot.up, true, `reported ${snapshot.reason ?? 'up'}`);
+    return snapshot;
+  });
 }
 
 describe('CacheCollector: stats settings read with stats', () => {
@@ -124,7 +122,9 @@ describe('CacheCollector: stats settings read with stats', () => {
     const next = await collect(new CollectionDeadline(Date.now() + 3000));
     assert.equal(next.up, false);
     assert.equal(next.reason, 'timeout');
-    await sleep(100); // the first collection's settings have settled by now
+    // The first collection's settings failed with that connection, in the same turn: once that
+    // turn's promise callbacks have run, whatever they log has been logged.
+    await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(logged, ['cache node is down']);
   });
 

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
@@ -124,7 +125,10 @@ describe('cache_exporter start.sh / stop.sh', () => {
       assert.equal(sh('stop.sh', 'stale').status, 0);
       process.kill(other.pid!, 0);
     } finally {
+      // Also when an assertion failed with the exporter running (a no-op otherwise).
+      sh('stop.sh', 'stale');
       other.kill();
+      if (other.exitCode === null && other.signalCode === null) await once(other, 'exit');
     }
   });
 

@@ -13,6 +13,7 @@ import {
   type HttpServer,
 } from '../src/index.js';
 import { captureLogger } from './support/capture-logger.js';
+import { eventually } from './support/eventually.js';
 import { fetchRaw } from './support/http-client.js';
 
 function buildBody(): string {
@@ -125,6 +126,10 @@ describe('serveExposition: connections', () => {
   let server: HttpServer;
   let port: number;
   let asked = 0;
+  /** An answer takes a while, as a collection does (fake behaviour)... */
+  const aWhile = (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 50));
+  /** ...or waits for what a test holds it on. */
+  let answerAfter = aWhile;
 
   before(async () => {
     server = await createHttpServer({ name: 'x', logger: captureLogger().logger });
@@ -135,8 +140,7 @@ describe('serveExposition: connections', () => {
           '/metrics',
           async () => {
             asked++;
-            // An answer that takes a while, as a collection does: the client's FIN arrives before it.
-            await new Promise((resolve) => setTimeout(resolve, 50));
+            await answerAfter();
             return body;
           },
         ],
@@ -163,13 +167,8 @@ describe('serveExposition: connections', () => {
     );
   }
 
-  async function until(check: () => boolean | Promise<boolean>, what: string, ms = 3000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
+  const until = (check: () => boolean | Promise<boolean>, what: string): Promise<void> =>
+    eventually(async () => assert.ok(await check(), what), { intervalMs: 20 });
 
   it('a request that arrives a byte at a time is answered whole, and the next on the connection too', async () => {
     const { socket, received } = await open();
@@ -189,13 +188,23 @@ describe('serveExposition: connections', () => {
   it('a client that half-closes before its answer is taken as gone, as node:http takes it: the connection ends, unanswered, and is not kept', async () => {
     await until(async () => (await connections()) === 0, 'no connection before');
     const before = asked;
-    const { socket, received, ended } = await open();
-    socket.end('GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n');
-    await ended;
-    assert.equal(received(), '');
-    assert.equal(asked, before + 1, 'the scrape had begun');
-    await until(async () => (await connections()) === 0, 'the connection closed');
-    socket.destroy();
+    // The answer waits until the client has seen its connection end: its FIN came first.
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    answerAfter = () => held;
+    try {
+      const { socket, received, ended } = await open();
+      socket.end('GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n');
+      await ended;
+      assert.equal(received(), '');
+      assert.equal(asked, before + 1, 'the scrape had begun');
+      answer();
+      await until(async () => (await connections()) === 0, 'the connection closed');
+      socket.destroy();
+    } finally {
+      answer();
+      answerAfter = aWhile;
+    }
   });
 
   it('a request without a Host header is refused with 400, as node:http refuses it, and the connection closed', async () => {

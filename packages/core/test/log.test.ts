@@ -25,24 +25,12 @@ import {
   setLogLevel,
   type RotatingFileStream,
 } from '../src/index.js';
+import { eventually } from './support/eventually.js';
 
 const root = mkdtempSync(join(tmpdir(), 'cachemon-log-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let dirCount = 0;
 
-/** Retries `check` until it passes or 5 s have gone. */
-async function eventually(check: () => void): Promise<void> {
-  const until = Date.now() + 5000;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
 function freshDir(): string {
   const dir = join(root, String(dirCount++));
   mkdirSync(dir);

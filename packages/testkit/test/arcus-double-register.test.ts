@@ -10,7 +10,7 @@ import {
   TestkitErrors,
   type ZooKeeperServer,
 } from '../src/index.js';
-import { RawClient, sleep } from './helpers.js';
+import { RawClient } from './helpers.js';
 
 function children(client: Client, path: string): Promise<string[]> {
   return new Promise((resolve, reject) => client.getChildren(path, (err, c) => (err ? reject(err) : resolve(c))));
@@ -23,13 +23,29 @@ function exists(client: Client, path: string): Promise<boolean> {
 }
 
 async function statValue(address: string, command: string, name: string): Promise<string | undefined> {
+  return (await statValues(address, command, name))[0];
+}
+
+/** Several values of one reply (read together, none moves between them). */
+async function statValues(address: string, command: string, ...names: string[]): Promise<Array<string | undefined>> {
   const client = await RawClient.connect(address);
   try {
     const reply = await client.send(`${command}\r\n`, 'END\r\n');
-    return new RegExp(`^STAT ${name} (.*)\\r$`, 'm').exec(reply)?.[1];
+    return names.map((name) => new RegExp(`^STAT ${name} (.*)\\r$`, 'm').exec(reply)?.[1]);
   } finally {
     client.close();
   }
+}
+
+const heartbeats = async (double: ArcusDouble): Promise<number> =>
+  Number(await statValue(double.address, 'stats', 'hb_count'));
+
+/** Until a registered double has made `count` more heartbeats: time in which a double on the same period would have made them too. */
+async function heartbeatsPass(twin: ArcusDouble, count: number): Promise<void> {
+  const from = await heartbeats(twin);
+  await eventually(async () => assert.ok((await heartbeats(twin)) >= from + count, 'the twin beats on'), {
+    intervalMs: 50,
+  });
 }
 
 describe('ArcusDouble.register', () => {
@@ -72,18 +88,22 @@ describe('ArcusDouble.register', () => {
 
   test('writes the heartbeat key while registered, and only then', async () => {
     const double = await startDouble({ heartbeatIntervalMs: 100 });
+    // A twin registered all along: its heartbeats show the periods in which this one would beat.
+    const twin = await startDouble({ heartbeatIntervalMs: 100 });
     await zk.mapServer(double.address, 'svc');
-    await sleep(250);
+    await zk.mapServer(twin.address, 'svc');
+    await twin.register(zk);
+    await heartbeatsPass(twin, 2);
     assert.equal(await statValue(double.address, 'stats', 'hb_count'), '0');
     const node = await double.register(server.address, { hostname: 'cachebox', sessionTimeoutMs: 5000 });
     assert.equal(node.path, `/arcus/cache_list/svc/${double.address}-cachebox`);
     assert.equal(await statValue(double.address, 'stats zookeeper', 'zk_timeout'), '5000');
-    const beats = await eventually(async () => {
-      const count = Number(await statValue(double.address, 'stats', 'hb_count'));
-      assert.ok(count >= 2, `heartbeats: ${count}`);
-      return count;
+    const [beats, sets] = await eventually(async () => {
+      const [count, set] = await statValues(double.address, 'stats', 'hb_count', 'cmd_set');
+      assert.ok(Number(count) >= 2, `heartbeats: ${count}`);
+      return [count, set];
     });
-    assert.equal(await statValue(double.address, 'stats', 'cmd_set'), String(beats));
+    assert.equal(sets, beats, 'each heartbeat a set');
     const client = await RawClient.connect(double.address);
     try {
       assert.match(await client.send('stats prefixes\r\n', 'END\r\n'), /^PREFIX arcus itm 1 kitm 1 /m);
@@ -92,12 +112,13 @@ describe('ArcusDouble.register', () => {
     }
     await node.unregister();
     const beatsAtUnregister = await statValue(double.address, 'stats', 'hb_count');
-    await sleep(300);
+    await heartbeatsPass(twin, 3);
     assert.equal(
       await statValue(double.address, 'stats', 'hb_count'),
       beatsAtUnregister,
       'no heartbeats after unregister',
     );
+    await twin.stop();
   });
 
   test('refuses without a cache_server_mapping', async () => {
@@ -155,8 +176,6 @@ describe('ArcusDouble.register', () => {
     assert.equal(await exists(zk.client, a.path), false);
     assert.equal(await exists(zk.client, b.path), true);
     await assert.rejects(RawClient.connect(killed.address), 'the listener is closed');
-    const deadline = Date.now() + 8000;
-    while ((await exists(zk.client, b.path)) && Date.now() < deadline) await sleep(200);
-    assert.equal(await exists(zk.client, b.path), false);
+    await eventually(async () => assert.equal(await exists(zk.client, b.path), false));
   });
 });

@@ -62,9 +62,8 @@ export class RawClient {
     return reply;
   }
 
-  /** Everything received within `ms` (for behaviours that never finish a reply). */
-  async receiveFor(ms: number): Promise<string> {
-    await new Promise((resolve) => setTimeout(resolve, ms));
+  /** Everything received and not yet returned, now, without waiting. */
+  take(): string {
     const reply = this.received;
     this.received = '';
     return reply;
@@ -121,8 +120,8 @@ export function processGone(pid: number): boolean {
   }
 }
 
-/** True once `pid` is gone (processGone), false if it still runs after `timeoutMs`. */
-export async function waitGone(pid: number, timeoutMs = 1000): Promise<boolean> {
+/** True once `pid` is gone (processGone), false if it still runs after `timeoutMs` (generous, for a busy machine). */
+export async function waitGone(pid: number, timeoutMs = 60_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!processGone(pid) && Date.now() < deadline) await sleep(20);
   return processGone(pid);

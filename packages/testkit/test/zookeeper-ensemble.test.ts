@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ArcusZk, fourLetterWord, startZooKeeperEnsemble, type ZooKeeperEnsemble } from '../src/index.js';
+import { ArcusZk, eventually, fourLetterWord, startZooKeeperEnsemble, type ZooKeeperEnsemble } from '../src/index.js';
 
 describe('startZooKeeperEnsemble (3 servers)', () => {
   let ensemble: ZooKeeperEnsemble;
@@ -54,9 +54,7 @@ describe('startZooKeeperEnsemble (3 servers)', () => {
 
       // The killed server rejoins as a follower.
       await old.start();
-      const deadline = Date.now() + 20_000;
-      while ((await old.mode()) !== 'follower' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      assert.equal(await old.mode(), 'follower');
+      await eventually(async () => assert.equal(await old.mode(), 'follower'));
     } finally {
       await zk.close();
     }

@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
 import { ArcusZk, startZooKeeper } from '@cachemon/testkit';
@@ -24,6 +25,9 @@ const create = (client: Client, path: string, mode = zookeeper.CreateMode.PERSIS
   new Promise<void>((resolve) => client.create(path, Buffer.from('x'), mode, () => resolve()));
 const remove = (client: Client, path: string) =>
   new Promise<void>((resolve) => client.remove(path, -1, () => resolve()));
+
+/** The next topology the watcher publishes: after a setServiceCodes(), the one its rescan read. */
+const published = (watcher: TopologyWatcher): Promise<unknown> => once(watcher, 'topology');
 
 test('rescans while a service code churns never publish a topology missing the stable nodes', async () => {
   const STABLE = 20;
@@ -50,12 +54,14 @@ test('rescans while a service code churns never publish a topology missing the s
   });
   try {
     watcher.start();
-    await watcher.synced(10_000);
+    await watcher.synced(60_000);
     for (let i = 0; i < 400; i++) {
       watcher.setServiceCodes(i % 2 ? ['ra', 'rb', 'rc'] : ['ra', 'rb', 'rc', 'zz']);
-      await new Promise((resolve) => setTimeout(resolve, 15 + (i % 7)));
+      // Every tenth rescan is let finish (on a busy machine most are overtaken by the next);
+      // the others are paced to start while the one before is still reading.
+      if (i % 10 === 9 || i === 399) await published(watcher);
+      else await new Promise((resolve) => setTimeout(resolve, 15 + (i % 7)));
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
     assert.ok(stableCounts.length > 20, `${stableCounts.length} topologies published`);
     assert.deepEqual(
       stableCounts.filter((count) => count !== STABLE),
@@ -94,14 +100,18 @@ test('rescans do not pile up watch functions in the ZooKeeper client', async () 
   };
   try {
     watcher.start();
-    await watcher.synced(10_000);
+    await watcher.synced(60_000);
     const first = listeners();
     assert.ok(first >= 30, `${first} watches after the first read`);
+    let lastRescan: Promise<unknown> = Promise.resolve();
     for (let i = 0; i < 50; i++) {
       watcher.setServiceCodes(i % 2 ? ['pile'] : undefined);
+      if (i === 49) lastRescan = published(watcher);
+      // Paced, not awaited: a rescan may start while the one before still reads.
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    await watcher.synced(10_000);
+    // The last rescan read everything and armed its watches.
+    await lastRescan;
     // Other tests' service codes are read when the filter is off: at most those paths more.
     assert.ok(listeners() <= first + 20, `${listeners()} watches after 50 rescans (${first} after the first)`);
   } finally {

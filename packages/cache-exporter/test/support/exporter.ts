@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import { eventually, freePort, parseExposition, tempDir } from '@cachemon/testkit';
 import type { Sample } from '@cachemon/testkit';
 
@@ -32,6 +33,16 @@ export interface RunningExporter {
   /** SIGTERM, resolves with the exit code. */
   stop(): Promise<number | null>;
 }
+
+/**
+ * Exporters not stopped yet. A running child holds the test file's process open, so one that a
+ * failed test never stopped would keep the file from ending until its timeout: the file's last
+ * hook stops them.
+ */
+const running = new Set<RunningExporter>();
+after(async () => {
+  await Promise.all([...running].map((exporter) => exporter.stop()));
+});
 
 export async function startExporter(
   config: Record<string, unknown>,
@@ -83,9 +94,12 @@ export async function startExporter(
     output: () => readFileSync(outputFile, 'utf8'),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      running.delete(exporter);
+      return code;
     },
   };
+  running.add(exporter);
   if (options.waitReady ?? true) {
     await eventually(
       async () => {
@@ -93,7 +107,7 @@ export async function startExporter(
         const response = await fetch(`${url}/-/ready`);
         if (response.status !== 200) throw new Error(`not ready: ${response.status}`);
       },
-      { timeoutMs: 20_000, intervalMs: 100 },
+      { intervalMs: 100 },
     ).catch((err: unknown) => {
       child.kill('SIGKILL');
       throw err;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  eventually,
   freePort,
   startZooKeeper,
   startZooKeeperEnsemble,
@@ -41,13 +42,15 @@ async function startExporter(
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
+  // Bounded generously for a busy machine; an exporter that exited fails at once.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
     try {
       if ((await fetch(`${url}/-/ready`, { headers })).ok) break;
     } catch {
       // not listening yet
     }
-    if (i > 100 || child.exitCode !== null) throw new Error(`exporter did not start: ${output}`);
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`exporter did not start: ${output}`);
     await sleep(100);
   }
   return {
@@ -84,15 +87,13 @@ async function scrape(
 
 const up = (samples: Map<string, number>, host: string): number | undefined => samples.get(`zk_up{zk_host="${host}"}`);
 
-/** Scrapes every 200 ms until `series` is 1 (at most `tries` scrapes); the last scrape's samples. */
-async function scrapeUntil(exporter: Exporter, series: string, tries = 50): Promise<Map<string, number>> {
-  let samples = new Map<string, number>();
-  for (let i = 0; i < tries; i++) {
-    samples = (await scrape(exporter)).samples;
-    if (samples.get(series) === 1) break;
-    await sleep(200);
-  }
-  return samples;
+/** Scrapes until `series` is 1; that scrape's samples. */
+function scrapeUntil(exporter: Exporter, series: string): Promise<Map<string, number>> {
+  return eventually(async () => {
+    const { samples } = await scrape(exporter);
+    assert.equal(samples.get(series), 1, series);
+    return samples;
+  });
 }
 
 describe('coordination exporter against a real 3-server ensemble', () => {
@@ -160,7 +161,7 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     const oldLeader = await ensemble.leader();
     const down = ensemble.servers.find((s) => s.pid === undefined)!;
     await down.start();
-    let samples = await scrapeUntil(exporter, `zk_up{zk_host="${down.address}"}`, 100);
+    let samples = await scrapeUntil(exporter, `zk_up{zk_host="${down.address}"}`);
     assert.equal(up(samples, down.address), 1, 'the restarted follower is read again');
     assert.match(
       exporter.output(),
@@ -171,7 +172,7 @@ describe('coordination exporter against a real 3-server ensemble', () => {
 
     await oldLeader.kill();
     const newLeader = await ensemble.waitForLeader({ exclude: oldLeader });
-    samples = await scrapeUntil(exporter, `zk_server_leader{zk_host="${newLeader.address}"}`, 100);
+    samples = await scrapeUntil(exporter, `zk_server_leader{zk_host="${newLeader.address}"}`);
     assert.equal(samples.get(`zk_server_state{zk_host="${newLeader.address}",state="leader"}`), 1);
     assert.equal(samples.get(`zk_server_leader{zk_host="${newLeader.address}"}`), 1);
     assert.equal(up(samples, oldLeader.address), 0);
@@ -276,7 +277,8 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
     assert.equal(samples.get(`zk_mntr_status{zk_host="${zk.address}",status="not_whitelisted"}`), 1);
     assert.equal(up(samples, zk.address), 0);
     assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
-    assert.ok(ms < 2500, `scrape took ${ms} ms with a 1 s deadline`);
+    // Not waited for past its deadline: that would be the longest wait of all, 8 s.
+    assert.ok(ms < 5000, `scrape took ${ms} ms with a 1 s deadline`);
     assert.match(
       exporter.output(),
       new RegExp(
@@ -287,12 +289,15 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
 
   it('SIGTERM during a scrape with a long timeout: the scrape is answered (no server waited for past 8 s), then a clean exit', async () => {
     const own = await startExporter(hungAddress);
+    const asked = held.length;
     const answer = scrape(own, { 'X-Prometheus-Scrape-Timeout-Seconds': '30' });
-    await sleep(500);
+    // The scrape is under way once the hung server has its connection.
+    await eventually(() => assert.ok(held.length > asked), { intervalMs: 20 });
     await own.stop();
     const { samples, ms } = await answer;
     assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
-    assert.ok(ms >= 7500 && ms < 9500, `answered after ${ms} ms`);
+    // The longest wait of a scrape, 8 s, not its 30 s timeout.
+    assert.ok(ms >= 7500 && ms < 20_000, `answered after ${ms} ms`);
     assert.equal(await own.exited, 0, own.output());
   });
 
@@ -310,10 +315,13 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
       assert.equal((await fetch(`${own.url}/metrics`)).status, 401);
       writeFileSync(file, `basic_auth_users:\n  prometheus: ${second}\n`);
       own.signal('SIGHUP');
-      for (let i = 0; (await fetch(`${own.url}/metrics`, { headers: as('second') })).status !== 200; i++) {
-        assert.ok(i < 50, `the new password was not taken: ${own.output()}`);
-        await sleep(100);
-      }
+      await eventually(async () =>
+        assert.equal(
+          (await fetch(`${own.url}/metrics`, { headers: as('second') })).status,
+          200,
+          `the new password was not taken: ${own.output()}`,
+        ),
+      );
       assert.equal((await fetch(`${own.url}/metrics`, { headers: as('first') })).status, 401);
       assert.match(own.output(), /web config reloaded/);
     } finally {
@@ -333,8 +341,14 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
   });
 
   it("the scraper's timeout header bounds the scrape", async () => {
-    const { samples, ms } = await scrape(exporter, { 'X-Prometheus-Scrape-Timeout-Seconds': '0.5' });
-    assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
-    assert.ok(ms < 1200, `scrape took ${ms} ms with a 0.5 s scrape timeout`);
+    // A --timeout far from the header's: a scrape that went by it would take 6 s.
+    const own = await startExporter(hungAddress, ['--timeout=6s']);
+    try {
+      const { samples, ms } = await scrape(own, { 'X-Prometheus-Scrape-Timeout-Seconds': '0.5' });
+      assert.equal(samples.get(`zk_mntr_status{zk_host="${hungAddress}",status="timeout"}`), 1);
+      assert.ok(ms < 3000, `scrape took ${ms} ms with a 0.5 s scrape timeout`);
+    } finally {
+      await own.stop();
+    }
   });
 });

@@ -3,8 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startZooKeeper, tempDir, type ZooKeeperServer } from '@cachemon/testkit';
+import { eventually, freePort, startZooKeeper, tempDir, type ZooKeeperServer } from '@cachemon/testkit';
 
 const root = new URL('../../../../../', import.meta.url).pathname;
 
@@ -46,16 +45,13 @@ describe('coordination_exporter start.sh / stop.sh', () => {
     assert.equal(started.status, 0, started.stderr);
     const pid = Number(readFileSync(join(componentDir, 'run', 'ens1.pid'), 'utf8'));
     process.kill(pid, 0);
-    let text = '';
-    for (let i = 0; i < 50 && !text.includes('zk_up'); i++) {
-      try {
-        text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      } catch {
-        await sleep(100);
-      }
-    }
-    assert.match(text, new RegExp(`^zk_up\\{zk_host="${zk.address.replace(/\./g, '\\.')}"\\} 1$`, 'm'));
-    assert.match(readFileSync(join(componentDir, 'log', 'ens1.log'), 'utf8'), /coordination exporter listening/);
+    await eventually(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(text, new RegExp(`^zk_up\\{zk_host="${zk.address.replace(/\./g, '\\.')}"\\} 1$`, 'm'));
+    });
+    await eventually(() =>
+      assert.match(readFileSync(join(componentDir, 'log', 'ens1.log'), 'utf8'), /coordination exporter listening/),
+    );
     const again = sh('start.sh', 'ens1');
     assert.notEqual(again.status, 0);
     assert.match(again.stderr, /already running/);
@@ -109,17 +105,12 @@ describe('coordination_exporter start.sh / stop.sh', () => {
     const started = sh('start.sh', 'dom');
     assert.equal(started.status, 0, started.stderr);
     try {
-      let text = '';
       const named = `zk_up{zk_host="localhost:${zk.port}"} 1`;
-      for (let i = 0; i < 100 && !text.includes(named); i++) {
-        text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
-          (r) => r.text(),
-          () => '',
-        );
-        await sleep(100);
-      }
-      // localhost resolves to 127.0.0.1 alone: one server, labelled with the name as given
-      assert.ok(text.split('\n').includes(named), text.slice(0, 2000));
+      await eventually(async () => {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        // localhost resolves to 127.0.0.1 alone: one server, labelled with the name as given
+        assert.ok(text.split('\n').includes(named), text.slice(0, 2000));
+      });
     } finally {
       assert.equal(sh('stop.sh', 'dom').status, 0);
     }

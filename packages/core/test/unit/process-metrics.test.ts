@@ -5,6 +5,7 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { register } from 'prom-client';
 import { createProcessMetrics } from '../../src/index.js';
+import { eventually } from '../support/eventually.js';
 
 interface Family {
   help: string;
@@ -62,6 +63,20 @@ const value = (all: Map<string, Family>, name: string, labels: Record<string, st
 const read = async (metrics: { metrics(): Promise<string> }): Promise<Map<string, Family>> =>
   families(await metrics.metrics());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A read once the event-loop sampler has taken a sample (before, its min is a placeholder of
+ * billions of seconds and its mean NaN). A read resets the sampler: each try waits for a new one.
+ */
+const readSampled = (metrics: { metrics(): Promise<string> }): Promise<Map<string, Family>> =>
+  eventually(
+    async () => {
+      const all = await read(metrics);
+      const min = value(all, 'nodejs_eventloop_lag_min_seconds');
+      assert.ok(min < 1, `nodejs_eventloop_lag_min_seconds ${min}`);
+      return all;
+    },
+    { intervalMs: 20 },
+  );
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -69,9 +84,7 @@ const gc = runInNewContext('gc') as () => void;
 describe('process metrics', () => {
   it("has prom-client's default families but the gauges named like counters", async () => {
     const metrics = createProcessMetrics();
-    // Before the event-loop sampler's first interval its min and mean are placeholders.
-    await sleep(50);
-    const all = await read(metrics);
+    const all = await readSampled(metrics);
     assert.deepEqual([...all.keys()].sort(), [
       'nodejs_active_handles',
       'nodejs_active_requests',
@@ -179,8 +192,14 @@ describe('process metrics', () => {
     gc();
     gc();
     gc();
-    for (let i = 0; i < 100 && count(await read(metrics)) - before < 3; i++) await sleep(10);
-    const text = await read(metrics);
+    const text = await eventually(
+      async () => {
+        const all = await read(metrics);
+        assert.ok(count(all) - before >= 3, `${count(all) - before} major collections counted`);
+        return all;
+      },
+      { intervalMs: 10 },
+    );
     assert.equal(count(text) - before, 3);
     const samples = text.get('nodejs_gc_duration_seconds')!.samples.filter((s) => s.labels.kind === 'major');
     const buckets = samples.filter((s) => s.name.endsWith('_bucket'));
@@ -196,9 +215,15 @@ describe('process metrics', () => {
   it("is its own: never on prom-client's global registry, one instance not resetting another", async () => {
     const a = createProcessMetrics();
     const b = createProcessMetrics();
-    await sleep(100);
-    await a.metrics();
-    assert.ok(value(await read(b), 'nodejs_eventloop_lag_min_seconds') > 0, "a's read did not reset b's sampler");
+    // Both samplers have samples once a's has; a's reads reset a's alone.
+    await readSampled(a);
+    // Read in one synchronous stretch, so the sampler takes no sample between them (a read
+    // resets its sampler when it starts): had a's read reset b's, b would show the placeholder.
+    const aRead = a.metrics();
+    const bRead = b.metrics();
+    await aRead;
+    const min = value(families(await bRead), 'nodejs_eventloop_lag_min_seconds');
+    assert.ok(min > 0 && min < 1, `a's read did not reset b's sampler: min ${min}`);
     assert.doesNotMatch(await register.metrics(), /process_|nodejs_/);
   });
 });
@@ -208,6 +233,7 @@ describe('the event loop lag family', () => {
     const metrics = createProcessMetrics();
     const lag = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
     await metrics.metrics();
+    // The idle stretch measured (not a wait for an event: the samples taken meanwhile are the point).
     await sleep(300);
     const idle = await metrics.metrics();
     // An idle loop: the 10 ms timer fires about every 10 ms (later on a loaded machine, but
@@ -219,14 +245,17 @@ describe('the event loop lag family', () => {
     // The lag itself: how long an immediate waited at the last read, shown at this one.
     assert.ok(lag(idle, 'nodejs_eventloop_lag_seconds') > 0);
     // A blocked loop shows in the next scrape's max, and only there. (Not right after a scrape: the
-    // first interval after a reset only starts the next one.)
+    // first interval after a reset only starts the next one.) Timers run in the order they fall
+    // due, so one set for later than the sampler's 10 ms runs after a tick of it, however late.
     await sleep(50);
     // 200 ms: far above what a busy machine's scheduling adds to an idle loop's 10 ms timer.
     const until = performance.now() + 200;
     while (performance.now() < until);
+    // The sampler's tick, overdue since the block, runs before this later timer: it records the block.
     await sleep(30);
-    assert.ok(lag(await metrics.metrics(), 'nodejs_eventloop_lag_max_seconds') >= 0.2, 'the 200 ms block is the max');
-    await sleep(100);
+    const blocked = await metrics.metrics();
+    assert.ok(lag(blocked, 'nodejs_eventloop_lag_max_seconds') >= 0.2, 'the 200 ms block is the max');
+    // The next read, right after: a sampler not reset would still hold the block.
     assert.ok(lag(await metrics.metrics(), 'nodejs_eventloop_lag_max_seconds') < 0.2, 'reset after the scrape');
   });
 });

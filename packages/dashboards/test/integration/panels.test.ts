@@ -154,21 +154,12 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
   }
 
   /** Retried while the demo's first scrapes and rule evaluations land. */
-  async function eventuallyAll(
+  function eventuallyAll(
     label: string,
     spanMs: number,
     expected: { scrape: string; resolution: string },
   ): Promise<void> {
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      try {
-        await checkAll(label, spanMs, expected);
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 3000));
-      }
-    }
+    return eventually(() => checkAll(label, spanMs, expected), { timeoutMs: 120_000, intervalMs: 3000 });
   }
 
   test('the last hour: raw series of the short-term store', async () => {

@@ -1,22 +1,46 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { parseQueryProxyConfig } from '../../src/index.js';
 import { GroupCall, Upstreams } from '../../src/upstream.js';
 
-/** A store that answers every request after `delayMs`. */
-async function slowStore(delayMs: number): Promise<{ server: Server; target: string }> {
+/** Requests as the stores got them, in order: the store's name each. */
+const arrivals: string[] = [];
+const arrived = new Set<() => void>();
+
+/** A store that holds every request until the test answers it. */
+async function heldStore(name: string): Promise<{ server: Server; target: string; answer: () => void }> {
+  const held: ServerResponse[] = [];
   const server = createServer((_req, res) => {
-    setTimeout(
-      () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"success","data":[]}'),
-      delayMs,
-    );
+    held.push(res);
+    arrivals.push(name);
+    for (const wake of arrived) wake();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   assert.ok(address !== null && typeof address === 'object');
-  return { server, target: `127.0.0.1:${address.port}` };
+  return {
+    server,
+    target: `127.0.0.1:${address.port}`,
+    answer: () => {
+      for (const res of held.splice(0))
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"success","data":[]}');
+    },
+  };
+}
+
+/** Resolves once `count` requests have arrived at the stores in all. */
+function arrivalsReach(count: number): Promise<void> {
+  return new Promise((resolve) => {
+    const wake = (): void => {
+      if (arrivals.length < count) return;
+      arrived.delete(wake);
+      resolve();
+    };
+    arrived.add(wake);
+    wake();
+  });
 }
 
 describe("a group's replicas", () => {
@@ -29,11 +53,11 @@ describe("a group's replicas", () => {
   });
 
   it('a replica asked beside a slow one that then answers first is not passed over', async () => {
-    // Both take 700 ms; each replica's share of the 1 s timeout is 500 ms.
-    const [a, b] = await Promise.all([slowStore(700), slowStore(700)]);
+    // Each replica's share of the 4 s timeout is 2 s; the stores answer when the test says.
+    const [a, b] = await Promise.all([heldStore('a'), heldStore('b')]);
     servers.push(a.server, b.server);
     const [group] = parseQueryProxyConfig('promxy.yml', {
-      promxy: { server_groups: [{ static_configs: [{ targets: [a.target, b.target] }], timeout: '1s' }] },
+      promxy: { server_groups: [{ static_configs: [{ targets: [a.target, b.target] }], timeout: '4s' }] },
     }).groups;
     const ask = async () => {
       const call = new GroupCall(group!.timeoutMs);
@@ -43,9 +67,18 @@ describe("a group's replicas", () => {
         call.done();
       }
     };
-    // a is asked first, b beside it after 500 ms; a answers at 700 ms, before b could.
-    assert.equal(await ask(), `http://${a.target}`);
-    // b had less time than a, not more: it keeps its turn, first this time.
-    assert.equal(await ask(), `http://${b.target}`);
+    // a is asked first, b beside it after its share; then a answers, before b.
+    const first = ask();
+    await arrivalsReach(2);
+    assert.deepEqual(arrivals, ['a', 'b']);
+    a.answer();
+    assert.equal(await first, `http://${a.target}`);
+    // b had less time than a, not more: it keeps its turn, first this time (a would be asked
+    // only after b's share of the timeout).
+    const second = ask();
+    await arrivalsReach(3);
+    assert.deepEqual(arrivals, ['a', 'b', 'b']);
+    b.answer();
+    assert.equal(await second, `http://${b.target}`);
   });
 });

@@ -95,8 +95,11 @@ describe('rule evaluator and alert router on the real stores', () => {
   const notifications: Array<{ status: string; alerts: Array<{ status: string; labels: Record<string, string> }> }> =
     [];
   const short = () => `http://127.0.0.1:${ports.short}`;
+  /** The newest sample time imported so far: each import's samples are newer than the last's. */
+  let lastImportAt = 0;
   const importNow = async (up: number) => {
-    const now = Date.now();
+    const now = Math.max(Date.now(), lastImportAt + 1);
+    lastImportAt = now;
     const lines = [0, 15_000, 30_000].flatMap((ago) => [
       `arcus_up{ensemble="zk1",service_code="svc-a",node="10.0.0.1:11211",hostname="cache-01",scrape="short"} ${up} ${now - ago}`,
       `arcus_up{ensemble="zk1",service_code="svc-a",node="10.0.0.2:11211",hostname="cache-02",scrape="short"} 1 ${now - ago}`,
@@ -223,7 +226,6 @@ describe('rule evaluator and alert router on the real stores', () => {
     assert.ok(rules.data.alerts.some((a) => a.name === 'CacheNodeDown' && a.state === 'firing'));
 
     // The node answers again: samples of 1 newer than the 0s.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
     await importNow(1);
     await eventually(
       () =>
