@@ -77,8 +77,10 @@ export function domainFindings(env: CoordinationEnv, answers: Answers, exporter:
     const given = formatEndpoint(entry.host, entry.port);
     const here = withPort(answers(entry.host, 'prefer4').addresses, entry.port);
     const read = exporter?.resolved.get(given)?.addresses ?? [];
+    // Its answer here decides; the exporter's last one only when it does not resolve here. A name
+    // that went from several addresses to one is the DNS check's, and one server after a SIGHUP.
     const servers = here.length > 0 ? here : read;
-    if (here.length <= 1 && read.length <= 1) continue;
+    if (servers.length <= 1) continue;
     const form = env.domain !== undefined ? `ZK_DOMAIN=${given}` : `the ZK_SERVERS entry ${given}`;
     const replacement =
       env.domain !== undefined
@@ -181,7 +183,7 @@ export function dnsFindings(
       severity: stale ? 'error' : 'warning',
       component: 'coordination_exporter',
       instance: env.ensemble,
-      message: `${given} resolves here to ${list(here)}, but the coordination exporter (pid ${exporter.pid}) reads ${list(read.addresses) || 'no address'}: the answer differs since ${since}, when the exporter last resolved it. ${next}`,
+      message: `${given} resolves here to ${list(here)}, but the coordination exporter (pid ${exporter.pid}) reads ${list(read.addresses) || 'no address'}: the answer has changed since ${since}, when the exporter last resolved it. ${next}`,
       fix: stale
         ? `kill -HUP ${exporter.pid} (the exporter resolves its names again)`
         : `wait until then, or apply it now: kill -HUP ${exporter.pid}`,
