@@ -11,7 +11,7 @@ import {
 } from '@cachemon/core';
 import type { ExpositionBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
-import { Counter, type Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
 import { parseMntr } from './mntr.js';
 import { prepareServer, writeServers, type PreparedServer, type ServerReading, type ServerStatus } from './render.js';
@@ -84,6 +84,11 @@ export class CoordinationExporter {
   private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
   private readonly sharedScrapes: Counter<'path'>;
+  /** What each name resolved to last, and when: a DNS change is told from what the exporter reads. */
+  private readonly resolvedAddresses: Gauge<'name' | 'address'>;
+  private readonly resolvedAt: Gauge<'name'>;
+  /** The address labels set per name label, to remove those a new answer no longer has. */
+  private readonly addressLabels = new Map<string, string[]>();
   private running: Promise<ExpositionBody> | undefined;
 
   constructor(
@@ -105,6 +110,18 @@ export class CoordinationExporter {
       name: 'cachemon_zk_resolutions_total',
       help: 'Resolutions of the server names in --zk-hosts, by result (ok, failed).',
       labelNames: ['result'],
+      registers,
+    });
+    this.resolvedAddresses = new Gauge({
+      name: 'zk_resolved_address_info',
+      help: 'The addresses a name in --zk-hosts resolved to at its last successful resolution (value 1): name and address with the port.',
+      labelNames: ['name', 'address'],
+      registers,
+    });
+    this.resolvedAt = new Gauge({
+      name: 'zk_resolved_timestamp_seconds',
+      help: 'When a name in --zk-hosts last resolved successfully, in Unix seconds.',
+      labelNames: ['name'],
       registers,
     });
   }
@@ -145,6 +162,7 @@ export class CoordinationExporter {
             single,
           }));
           this.resolutions.inc({ result: 'ok' });
+          this.noteResolved(formatEndpoint(server), endpoints.map(formatEndpoint));
           this.failingNames.delete(server.host);
           const before = (previous.get(server.host) ?? []).map(formatEndpoint).sort();
           const after = endpoints.map(formatEndpoint);
@@ -184,6 +202,15 @@ export class CoordinationExporter {
       }
     }
     this.resolved = next;
+  }
+
+  /** Exposes a name's new answer; a failed resolution leaves the last one, as the servers read do. */
+  private noteResolved(name: string, addresses: readonly string[]): void {
+    for (const address of this.addressLabels.get(name) ?? [])
+      if (!addresses.includes(address)) this.resolvedAddresses.remove({ name, address });
+    for (const address of addresses) this.resolvedAddresses.set({ name, address }, 1);
+    this.addressLabels.set(name, [...addresses]);
+    this.resolvedAt.set({ name }, Date.now() / 1000);
   }
 
   /**

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -213,7 +214,7 @@ describe('names in a server list', () => {
     assert.match(text, new RegExp(`^zk_up\\{zk_host="zk2\\.test:${port}"\\} 0$`, 'm'));
     assert.match(text, new RegExp(`^zk_mntr_status\\{zk_host="zk2\\.test:${port}",status="unresolved"\\} 1$`, 'm'));
     assert.match(text, new RegExp(`^zk_server_leader\\{zk_host="zk2\\.test:${port}"\\} 0$`, 'm'));
-    assert.doesNotMatch(text, /127\.0\.0\./, 'no address as zk_host');
+    assert.doesNotMatch(text, /zk_host="127\.0\.0\./, 'no address as zk_host');
     const unresolved = warnings().filter((line) => line.includes('zk2.test'));
     assert.equal(unresolved.length, 1, unresolved.join(''));
     assert.match(
@@ -241,5 +242,100 @@ describe('names in a server list', () => {
       2,
       'warned again: it had resolved in between',
     );
+  });
+});
+
+/**
+ * What the exporter resolved, and when: a tool comparing a name's current DNS answer with the
+ * addresses the exporter reads (cachemon doctor) needs both.
+ */
+describe('the resolved addresses exposed', () => {
+  let port: number;
+  let server: Server;
+  let answers: string[] = [];
+  let failing = false;
+  let exporter: CoordinationExporter;
+
+  before(async () => {
+    port = await freePort();
+    const reply = fixture('mntr-3.8-follower.txt');
+    server = createServer({ allowHalfOpen: true }, (socket) => socket.once('data', () => socket.end(reply)));
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    exporter = new CoordinationExporter(
+      [
+        { host: 'zk.ensemble.test', port },
+        { host: '127.0.0.1', port },
+      ],
+      {
+        logger: createLoggerOn({ write: () => undefined }, 'error'),
+        registry: new Registry(),
+        resolve: async () => {
+          if (failing) throw new Error('getaddrinfo ENOTFOUND zk.ensemble.test');
+          return answers;
+        },
+      },
+    );
+  });
+  after(() => server.close());
+
+  const scrape = async (): Promise<string> => (await exporter.metrics(Date.now() + 2000)).bytes().toString('utf8');
+  const addresses = (text: string): string[] =>
+    [...text.matchAll(/^zk_resolved_address_info\{name="([^"]+)",address="([^"]+)"\} 1$/gm)].map(
+      (m) => `${m[1]} ${m[2]}`,
+    );
+  const resolvedAt = (text: string): number | undefined => {
+    const value = new RegExp(
+      `^zk_resolved_timestamp_seconds\\{name="zk\\.ensemble\\.test:${port}"\\} (\\S+)$`,
+      'm',
+    ).exec(text)?.[1];
+    return value === undefined ? undefined : Number(value);
+  };
+
+  it('each name with every address of its last answer, and the time of that answer; an IP address is no name', async () => {
+    answers = ['127.0.0.3', '127.0.0.2'];
+    const before = Date.now() / 1000;
+    await exporter.resolve();
+    const after = Date.now() / 1000;
+    const text = await scrape();
+    assert.deepEqual(addresses(text), [
+      `zk.ensemble.test:${port} 127.0.0.2:${port}`,
+      `zk.ensemble.test:${port} 127.0.0.3:${port}`,
+    ]);
+    const at = resolvedAt(text)!;
+    assert.ok(at >= before && at <= after, `${at} within [${before}, ${after}]`);
+    assert.doesNotMatch(text, /name="127\.0\.0\.1/);
+  });
+
+  it('a new answer replaces the addresses; a failed one keeps them and their time', async () => {
+    answers = ['127.0.0.2'];
+    await exporter.resolve();
+    const text = await scrape();
+    assert.deepEqual(addresses(text), [`zk.ensemble.test:${port} 127.0.0.2:${port}`]);
+    failing = true;
+    try {
+      await exporter.resolve();
+    } finally {
+      failing = false;
+    }
+    const later = await scrape();
+    assert.deepEqual(addresses(later), [`zk.ensemble.test:${port} 127.0.0.2:${port}`]);
+    assert.equal(resolvedAt(later), resolvedAt(text));
+  });
+
+  it('pass promtool check metrics', async () => {
+    // The mntr keys keep the widely used exporter's names, which promtool's conventions predate.
+    const families = (await scrape())
+      .split('\n')
+      .filter((line) => /^(# (HELP|TYPE) )?zk_resolved_/.test(line))
+      .join('\n');
+    assert.match(families, /^# HELP zk_resolved_address_info /m);
+    assert.match(families, /^# HELP zk_resolved_timestamp_seconds /m);
+    const result = spawnSync('promtool', ['check', 'metrics'], {
+      input: `${families}\n`,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.equal(result.error, undefined, 'promtool runs (Debian package prometheus)');
+    assert.equal(result.status, 0, `promtool check metrics: ${result.stdout}${result.stderr}`);
   });
 });
