@@ -1,10 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { cpSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
+import { ArcusDouble, ArcusZk, freePort, runBash, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
 import bcrypt from 'bcryptjs';
 import { eventually, parseExposition, startExporter, valueOf } from './support/exporter.js';
@@ -18,12 +18,9 @@ describe('cache_exporter start.sh / stop.sh', () => {
   let node: ArcusDouble;
   let installDir: string;
   let componentDir: string;
+  // Asynchronous (runBash): the ARCUS node and its ZooKeeper session live in this process.
   const shWith = (env: Record<string, string>, script: string, ...args: string[]) =>
-    spawnSync('bash', [join(componentDir, script), ...args], {
-      encoding: 'utf8',
-      env: { ...process.env, CACHEMON_HOME: root, ...env },
-      timeout: 30_000,
-    });
+    runBash(join(componentDir, script), args, { CACHEMON_HOME: root, ...env }, 30_000);
   const sh = (script: string, ...args: string[]) => shWith({}, script, ...args);
   const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 
@@ -42,7 +39,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
   });
 
   after(async () => {
-    sh('stop.sh', 'ens1');
+    await sh('stop.sh', 'ens1');
     await node?.stop();
     await arcus?.close();
     await zk?.stop();
@@ -54,7 +51,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
       join(componentDir, 'conf', 'ens1.json'),
       `// test config\n${JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens1: [zk.address] }, log: { level: 'info', filename: 'log/ens1.log' } })}`,
     );
-    const started = sh('start.sh', 'ens1');
+    const started = await sh('start.sh', 'ens1');
     assert.equal(started.status, 0, started.stderr);
     const pidFile = join(componentDir, 'run', 'ens1.pid');
     const pid = Number(readFileSync(pidFile, 'utf8'));
@@ -69,7 +66,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
       assert.ok(args.includes(flag), `${flag} missing: ${args.join(' ')}`);
     }
 
-    const again = sh('start.sh', 'ens1');
+    const again = await sh('start.sh', 'ens1');
     assert.notEqual(again.status, 0);
     assert.match(again.stderr, /already running/);
 
@@ -82,11 +79,11 @@ describe('cache_exporter start.sh / stop.sh', () => {
       assert.match(log, /cache exporter listening/);
     });
 
-    const stopped = sh('stop.sh', 'ens1');
+    const stopped = await sh('stop.sh', 'ens1');
     assert.equal(stopped.status, 0, stopped.stderr);
     assert.ok(!existsSync(pidFile));
     assert.throws(() => process.kill(pid, 0), /ESRCH/);
-    assert.match(sh('stop.sh', 'ens1').stdout, /not running/);
+    assert.match((await sh('stop.sh', 'ens1')).stdout, /not running/);
   });
 
   test('a stale pid file naming a process started after it was written (a reused pid) is neither stopped nor taken for the exporter', async () => {
@@ -98,7 +95,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
       // Written an hour before the process started: before a crash and a reboot, say.
       const before = new Date(Date.now() - 3600_000);
       utimesSync(pidFile, before, before);
-      const stopped = sh('stop.sh', 'stale');
+      const stopped = await sh('stop.sh', 'stale');
       assert.equal(stopped.status, 0, stopped.stderr);
       assert.match(stopped.stdout, /not running \(removed the stale pid file .*stale\.pid\)/);
       assert.ok(!existsSync(pidFile));
@@ -111,7 +108,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
       );
       writeFileSync(pidFile, `${other.pid}\n`);
       utimesSync(pidFile, before, before);
-      const started = sh('start.sh', 'stale');
+      const started = await sh('start.sh', 'stale');
       assert.equal(started.status, 0, started.stderr);
       const pid = Number(readFileSync(pidFile, 'utf8'));
       assert.notEqual(pid, other.pid);
@@ -122,11 +119,11 @@ describe('cache_exporter start.sh / stop.sh', () => {
         .split(' ')
         .map(Number);
       assert.equal(sessionId, pid);
-      assert.equal(sh('stop.sh', 'stale').status, 0);
+      assert.equal((await sh('stop.sh', 'stale')).status, 0);
       process.kill(other.pid!, 0);
     } finally {
       // Also when an assertion failed with the exporter running (a no-op otherwise).
-      sh('stop.sh', 'stale');
+      await sh('stop.sh', 'stale');
       other.kill();
       if (other.exitCode === null && other.signalCode === null) await once(other, 'exit');
     }
@@ -138,7 +135,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
       join(componentDir, 'conf', 'ens2.json'),
       JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { ens2: [zk.address] } }),
     );
-    const started = shWith(
+    const started = await shWith(
       { CACHE_EXPORTER_NODE_FLAGS: '--max-old-space-size=300 --stack-size=900' },
       'start.sh',
       'ens2',
@@ -154,7 +151,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
         assert.equal(valueOf(samples, 'arcus_up', { node: node.address, ensemble: 'ens2' }), 1);
       });
     } finally {
-      const stopped = sh('stop.sh', 'ens2');
+      const stopped = await sh('stop.sh', 'ens2');
       assert.equal(stopped.status, 0, stopped.stderr);
     }
   });
@@ -166,17 +163,17 @@ describe('cache_exporter start.sh / stop.sh', () => {
       JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { flags: [zk.address] } }),
     );
     const pidFile = join(componentDir, 'run', 'flags.pid');
-    const badValue = shWith({ CACHE_EXPORTER_FLAGS: '-qos-interval=30d' }, 'start.sh', 'flags');
+    const badValue = await shWith({ CACHE_EXPORTER_FLAGS: '-qos-interval=30d' }, 'start.sh', 'flags');
     assert.notEqual(badValue.status, 0);
     assert.match(badValue.stderr, /-qos-interval: 30d is out of range \(100ms to 1d, or 0 to turn it off\)/);
     assert.doesNotMatch(badValue.stderr, /exited at start/, 'refused before it started');
     assert.ok(!existsSync(pidFile));
-    const missingDash = shWith({ CACHE_EXPORTER_FLAGS: 'qos-interval=10s' }, 'start.sh', 'flags');
+    const missingDash = await shWith({ CACHE_EXPORTER_FLAGS: 'qos-interval=10s' }, 'start.sh', 'flags');
     assert.notEqual(missingDash.status, 0);
     assert.match(missingDash.stderr, /unexpected argument "qos-interval=10s"/);
     assert.doesNotMatch(missingDash.stderr, /exited at start/, 'refused before it started');
     writeFileSync(join(componentDir, 'conf', 'web.yml'), 'basic_auth_users:\n  alice: not-a-hash\n');
-    const badWeb = shWith(
+    const badWeb = await shWith(
       { CACHE_EXPORTER_FLAGS: `-web.config.file=${join(componentDir, 'conf', 'web.yml')}` },
       'start.sh',
       'flags',
@@ -197,7 +194,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
         join(componentDir, 'conf', 'busy.json'),
         JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { busy: [zk.address] } }),
       );
-      const result = sh('start.sh', 'busy');
+      const result = await sh('start.sh', 'busy');
       assert.equal(result.status, 1, result.stderr);
       assert.match(
         result.stderr,
@@ -211,18 +208,18 @@ describe('cache_exporter start.sh / stop.sh', () => {
     }
   });
 
-  test('start.sh refuses a missing or invalid config and starts nothing', () => {
-    const missing = sh('start.sh', 'absent');
+  test('start.sh refuses a missing or invalid config and starts nothing', async () => {
+    const missing = await sh('start.sh', 'absent');
     assert.equal(missing.status, 1);
     assert.match(missing.stderr, /no config file .*conf\/absent\.json/);
 
     writeFileSync(join(componentDir, 'conf', 'broken.json'), JSON.stringify({ listen: ':1', ensembleByName: {} }));
-    const broken = sh('start.sh', 'broken');
+    const broken = await sh('start.sh', 'broken');
     assert.notEqual(broken.status, 0);
     assert.match(broken.stderr, /broken\.json: ensembleByName: exactly one ensemble/);
     assert.ok(!existsSync(join(componentDir, 'run', 'broken.pid')));
 
-    const usage = sh('start.sh');
+    const usage = await sh('start.sh');
     assert.equal(usage.status, 2);
     assert.match(usage.stderr, /usage/);
   });

@@ -25,3 +25,5 @@ export { startVictoriaMetrics } from './victoria-metrics.js';
 export type { VictoriaMetrics } from './victoria-metrics.js';
 export { startSshd } from './sshd.js';
 export type { Sshd } from './sshd.js';
+export { runBash } from './run-script.js';
+export type { ScriptRun } from './run-script.js';

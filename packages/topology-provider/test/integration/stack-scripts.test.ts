@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArcusZk, eventually, freePort, parseExposition, startZooKeeper, tempDir, valueOf } from '@cachemon/testkit';
+import {
+  ArcusZk,
+  eventually,
+  runBash,
+  freePort,
+  parseExposition,
+  startZooKeeper,
+  tempDir,
+  valueOf,
+} from '@cachemon/testkit';
 import type { NodeRegistration, ZooKeeperServer } from '@cachemon/testkit';
 
 const root = new URL('../../../../../', import.meta.url).pathname;
@@ -15,12 +24,9 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
   let registration: NodeRegistration;
   let componentDir: string;
   let port: number;
+  // Asynchronous: the registered node's ZooKeeper session lives in this process and must keep heartbeating.
   const sh = (script: string, ...args: string[]) =>
-    spawnSync('bash', [join(componentDir, script), ...args], {
-      encoding: 'utf8',
-      env: { ...process.env, CACHEMON_HOME: root },
-      timeout: 30_000,
-    });
+    runBash(join(componentDir, script), args, { CACHEMON_HOME: root }, 30_000);
   const writeConfig = (config: Record<string, unknown>) =>
     writeFileSync(
       join(componentDir, 'conf', 'config.json'),
@@ -51,7 +57,7 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
   });
 
   after(async () => {
-    sh('stop.sh');
+    await sh('stop.sh');
     await registration?.unregister();
     await arcus?.close();
     await zk?.stop();
@@ -73,11 +79,11 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
 
   test('start.sh runs conf/config.json in the background; SIGHUP reloads it; stop.sh stops it', async () => {
     writeConfig({ ensembleByName: { ens1: [zk.address] }, serviceCodesByEnsembleName: { ens1: ['svc-a'] } });
-    const started = sh('start.sh');
+    const started = await sh('start.sh');
     assert.equal(started.status, 0, started.stderr);
     const pidFile = join(componentDir, 'run', 'topology_provider.pid');
     const pid = Number(readFileSync(pidFile, 'utf8'));
-    assert.match(sh('start.sh').stderr, /already running/);
+    assert.match((await sh('start.sh')).stderr, /already running/);
 
     await eventually(async () => assert.deepEqual(await variable('service_codes ensemble=ens1'), ['svc-a']));
     assert.deepEqual(await variable('nodes ensemble=ens1'), ['127.0.0.1:11211']);
@@ -102,23 +108,23 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
       ),
     );
 
-    const stopped = sh('stop.sh');
+    const stopped = await sh('stop.sh');
     assert.equal(stopped.status, 0, stopped.stderr);
     assert.ok(!existsSync(pidFile));
     assert.throws(() => process.kill(pid, 0), /ESRCH/);
-    assert.match(sh('stop.sh').stdout, /not running/);
+    assert.match((await sh('stop.sh')).stdout, /not running/);
   });
 
-  test('start.sh refuses an invalid config and starts nothing; the binary names file, key and reason', () => {
+  test('start.sh refuses an invalid config and starts nothing; the binary names file, key and reason', async () => {
     writeConfig({ ensembleByName: { ens1: ['zk1'] } });
-    const broken = sh('start.sh');
+    const broken = await sh('start.sh');
     assert.notEqual(broken.status, 0);
     assert.match(
       broken.stderr,
       /config\.json: ensembleByName\.ens1\[0\]: expected <host>:<port> \[CACHEMON_CONFIG_INVALID\]/,
     );
     assert.ok(!existsSync(join(componentDir, 'run', 'topology_provider.pid')));
-    assert.equal(sh('start.sh', 'extra').status, 2);
+    assert.equal((await sh('start.sh', 'extra')).status, 2);
 
     const noFlag = spawnSync(process.execPath, [join(root, 'bin', 'topology-provider')], { encoding: 'utf8' });
     assert.equal(noFlag.status, 2);
