@@ -253,8 +253,8 @@ export function ensembleFindings(
     const noCoordination = !coordination.some((c) => c.ensemble === name);
     if (!noCache && !noCoordination) continue;
     const lacking = [
-      ...(noCache ? ['a cache exporter (no config under cache_exporter/conf/ collects it)'] : []),
-      ...(noCoordination ? [`a coordination exporter (no coordination_exporter/conf/${name}.env)`] : []),
+      ...(noCache ? ['no cache exporter (no config under cache_exporter/conf/ collects it)'] : []),
+      ...(noCoordination ? [`no coordination exporter (no coordination_exporter/conf/${name}.env)`] : []),
     ];
     out.push(
       finding(
@@ -262,7 +262,7 @@ export function ensembleFindings(
         'error',
         noCache ? 'cache_exporter' : 'coordination_exporter',
         name,
-        `ensembleByName in ${providerFile} has ${name} (${servers.join(', ')}), but the tree has no ${lacking.join(' and no ')}: dashboards list it without its metrics`,
+        `ensembleByName in ${providerFile} has ${name} (${servers.join(', ')}), but the tree has ${lacking.join(' and ')}: dashboards list it without its metrics`,
         `cachemon ensemble remove ${name} && cachemon ensemble add ${name} --servers ${servers.join(',')}; or, when it is no longer monitored, remove "${name}" from ensembleByName in ${providerFile}, then ${reload}`,
       ),
     );
