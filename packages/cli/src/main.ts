@@ -2,6 +2,7 @@
 /** cachemon: the installed stack started, stopped, checked and changed, one command per procedure. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { Change, renderDiff, StepError, withTreeLock } from './change.js';
+import { countText, doctorReport, exitStatus, knownEnsembles, renderFindings, runDoctor } from './doctor/index.js';
 import { listEnsembles, planAdd, planRemove } from './ensemble.js';
 import type { Plan } from './ensemble.js';
 import { machineList, planHosts, SCP_DEFAULT, SSH_DEFAULT, UsageError } from './hosts.js';
@@ -145,9 +146,49 @@ program
   .argument('[component...]')
   .action(async (ids: string[], options: { json?: boolean }) => {
     const t = tree();
-    const rows = await treeStatus(t, await t.select(ids));
-    process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : `${renderStatus(rows)}\n`);
+    const selected = await t.select(ids);
+    const [rows, all] = await Promise.all([treeStatus(t, selected), runDoctor(t, [])]);
+    // Of the findings, those about what is shown: every one when nothing is named.
+    const findings =
+      ids.length === 0
+        ? all
+        : all.filter((f) =>
+            selected.some((i) => i.component === f.component && (f.instance === '' || f.instance === (i.name ?? ''))),
+          );
+    process.stdout.write(
+      options.json
+        ? `${JSON.stringify({ instances: rows, doctor: doctorReport(findings) }, null, 2)}\n`
+        : `${renderStatus(rows)}\n\ndoctor: ${countText(findings)} (cachemon doctor)\n`,
+    );
     if (!allWell(rows)) process.exitCode = 1;
+  });
+
+program
+  .command('doctor')
+  .description(
+    'every check of the tree and the running processes: one line per finding with its code and fix; exit status 0 clean, 1 warnings only, 2 errors',
+  )
+  .option('--json', 'as JSON: {findings, errors, warnings}')
+  .argument('[ensemble...]', 'only the checks of these ensembles, and those of the whole tree')
+  .action(async (ensembles: string[], options: { json?: boolean }) => {
+    try {
+      const t = tree();
+      const known = knownEnsembles(t);
+      const unknown = ensembles.filter((e) => !known.has(e));
+      if (unknown.length > 0)
+        throw new Error(
+          `no ensemble ${unknown.join(', ')} in ${t.dir} (there are: ${[...known].sort().join(', ') || 'none'})`,
+        );
+      const findings = await runDoctor(t, ensembles);
+      process.stdout.write(
+        options.json ? `${JSON.stringify(doctorReport(findings), null, 2)}\n` : `${renderFindings(findings)}\n`,
+      );
+      process.exitCode = exitStatus(findings);
+    } catch (error) {
+      say(`doctor: ${(error as Error).message}`);
+      // Not 1: that would read as "warnings only".
+      process.exitCode = 2;
+    }
   });
 
 const ensemble = program.command('ensemble').description('add, remove and list the ensembles collected');

@@ -74,9 +74,11 @@ export function processStart(pid: number): number | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
     const ticks = Number(fields[19]);
-    const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    // The boot time from the uptime, not /proc/stat's btime: btime is cut to whole seconds, which
+    // put a start up to a second early, before the config it was started with was written.
+    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
     // Linux's USER_HZ is 100 on every architecture the stack runs on.
-    return btime ? Number(btime[1]) + ticks / 100 : undefined;
+    return Number.isFinite(uptime) && Number.isFinite(ticks) ? Date.now() / 1000 - uptime + ticks / 100 : undefined;
   } catch {
     return undefined;
   }

@@ -62,7 +62,7 @@ const sha256 = (path: string) => createHash('sha256').update(readFileSync(path))
 const mtime = (path: string) => (existsSync(path) ? Math.floor(statSync(path).mtimeMs / 1000) : 0);
 
 /** A duration as the store writes it back ("1m0s") and as operators write it ("1m"), in seconds. */
-function seconds(value: string): number | undefined {
+export function seconds(value: string): number | undefined {
   const parts = [...value.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)/g)];
   if (parts.length === 0 || parts.map((p) => p[0]).join('') !== value) return undefined;
   const unit: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };

@@ -136,7 +136,7 @@ describe('cachemon procedures: rollback on real faults, and commands taking turn
     const file = join(dir, 'short_term_store/conf/scrape.yml');
     const configOf = async () => {
       const result = await cachemon(dir, ['status', '--json', 'short_term_store:short']);
-      return (JSON.parse(result.stdout) as Array<{ config: string }>)[0]!.config;
+      return (JSON.parse(result.stdout) as { instances: Array<{ config: string }> }).instances[0]!.config;
     };
     assert.equal(await configOf(), 'loaded');
     const text = readFileSync(file, 'utf8');

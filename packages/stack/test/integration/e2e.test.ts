@@ -143,14 +143,18 @@ describe('the installed stack end to end', () => {
       async () => {
         const result = await cachemon(dir, ['status', '--json']);
         assert.equal(result.status, 0, result.stdout + result.stderr);
-        return JSON.parse(result.stdout) as Array<{
-          id: string;
-          pid: number | null;
-          healthy: boolean;
-          version: string;
-          config: string;
-          targets?: Array<{ job: string; up: number; down: number }>;
-        }>;
+        return (
+          JSON.parse(result.stdout) as {
+            instances: Array<{
+              id: string;
+              pid: number | null;
+              healthy: boolean;
+              version: string;
+              config: string;
+              targets?: Array<{ job: string; up: number; down: number }>;
+            }>;
+          }
+        ).instances;
       },
       { timeoutMs: 60_000, intervalMs: 1000 },
     );
@@ -241,7 +245,10 @@ describe('the installed stack end to end', () => {
     addEnsembleToTopologyProvider(dir, 'zk1', [zk.address]);
     const configOf = async () => {
       const result = await cachemon(dir, ['status', '--json', 'topology_provider']);
-      return { status: result.status, config: (JSON.parse(result.stdout) as Array<{ config: string }>)[0]!.config };
+      return {
+        status: result.status,
+        config: (JSON.parse(result.stdout) as { instances: Array<{ config: string }> }).instances[0]!.config,
+      };
     };
     assert.deepEqual(await configOf(), {
       status: 1,
@@ -428,7 +435,11 @@ describe('the installed stack end to end', () => {
     );
     const status = await cachemon(dir, ['status', '--json']);
     assert.equal(status.status, 1);
-    assert.ok((JSON.parse(status.stdout) as Array<{ pid: number | null }>).every((s) => s.pid === null));
+    assert.ok(
+      (JSON.parse(status.stdout) as { instances: Array<{ pid: number | null }> }).instances.every(
+        (s) => s.pid === null,
+      ),
+    );
     const mine = readdirSync('/proc')
       .filter((p) => /^\d+$/.test(p))
       .filter((p) => {
