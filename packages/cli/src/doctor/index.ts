@@ -6,6 +6,8 @@ import { providerEnsembleConfig } from '../stack-state.js';
 import { COMPONENTS } from '../tree.js';
 import type { Tree } from '../tree.js';
 import { finding, sortFindings } from './render.js';
+import { mntrChecks } from './mntr.js';
+import { resolutionChecks } from './resolution.js';
 import { RUNNING_CHECKS } from './running-checks.js';
 import { TREE_CHECKS } from './tree-checks.js';
 import type { Check, DoctorContext, Finding } from './types.js';
@@ -15,7 +17,7 @@ export type { DoctorReport } from './render.js';
 export type { Check, DoctorContext, Finding, Severity } from './types.js';
 
 /** Every check `cachemon doctor` runs. */
-export const CHECKS: Check[] = [...TREE_CHECKS, ...RUNNING_CHECKS];
+export const CHECKS: Check[] = [...TREE_CHECKS, ...RUNNING_CHECKS, ...mntrChecks, ...resolutionChecks];
 
 /** How long one check may take before it counts as failed. */
 export const CHECK_TIMEOUT_MS = 30_000;
