@@ -6,6 +6,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import type { SpawnSyncReturns } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from '@cachemon/testkit';
 
 /** The source checkout's root. */
 export const REPO_ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -84,6 +85,37 @@ export function cachemon(dir: string, args: readonly string[]): Promise<ScriptRe
   });
 }
 
+/**
+ * stack/install.sh into dir, as an operator runs it (Grafana not downloaded). Blocks: call it
+ * before any ARCUS double or ZooKeeper session of the test starts.
+ */
+export function installStack(dir: string): void {
+  const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
+    encoding: 'utf8',
+    env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
+    timeout: 120_000,
+  });
+  if (installed.status !== 0) throw new Error(`install.sh failed (${installed.status}): ${installed.stderr}`);
+}
+
+/** A free loopback port for every component of the stack (configureTree's ports). */
+export async function freeStackPorts(): Promise<Record<keyof StackPorts, number>> {
+  const ports: Partial<Record<keyof StackPorts, number>> = {};
+  for (const name of [
+    'short',
+    'long',
+    'ruler',
+    'router',
+    'cache',
+    'coordination',
+    'host',
+    'topology',
+    'proxy',
+  ] as const)
+    ports[name] = await freePort();
+  return ports as Record<keyof StackPorts, number>;
+}
+
 export type InstantResult = Array<{ metric: Record<string, string>; value: [number, string] }>;
 
 /** An instant query straight to a store, after making what it has ingested searchable. */
@@ -96,4 +128,5 @@ export async function queryStore(port: number, query: string): Promise<InstantRe
 export { DEMO_ENSEMBLE, startDemo, stopDemo } from './demo-stack.js';
 export type { DemoOptions, DemoStarted } from './demo-stack.js';
 export { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS } from './configure.js';
+import type { StackPorts } from './configure.js';
 export type { StackPorts, TreeSettings } from './configure.js';

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { addEnsembleToTopologyProvider, cachemon, configureTree, STACK_DIR } from '@cachemon/stack';
+import { addEnsembleToTopologyProvider, cachemon, configureTree, freeStackPorts, installStack } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 import type { Finding } from '../../src/doctor/types.js';
 
@@ -120,25 +120,9 @@ describe('cachemon doctor: mntr and names, each finding induced and then fixed a
   before(async () => {
     dir = await tempDir('cachemon-doctor-names-');
     hosts = join(dir, 'hosts');
-    const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
-      timeout: 120_000,
-    });
-    assert.equal(installed.status, 0, installed.stderr);
-    for (const name of [
-      'short',
-      'long',
-      'ruler',
-      'router',
-      'cache',
-      'coordination',
-      'host',
-      'topology',
-      'proxy',
-      'zk2',
-    ])
-      port[name] = await freePort();
+    installStack(dir);
+    Object.assign(port, await freeStackPorts());
+    port['zk2'] = await freePort();
     domainPort = await freePort();
     [zkA, zkB] = await Promise.all([startZooKeeper(), startZooKeeper({ fourLetterWords: ['ruok', 'srvr'] })]);
     arcus = await ArcusZk.connect(zkA.address);

@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { eventually, freePort, startSshd, tempDir } from '@cachemon/testkit';
 import type { Sshd } from '@cachemon/testkit';
-import { cachemon, configureTree, STACK_DIR } from '@cachemon/stack';
+import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR } from '@cachemon/stack';
 import type { ScriptResult, StackPorts } from '@cachemon/stack';
 
 const HOST_TARGETS = 'short_term_store/conf/exporter/host_exporter.yml';
@@ -77,14 +77,8 @@ describe('cachemon hosts: host exporters installed and removed over SSH', () => 
   before(async () => {
     dir = await tempDir('cachemon-hosts-');
     remote = await tempDir('cachemon-hosts-machine-');
-    const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
-      timeout: 120_000,
-    });
-    assert.equal(installed.status, 0, installed.stderr);
-    for (const name of ['short', 'long', 'ruler', 'router', 'cache', 'coordination', 'host', 'topology', 'proxy'])
-      port[name] = await freePort();
+    installStack(dir);
+    Object.assign(port, await freeStackPorts());
     // The host exporter's env (which the batch install copies to each machine) listens on 127.0.0.1:<host>.
     configureTree(dir, {
       ports: port as unknown as StackPorts,

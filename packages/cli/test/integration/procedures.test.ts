@@ -1,13 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { cachemon, configureTree, STACK_DIR } from '@cachemon/stack';
+import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 
 /** Every file of the folders the procedures change, with its bytes. */
@@ -90,14 +89,8 @@ describe('cachemon procedures: rollback on real faults, and commands taking turn
 
   before(async () => {
     dir = await tempDir('cachemon-procedures-');
-    const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
-      timeout: 120_000,
-    });
-    assert.equal(installed.status, 0, installed.stderr);
-    for (const name of ['short', 'long', 'ruler', 'router', 'cache', 'coordination', 'host', 'topology', 'proxy'])
-      port[name] = await freePort();
+    installStack(dir);
+    Object.assign(port, await freeStackPorts());
     zk = await startZooKeeper();
     arcus = await ArcusZk.connect(zk.address);
     await arcus.createServiceCode('svc-x');

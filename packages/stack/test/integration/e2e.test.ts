@@ -1,6 +1,5 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -15,7 +14,7 @@ import {
   tempDir,
 } from '@cachemon/testkit';
 import type { ZooKeeperEnsemble, ZooKeeperServer } from '@cachemon/testkit';
-import { cachemon, runScript, STACK_DIR } from '../../src/index.js';
+import { cachemon, installStack, runScript } from '../../src/index.js';
 import { addEnsembleToTopologyProvider, configureTree, startOrder } from '../../src/configure.js';
 import type { StackPorts } from '../../src/configure.js';
 
@@ -67,12 +66,7 @@ describe('the installed stack end to end', () => {
   before(async () => {
     dir = await tempDir('cachemon-e2e-');
     // Installed before any node starts: this one may block.
-    const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
-      timeout: 120_000,
-    });
-    assert.equal(installed.status, 0, installed.stderr);
+    installStack(dir);
     for (const name of [
       'short',
       'long',
