@@ -117,6 +117,17 @@ async function checkServers(options: AddOptions): Promise<string[]> {
 /** The target address the store scrapes for a listen address (a wildcard host is this machine's loopback). */
 const targetOf = (listen: string) => connectAddress(listen);
 
+/** The files an ensemble's procedures change. */
+function ensembleFiles(tree: Tree, name: string) {
+  return {
+    cacheConf: tree.path('cache_exporter/conf', `${name}.json`),
+    coordEnv: tree.path('coordination_exporter/conf', `${name}.env`),
+    cacheTargets: tree.path('short_term_store/conf/exporter/cache_exporter.yml'),
+    coordTargets: tree.path('short_term_store/conf/exporter/coordination_exporter.yml'),
+    providerConf: tree.path('topology_provider/conf/config.json'),
+  };
+}
+
 export async function planAdd(
   tree: Tree,
   name: string,
@@ -124,11 +135,7 @@ export async function planAdd(
   say: (line: string) => void,
 ): Promise<Plan> {
   checkName(name);
-  const cacheConf = tree.path('cache_exporter/conf', `${name}.json`);
-  const coordEnv = tree.path('coordination_exporter/conf', `${name}.env`);
-  const cacheTargets = tree.path('short_term_store/conf/exporter/cache_exporter.yml');
-  const coordTargets = tree.path('short_term_store/conf/exporter/coordination_exporter.yml');
-  const providerConf = tree.path('topology_provider/conf/config.json');
+  const { cacheConf, coordEnv, cacheTargets, coordTargets, providerConf } = ensembleFiles(tree, name);
   for (const [file, what] of [
     [cacheConf, 'a cache exporter config'],
     [coordEnv, 'a coordination exporter env file'],
@@ -254,11 +261,7 @@ export async function planAdd(
 
 export async function planRemove(tree: Tree, name: string, options: { wait: number }): Promise<Plan> {
   checkName(name);
-  const cacheConf = tree.path('cache_exporter/conf', `${name}.json`);
-  const coordEnv = tree.path('coordination_exporter/conf', `${name}.env`);
-  const cacheTargets = tree.path('short_term_store/conf/exporter/cache_exporter.yml');
-  const coordTargets = tree.path('short_term_store/conf/exporter/coordination_exporter.yml');
-  const providerConf = tree.path('topology_provider/conf/config.json');
+  const { cacheConf, coordEnv, cacheTargets, coordTargets, providerConf } = ensembleFiles(tree, name);
   const instances = await tree.instances();
   const cache = instances.find((i) => i.id === `cache_exporter:${name}`);
   const coord = instances.find((i) => i.id === `coordination_exporter:${name}`);

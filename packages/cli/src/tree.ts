@@ -144,6 +144,27 @@ export class Tree {
       startFiles,
       healthPath,
     });
+    /** An instance of a component that has several, named by start.sh's one argument. */
+    const named = (
+      component: string,
+      name: string,
+      kind: Kind,
+      listen: string,
+      healthPath: string,
+      reloadable: string[],
+      startFiles: string[],
+    ): Instance => ({
+      component,
+      name,
+      id: `${component}:${name}`,
+      kind,
+      startArgs: [name],
+      pidfile: this.path(component, 'run', `${name}.pid`),
+      listen,
+      reloadable,
+      startFiles,
+      healthPath,
+    });
     for (const component of COMPONENTS) {
       const base = this.path(component);
       if (!existsSync(join(base, 'start.sh'))) continue;
@@ -154,18 +175,17 @@ export class Tree {
             if (!existsSync(env)) continue;
             const values = await readEnv(env, ['TS_LISTEN_ADDRESS', 'TS_PROMSCRAPE_CONFIG']);
             const scrape = envString(values, 'TS_PROMSCRAPE_CONFIG');
-            out.push({
-              component,
-              name: role,
-              id: `${component}:${role}`,
-              kind: 'store',
-              startArgs: [role],
-              pidfile: this.path(component, 'run', `${role}.pid`),
-              listen: envString(values, 'TS_LISTEN_ADDRESS') ?? '',
-              reloadable: scrape ? [resolve(base, scrape)] : [],
-              startFiles: [env],
-              healthPath: '/health',
-            });
+            out.push(
+              named(
+                component,
+                role,
+                'store',
+                envString(values, 'TS_LISTEN_ADDRESS') ?? '',
+                '/health',
+                scrape ? [resolve(base, scrape)] : [],
+                [env],
+              ),
+            );
           }
           break;
         case 'host_exporter': {
@@ -180,36 +200,26 @@ export class Tree {
         case 'cache_exporter':
           for (const name of this.cacheExporterNames()) {
             const conf = this.path(component, 'conf', `${name}.json`);
-            out.push({
-              component,
-              name,
-              id: `${component}:${name}`,
-              kind: 'cachemon',
-              startArgs: [name],
-              pidfile: this.path(component, 'run', `${name}.pid`),
-              listen: stringField(readJsonc(conf), 'listen'),
-              reloadable: [conf],
-              startFiles: [],
-              healthPath: '/-/healthy',
-            });
+            out.push(
+              named(component, name, 'cachemon', stringField(readJsonc(conf), 'listen'), '/-/healthy', [conf], []),
+            );
           }
           break;
         case 'coordination_exporter':
           for (const name of this.coordinationExporterNames()) {
             const env = this.path(component, 'conf', `${name}.env`);
             const values = await readEnv(env, ['LISTEN_PORT']);
-            out.push({
-              component,
-              name,
-              id: `${component}:${name}`,
-              kind: 'cachemon',
-              startArgs: [name],
-              pidfile: this.path(component, 'run', `${name}.pid`),
-              listen: `0.0.0.0:${envString(values, 'LISTEN_PORT') ?? ''}`,
-              reloadable: [],
-              startFiles: [env],
-              healthPath: '/-/healthy',
-            });
+            out.push(
+              named(
+                component,
+                name,
+                'cachemon',
+                `0.0.0.0:${envString(values, 'LISTEN_PORT') ?? ''}`,
+                '/-/healthy',
+                [],
+                [env],
+              ),
+            );
           }
           break;
         case 'topology_provider': {
@@ -263,18 +273,7 @@ export class Tree {
           if (!(await this.dashboardServerInstalled())) break;
           for (const name of confNames(this.path(component, 'conf'), '.ini')) {
             const ini = this.path(component, 'conf', `${name}.ini`);
-            out.push({
-              component,
-              name,
-              id: `${component}:${name}`,
-              kind: 'grafana',
-              startArgs: [name],
-              pidfile: this.path(component, 'run', `${name}.pid`),
-              listen: iniListen(readFileSync(ini, 'utf8')),
-              reloadable: [],
-              startFiles: [ini],
-              healthPath: '/api/health',
-            });
+            out.push(named(component, name, 'grafana', iniListen(readFileSync(ini, 'utf8')), '/api/health', [], [ini]));
           }
           break;
       }

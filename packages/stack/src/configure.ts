@@ -1,5 +1,5 @@
 /** The operator's edits of a freshly installed tree for one ensemble, as docs/operations.md describes them. */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface StackPorts {
@@ -186,4 +186,15 @@ export function startOrder(ensemble: string): ReadonlyArray<readonly [string, ..
     ['topology_provider'],
     ['query_proxy'],
   ];
+}
+
+/** A configured tree with no ensemble: the ensemble's exporter configs gone, the shipped target files back. */
+export function withoutEnsemble(dir: string, ensemble: string, stackDir: string): void {
+  rmSync(join(dir, `cache_exporter/conf/${ensemble}.json`), { force: true });
+  rmSync(join(dir, `coordination_exporter/conf/${ensemble}.env`), { force: true });
+  for (const f of ['cache_exporter', 'coordination_exporter', 'host_exporter'])
+    copyFileSync(
+      join(stackDir, `short_term_store/conf/exporter/${f}.yml`),
+      join(dir, `short_term_store/conf/exporter/${f}.yml`),
+    );
 }

@@ -127,6 +127,6 @@ export async function queryStore(port: number, query: string): Promise<InstantRe
 
 export { DEMO_ENSEMBLE, startDemo, stopDemo } from './demo-stack.js';
 export type { DemoOptions, DemoStarted } from './demo-stack.js';
-export { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS } from './configure.js';
+export { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS, withoutEnsemble } from './configure.js';
 import type { StackPorts } from './configure.js';
 export type { StackPorts, TreeSettings } from './configure.js';

@@ -1,10 +1,10 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR } from '@cachemon/stack';
+import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR, withoutEnsemble } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 import type { DoctorReport, Finding } from '../../src/doctor/index.js';
 import { setJsonc } from '../../src/edits.js';
@@ -92,13 +92,7 @@ describe('cachemon doctor: each condition found with its code, and gone after th
     // Shortened intervals: downsampled series within seconds.
     configureTree(dir, { ...settings, fast: true });
     // The ensemble comes from `cachemon ensemble add`, onto the shipped target files.
-    rmSync(path('cache_exporter/conf/zk1.json'));
-    rmSync(path('coordination_exporter/conf/zk1.env'));
-    for (const f of ['cache_exporter', 'coordination_exporter', 'host_exporter'])
-      copyFileSync(
-        join(STACK_DIR, `short_term_store/conf/exporter/${f}.yml`),
-        path(`short_term_store/conf/exporter/${f}.yml`),
-      );
+    withoutEnsemble(dir, 'zk1', STACK_DIR);
     await run('start', 'short_term_store:short', 'topology_provider');
     port['zk1cache'] = await freePort();
     port['zk1coordination'] = await freePort();

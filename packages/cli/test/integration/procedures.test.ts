@@ -1,12 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { ArcusDouble, ArcusZk, eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR } from '@cachemon/stack';
+import { cachemon, configureTree, freeStackPorts, installStack, STACK_DIR, withoutEnsemble } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 
 /** Every file of the folders the procedures change, with its bytes. */
@@ -107,13 +107,7 @@ describe('cachemon procedures: rollback on real faults, and commands taking turn
       fast: true,
     });
     // No ensemble yet: the shipped target files and no exporter configs.
-    rmSync(join(dir, 'cache_exporter/conf/zk1.json'));
-    rmSync(join(dir, 'coordination_exporter/conf/zk1.env'));
-    for (const f of ['cache_exporter', 'coordination_exporter', 'host_exporter'])
-      copyFileSync(
-        join(STACK_DIR, `short_term_store/conf/exporter/${f}.yml`),
-        join(dir, `short_term_store/conf/exporter/${f}.yml`),
-      );
+    withoutEnsemble(dir, 'zk1', STACK_DIR);
     const started = await cachemon(dir, ['start', 'short_term_store:short', 'topology_provider']);
     assert.equal(started.status, 0, started.stdout + started.stderr);
   });
