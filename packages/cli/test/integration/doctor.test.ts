@@ -357,10 +357,21 @@ describe('cachemon doctor: each condition found with its code, and gone after th
       );
       edit(env, (t) => t.replace(/^RULER_REMOTEWRITE_URL=.*$/m, wanted));
       await run('restart', 'rule_evaluator');
-      await eventually(async () => absent(await doctor(), 'CACHEMON_DOCTOR_NO_DOWNSAMPLED_SERIES'), {
-        timeoutMs: 90_000,
-        intervalMs: 2_000,
-      });
+      // Gone because the series arrive (a young rule evaluator alone would also silence it).
+      await eventually(
+        async () => {
+          await fetch(`http://127.0.0.1:${port['long']}/internal/force_flush`);
+          const query = encodeURIComponent('count({resolution=~"5m|1h"})');
+          const body = (await (
+            await fetch(`http://127.0.0.1:${port['long']}/api/v1/query?nocache=1&query=${query}`)
+          ).json()) as {
+            data: { result: Array<{ value: [number, string] }> };
+          };
+          assert.ok(Number(body.data.result[0]?.value[1] ?? 0) > 0, 'downsampled series in the long-term store');
+          absent(await doctor(), 'CACHEMON_DOCTOR_NO_DOWNSAMPLED_SERIES');
+        },
+        { timeoutMs: 90_000, intervalMs: 2_000 },
+      );
     } finally {
       await run('stop', 'rule_evaluator', 'short_term_store:long');
     }
