@@ -1,2 +1,3 @@
 export { NOT_SERVING_REPLY, NOT_WHITELISTED_REPLY, parseKey, parseMntr, parseValue } from './mntr.js';
 export type { MntrEntry, MntrReply } from './mntr.js';
+export { fourLetterWord } from './four-letter.js';

@@ -2,17 +2,13 @@
  * Whether every coordination server answers `mntr`: each server of each coordination exporter's
  * env file asked directly, and what the running exporter says of it beside.
  */
-import { connect } from 'node:net';
-import { StringDecoder } from 'node:string_decoder';
+import { Errors } from '@cachemon/core';
+import type { CachemonError } from '@cachemon/core';
+import { fourLetterWord, NOT_SERVING_REPLY, NOT_WHITELISTED_REPLY } from '@cachemon/coordination-exporter';
 import { coordinationEnvs, formatEndpoint, isName, list, resolveName, runningMetrics } from './facts.js';
 import type { CoordinationEnv, Endpoint, Running } from './facts.js';
 import type { Check, DoctorContext, Finding } from './types.js';
 
-/** ZooKeeper's answer when mntr is not on its `4lw.commands.whitelist`. */
-export const NOT_WHITELISTED_REPLY = 'mntr is not executed because it is not in the whitelist.';
-const NOT_SERVING_REPLY = 'This ZooKeeper instance is not currently serving requests';
-/** An mntr answer is some 17 KB; anything far larger is no ZooKeeper speaking. */
-const MAX_REPLY_BYTES = 1 << 20;
 const MNTR_TIMEOUT_MS = 3_000;
 
 export type MntrResult =
@@ -28,48 +24,16 @@ export function classifyMntr(reply: string): MntrResult {
   return { kind: 'other', error: `answers mntr with no mntr reply: ${JSON.stringify(text.slice(0, 80))}` };
 }
 
-/** `mntr` over a fresh connection, read until the server closes it; bounded in time and size, never rejects. */
-export function askMntr(host: string, port: number, timeoutMs = MNTR_TIMEOUT_MS): Promise<MntrResult> {
-  return new Promise((resolve) => {
-    const decoder = new StringDecoder('utf8');
-    let text = '';
-    let length = 0;
-    let connected = false;
-    let settled = false;
-    const socket = connect({ host, port });
-    const finish = (result: MntrResult): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(result);
-    };
-    const timer = setTimeout(
-      () =>
-        finish({
-          kind: connected ? 'other' : 'unreachable',
-          error: connected ? `no complete answer to mntr within ${timeoutMs / 1000}s` : 'no connection in time',
-        }),
-      timeoutMs,
-    );
-    socket.on('connect', () => {
-      connected = true;
-      socket.end('mntr');
-    });
-    socket.on('data', (chunk: Buffer) => {
-      length += chunk.length;
-      if (length > MAX_REPLY_BYTES)
-        finish({ kind: 'other', error: `answers mntr with more than ${MAX_REPLY_BYTES} bytes` });
-      else text += decoder.write(chunk);
-    });
-    socket.on('error', (error: NodeJS.ErrnoException) =>
-      finish({
-        kind: connected ? 'other' : 'unreachable',
-        error: error.code === 'ECONNREFUSED' ? 'connection refused' : (error.code ?? error.message),
-      }),
-    );
-    socket.on('close', () => finish(classifyMntr(text + decoder.end())));
-  });
+/** `mntr` asked with the coordination exporter's own client (bounded in time and size); never rejects. */
+export async function askMntr(host: string, port: number, timeoutMs = MNTR_TIMEOUT_MS): Promise<MntrResult> {
+  try {
+    return classifyMntr(await fourLetterWord(host, port, 'mntr', Date.now() + timeoutMs));
+  } catch (error) {
+    const failure = error as CachemonError;
+    if (failure.code !== Errors.NODE_UNREACHABLE.code) return { kind: 'other', error: failure.message };
+    const refused = failure.details?.['errno'] === 'ECONNREFUSED';
+    return { kind: 'unreachable', error: refused ? 'connection refused' : failure.message };
+  }
 }
 
 /** One server to ask: where, and the zk_host label the coordination exporter gives it. */
