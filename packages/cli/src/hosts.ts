@@ -5,15 +5,13 @@
  * reloaded, in that order, verified, and rolled back whole when a step fails.
  */
 import { readFileSync } from 'node:fs';
-import { lookup } from 'node:dns/promises';
-import { hostname } from 'node:os';
 import { createInterface } from 'node:readline/promises';
 import { editAndReload, planEdit } from './change.js';
 import type { FileEdit } from './change.js';
 import { addTargetEntry, readTargets, removeTargets } from './edits.js';
 import type { Plan } from './ensemble.js';
+import { inspectInstallDirs, isThisMachine, lossText, onMachine, quote, why } from './machines.js';
 import { bash } from './sh.js';
-import type { ScriptResult } from './sh.js';
 import { activeTargets, reachable, reloadStore, storeAddress, waitUntil } from './stack-state.js';
 import { portOf } from './tree.js';
 import type { Tree } from './tree.js';
@@ -26,10 +24,6 @@ export interface HostsOptions {
   readonly yes?: boolean;
   readonly wait: number;
 }
-
-/** The ssh and scp commands, as batch_install.sh takes them: operators add -p, -i, -l there. */
-export const SSH_DEFAULT = 'ssh -o BatchMode=yes -o ConnectTimeout=10';
-export const SCP_DEFAULT = 'scp -q -o BatchMode=yes -o ConnectTimeout=10';
 
 /** A command line the operator got wrong: said with the usage, exit status 2. */
 export class UsageError extends Error {
@@ -83,25 +77,6 @@ export function machineList(names: readonly string[], pattern?: string, seq?: re
   return [...new Set(machines)];
 }
 
-/** A word for the remote shell, whatever it holds. */
-const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
-
-const sshCommand = () => process.env['SSH'] || SSH_DEFAULT;
-
-/** A command on a machine over SSH (no standard input: nothing can prompt). */
-function onMachine(machine: string, script: string, timeoutMs = 120_000): Promise<ScriptResult> {
-  return bash(['-c', '$SSH "$1" "$2" </dev/null', 'ssh', machine, script], { env: { SSH: sshCommand() }, timeoutMs });
-}
-
-/** What an SSH command said last on failure: ssh's own reason, or the remote script's. */
-function why(result: ScriptResult): string {
-  const lines = `${result.stderr}\n${result.stdout}`
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  return lines.at(-1) ?? `exited ${result.status}`;
-}
-
 /** Runs `each` on every machine at once; the failures as "machine: reason". */
 async function onEvery(machines: readonly string[], each: (m: string) => Promise<void>): Promise<string[]> {
   const failures: string[] = [];
@@ -120,16 +95,9 @@ async function stopStarted(machine: string, exporterDir: string): Promise<void> 
   if (result.status !== 0) throw new Error(`stop.sh: ${why(result)}`);
 }
 
-/** Whether a listen address names this machine: loopback, or its own name. */
-async function isThisMachine(machine: string): Promise<boolean> {
-  if (machine === 'localhost' || machine === hostname()) return true;
-  try {
-    const addresses = await lookup(machine, { all: true });
-    return addresses.some((a) => a.address.startsWith('127.') || a.address === '::1');
-  } catch {
-    // Not resolvable here: ssh may still know it (an alias in its config); it is not this machine's name.
-    return false;
-  }
+/** The machines as a command names them: all when few, else the first and the last. */
+function machineNames(machines: readonly string[]): string {
+  return machines.length > 20 ? `${machines.slice(0, 3).join(', ')} .. ${machines.at(-1)}` : machines.join(', ');
 }
 
 function hostOf(target: string): string {
@@ -230,13 +198,18 @@ async function planHostsAdd(
     added.length > 0 ? addTargetEntry(file, text, { targets: added, labels: { group: 'host' } }) : text,
   );
   const warning = `on each machine a running host exporter is stopped and ${exporterDir} is deleted and recreated; files there are lost`;
-  const list = machines.length > 3 ? `${machines[0]} .. ${machines.at(-1)}` : machines.join(', ');
+  const list = machineNames(machines);
   const count = `${machines.length} machine${machines.length === 1 ? '' : 's'}`;
+  // What would be lost, machine by machine, said before anything is asked or run (a machine SSH
+  // cannot reach now is the install's to report).
+  const dirs = await inspectInstallDirs(machines, exporterDir, tree.path('host_exporter/host_exporter.env'));
+  const losses = dirs.map((d) => lossText(d, exporterDir)).filter(Boolean);
 
   return {
     edits: changed(edit) ? [edit] : [],
     actions: [
       `WARNING: ${warning}`,
+      ...losses.map((l) => `WARNING: ${l}, which the install deletes`),
       `host_exporter/batch_install.sh over SSH on ${count} (${list}): install into ${exporterDir} and start the exporter`,
       `POST http://${store}/-/reload`,
       `wait until the store's system_resource targets ${targets.join(', ')} are up`,
@@ -244,7 +217,9 @@ async function planHostsAdd(
     run: async (change) => {
       say(`hosts add: ${count}: ${list}`);
       say(`WARNING: ${warning}.`);
-      if (!options.yes) await confirmed(warning);
+      for (const l of losses) say(`WARNING: ${l}, which the install deletes.`);
+      if (!options.yes)
+        await confirmed(losses.length > 0 ? `${warning}; on ${losses.length} of them, files of their own` : warning);
       await change.step(`install and start the host exporter over SSH on ${list}`, async () => {
         const result = await bash([batch, '--yes'], {
           // The machine list is ours: a pattern in the caller's environment must not take over.
@@ -351,7 +326,7 @@ async function planHostsRemove(
   const exporterDir = `${remoteDir}/host_exporter`;
   const port = options.port ?? (await envPort(tree)) ?? 9100;
   const silent = [...new Set([...removed, ...machines.map((m) => `${m}:${port}`)])];
-  const list = machines.length > 3 ? `${machines[0]} .. ${machines.at(-1)}` : machines.join(', ');
+  const list = machineNames(machines);
   if (removed.length === 0)
     say(`hosts remove: ${file} has no target of ${list}${options.port ? ` on port ${options.port}` : ''}`);
 

@@ -5,7 +5,8 @@ import { Change, renderDiff, StepError, withTreeLock } from './change.js';
 import { countText, doctorReport, exitStatus, knownEnsembles, renderFindings, runDoctor } from './doctor/index.js';
 import { listEnsembles, planAdd, planRemove } from './ensemble.js';
 import type { Plan } from './ensemble.js';
-import { machineList, planHosts, SCP_DEFAULT, SSH_DEFAULT, UsageError } from './hosts.js';
+import { machineList, planHosts, UsageError } from './hosts.js';
+import { SCP_DEFAULT, SSH_DEFAULT } from './machines.js';
 import { planServiceCodes } from './service-codes.js';
 import type { ServiceCodesOp } from './service-codes.js';
 import { runComponents } from './run.js';
@@ -147,7 +148,8 @@ program
   .action(async (ids: string[], options: { json?: boolean }) => {
     const t = tree();
     const selected = await t.select(ids);
-    const [rows, all] = await Promise.all([treeStatus(t, selected), runDoctor(t, [])]);
+    // The machines over SSH are doctor's alone: status stays quick and local.
+    const [rows, all] = await Promise.all([treeStatus(t, selected), runDoctor(t, [], { machines: false })]);
     // Of the findings, those about what is shown: every one when nothing is named.
     const findings =
       ids.length === 0
@@ -158,7 +160,7 @@ program
     process.stdout.write(
       options.json
         ? `${JSON.stringify({ instances: rows, doctor: doctorReport(findings) }, null, 2)}\n`
-        : `${renderStatus(rows)}\n\ndoctor: ${countText(findings)} (cachemon doctor)\n`,
+        : `${renderStatus(rows)}\n\ndoctor: ${countText(findings)} (cachemon doctor; the cache machines' install directories are its alone)\n`,
     );
     if (!allWell(rows)) process.exitCode = 1;
   });
@@ -168,9 +170,14 @@ program
   .description(
     'every check of the tree and the running processes: one line per finding with its code and fix; exit status 0 clean, 1 warnings only, 2 errors',
   )
-  .option('--json', 'as JSON: {findings, errors, warnings}')
+  .option('--json', 'as JSON: {findings, errors, warnings, notices}')
+  .option(
+    '--remote-dir <dir>',
+    "where the cache machines' host exporters are installed, as given to cachemon hosts add (default: this tree's directory)",
+  )
+  .option('--no-hosts', "do not look at the cache machines' install directories over SSH")
   .argument('[ensemble...]', 'only the checks of these ensembles, and those of the whole tree')
-  .action(async (ensembles: string[], options: { json?: boolean }) => {
+  .action(async (ensembles: string[], options: { json?: boolean; remoteDir?: string; hosts: boolean }) => {
     try {
       const t = tree();
       const known = knownEnsembles(t);
@@ -179,7 +186,11 @@ program
         throw new Error(
           `no ensemble ${unknown.join(', ')} in ${t.dir} (there are: ${[...known].sort().join(', ') || 'none'})`,
         );
-      const findings = await runDoctor(t, ensembles);
+      if (options.remoteDir !== undefined && !options.remoteDir.startsWith('/'))
+        throw new Error(`--remote-dir ${options.remoteDir} is not an absolute path`);
+      const findings = await runDoctor(t, ensembles, {
+        machines: options.hosts && { remoteDir: options.remoteDir?.replace(/(.)\/+$/, '$1') },
+      });
       process.stdout.write(
         options.json ? `${JSON.stringify(doctorReport(findings), null, 2)}\n` : `${renderFindings(findings)}\n`,
       );

@@ -6,6 +6,7 @@ import { providerEnsembleConfig } from '../stack-state.js';
 import { COMPONENTS } from '../tree.js';
 import type { Tree } from '../tree.js';
 import { finding, sortFindings } from './render.js';
+import { hostInstallDirs } from './machines.js';
 import { mntrChecks } from './mntr.js';
 import { resolutionChecks } from './resolution.js';
 import { RUNNING_CHECKS } from './running-checks.js';
@@ -17,7 +18,7 @@ export type { DoctorReport } from './render.js';
 export type { Check, DoctorContext, Finding, Severity } from './types.js';
 
 /** Every check `cachemon doctor` runs. */
-export const CHECKS: Check[] = [...TREE_CHECKS, ...RUNNING_CHECKS, ...mntrChecks, ...resolutionChecks];
+export const CHECKS: Check[] = [...TREE_CHECKS, ...RUNNING_CHECKS, ...mntrChecks, ...resolutionChecks, hostInstallDirs];
 
 /** How long one check may take before it counts as failed. */
 export const CHECK_TIMEOUT_MS = 30_000;
@@ -25,6 +26,7 @@ export const CHECK_TIMEOUT_MS = 30_000;
 export interface DoctorOptions {
   readonly checks?: readonly Check[];
   readonly timeoutMs?: number;
+  readonly machines?: DoctorContext['machines'];
 }
 
 function checkFailed(name: string, what: string): Finding {
@@ -82,7 +84,7 @@ export async function runDoctor(
       ),
     ];
   }
-  const context: DoctorContext = { tree, instances, ensembles };
+  const context: DoctorContext = { tree, instances, ensembles, machines: options.machines };
   const checks = options.checks ?? CHECKS;
   const results = await Promise.all(
     checks.map((check, at) => bounded(check, context, options.timeoutMs ?? CHECK_TIMEOUT_MS, at)),

@@ -19,15 +19,14 @@ const rank = (component: string) => {
   return at < 0 ? COMPONENTS.length : at;
 };
 
-/** Errors first, then by component in start order; within that, as the checks gave them. */
+const ORDER: Record<Finding['severity'], number> = { error: 0, warning: 1, notice: 2 };
+
+/** Errors, warnings, notices; then by component in start order; within that, as the checks gave them. */
 export function sortFindings(findings: readonly Finding[]): Finding[] {
   return findings
     .map((f, at) => ({ f, at }))
     .sort(
-      (a, b) =>
-        Number(a.f.severity !== 'error') - Number(b.f.severity !== 'error') ||
-        rank(a.f.component) - rank(b.f.component) ||
-        a.at - b.at,
+      (a, b) => ORDER[a.f.severity] - ORDER[b.f.severity] || rank(a.f.component) - rank(b.f.component) || a.at - b.at,
     )
     .map(({ f }) => f);
 }
@@ -36,19 +35,21 @@ export interface DoctorReport {
   readonly findings: readonly Finding[];
   readonly errors: number;
   readonly warnings: number;
+  readonly notices: number;
 }
 
 export function doctorReport(findings: readonly Finding[]): DoctorReport {
-  const errors = findings.filter((f) => f.severity === 'error').length;
-  return { findings, errors, warnings: findings.length - errors };
+  const count = (severity: Finding['severity']) => findings.filter((f) => f.severity === severity).length;
+  return { findings, errors: count('error'), warnings: count('warning'), notices: count('notice') };
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** "2 errors, 1 warning", or "no findings". */
+/** "2 errors, 1 warning", "no findings", "no findings, 1 notice". */
 export function countText(findings: readonly Finding[]): string {
-  const { errors, warnings } = doctorReport(findings);
-  return errors + warnings === 0 ? 'no findings' : `${plural(errors, 'error')}, ${plural(warnings, 'warning')}`;
+  const { errors, warnings, notices } = doctorReport(findings);
+  const faults = errors + warnings === 0 ? 'no findings' : `${plural(errors, 'error')}, ${plural(warnings, 'warning')}`;
+  return notices === 0 ? faults : `${faults}, ${plural(notices, 'notice')}`;
 }
 
 export function renderFinding(f: Finding): string {
@@ -61,8 +62,8 @@ export function renderFindings(findings: readonly Finding[]): string {
   return [...findings.map(renderFinding), `doctor: ${countText(findings)}`].join('\n');
 }
 
-/** 0 clean, 1 warnings only, 2 any error. */
+/** 0 clean (notices at most), 1 warnings only, 2 any error. */
 export function exitStatus(findings: readonly Finding[]): 0 | 1 | 2 {
   if (findings.some((f) => f.severity === 'error')) return 2;
-  return findings.length > 0 ? 1 : 0;
+  return findings.some((f) => f.severity === 'warning') ? 1 : 0;
 }

@@ -1,18 +1,22 @@
 /**
  * Checks of the running processes against the tree: what each loaded, whether it is healthy,
  * whether what the target files list runs and what runs is scraped, whether the topology
- * provider and the exporters name the same ensembles, and whether downsampled series arrive.
+ * provider and the exporters name the same ensembles, whether downsampled series arrive, and
+ * which cache nodes the cache exporters find down.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { readTargets } from '../edits.js';
 import type { TargetEntry } from '../edits.js';
 import { parseMetrics, processStart, request } from '../probe.js';
+import type { Sample } from '../probe.js';
 import { readEnv } from '../sh.js';
 import { reachable } from '../stack-state.js';
 import { treeStatus } from '../status.js';
 import type { InstanceStatus } from '../status.js';
 import { connectAddress, readJsonc } from '../tree.js';
 import type { Instance } from '../tree.js';
+import { pooled } from '../machines.js';
+import { runningMetrics } from './facts.js';
 import { hostOf, ownAddress } from './local.js';
 import { finding } from './render.js';
 import { wanted } from './types.js';
@@ -122,20 +126,6 @@ const TARGET_FILES = [
   { component: 'coordination_exporter', file: 'coordination_exporter.yml', jobs: 'zookeeper' },
   { component: 'host_exporter', file: 'host_exporter.yml', jobs: 'system_resource' },
 ] as const;
-
-/** Runs `each` over the items, at most `width` at a time. */
-async function pooled<T, R>(items: readonly T[], width: number, each: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const at = next++;
-      out[at] = await each(items[at]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-  return out;
-}
 
 /** Every target of the target files against what runs, and every running exporter against them. */
 async function scrapeTargets(context: DoctorContext): Promise<Finding[]> {
@@ -365,4 +355,74 @@ async function downsampledSeries(context: DoctorContext): Promise<Finding[]> {
   ];
 }
 
-export const RUNNING_CHECKS: readonly Check[] = [loadedConfigs, unhealthy, scrapeTargets, ensembles, downsampledSeries];
+/** Per cache exporter, the nodes named one by one; the rest are counted in one more line. */
+const DOWN_NODES_NAMED = 20;
+
+const DOWN_REASON: Record<string, string> = {
+  not_registered:
+    'is mapped to its service code in cache_server_mapping but not registered in cache_list: the node is down or was never started',
+  timeout: 'is registered but did not answer stats in time',
+  unreachable: 'is registered but refuses connections',
+  protocol: 'is registered but answers what is not the ARCUS protocol',
+  error_reply: 'is registered but answers stats with an error',
+  closed: 'is registered but closed the connection',
+};
+
+/**
+ * The cache nodes each running cache exporter reports down (`arcus_up 0`), with its reason. A node
+ * down is the fleet's state, which the CacheNodeDown alert covers, not a fault of the stack: a
+ * notice, which leaves the exit status alone.
+ */
+export function downNodeFindings(exporter: string, samples: readonly Sample[]): Finding[] {
+  const reasons = new Map<string, string>();
+  for (const s of samples)
+    if (s.name === 'arcus_node_last_error_info' && s.value === 1)
+      reasons.set(s.labels['node'] ?? '', s.labels['reason'] ?? '');
+  const down = samples.filter((s) => s.name === 'arcus_up' && s.value === 0);
+  const out = down.slice(0, DOWN_NODES_NAMED).map((s) => {
+    const { node = '', service_code: code = '', hostname = '' } = s.labels;
+    const reason = reasons.get(node) ?? '';
+    const what = DOWN_REASON[reason] ?? `does not answer${reason ? ` (${reason})` : ''}`;
+    return finding(
+      'CACHEMON_DOCTOR_CACHE_NODE_DOWN',
+      'notice',
+      'cache_exporter',
+      exporter,
+      `cache node ${node}${hostname ? ` (${hostname})` : ''} of service code ${code} ${what}; the CacheNodeDown alert fires for it. The stack collects it as it should`,
+      reason === 'not_registered'
+        ? `start the cache node at ${node}; when it is retired, delete its entry under /arcus/cache_server_mapping in ZooKeeper`
+        : `see why on the node at ${node} (its log, its load); arcus_node_last_error_info says the exporter's reason`,
+    );
+  });
+  if (down.length > DOWN_NODES_NAMED)
+    out.push(
+      finding(
+        'CACHEMON_DOCTOR_CACHE_NODE_DOWN',
+        'notice',
+        'cache_exporter',
+        exporter,
+        `${down.length - DOWN_NODES_NAMED} more cache nodes are down (${down.length} in all)`,
+        `list them with the query arcus_up{ensemble="${exporter}"} == 0`,
+      ),
+    );
+  return out;
+}
+
+async function cacheNodesDown(context: DoctorContext): Promise<Finding[]> {
+  const out: Finding[] = [];
+  for (const instance of context.instances) {
+    if (instance.component !== 'cache_exporter' || !instance.name || !wanted(context, instance.name)) continue;
+    const running = await runningMetrics(context, instance);
+    if (running) out.push(...downNodeFindings(instance.name, running.samples));
+  }
+  return out;
+}
+
+export const RUNNING_CHECKS: readonly Check[] = [
+  loadedConfigs,
+  unhealthy,
+  scrapeTargets,
+  ensembles,
+  downsampledSeries,
+  cacheNodesDown,
+];

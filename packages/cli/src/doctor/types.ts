@@ -1,7 +1,12 @@
 /** What `cachemon doctor` finds: one finding per condition, each with a stable code and its fix. */
 import type { Instance, Tree } from '../tree.js';
 
-export type Severity = 'error' | 'warning';
+/**
+ * An error is a fault of the stack that loses or falsifies data; a warning, one that will; a
+ * notice, what is wrong in the fleet itself (a cache node down), not in the stack: it leaves the
+ * exit status alone.
+ */
+export type Severity = 'error' | 'warning' | 'notice';
 
 export interface Finding {
   /** Stable, `CACHEMON_DOCTOR_<WHAT>`: scripts and the docs' table key on it. */
@@ -22,6 +27,11 @@ export interface DoctorContext {
   readonly instances: readonly Instance[];
   /** The ensembles asked about (empty: all). A check about one ensemble skips the others. */
   readonly ensembles: readonly string[];
+  /**
+   * The cache machines' host exporter install directories: looked at over SSH under remoteDir
+   * (default: the tree's directory), or not at all (false).
+   */
+  readonly machines?: { readonly remoteDir?: string } | false;
 }
 
 /** One check: looks at the tree and the running processes, bounded in time, and says what it found. */

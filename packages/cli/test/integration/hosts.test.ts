@@ -1,7 +1,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { eventually, freePort, startSshd, tempDir } from '@cachemon/testkit';
@@ -62,16 +72,25 @@ describe('cachemon hosts: host exporters installed and removed over SSH', () => 
   const port: Record<string, number> = {};
 
   /** The installed bin/cachemon with the test's sshd as SSH and SCP (stdin not a terminal). */
-  const hosts = (args: readonly string[], env: Record<string, string> = {}): Promise<ScriptResult> =>
+  const cli = (args: readonly string[], env: Record<string, string> = {}): Promise<ScriptResult> =>
     new Promise((resolve) => {
       execFile(
         join(dir, 'bin/cachemon'),
-        ['hosts', ...args],
+        args,
         { encoding: 'utf8', timeout: 300_000, env: { ...process.env, SSH: sshd.ssh, SCP: sshd.scp, ...env } },
         (error, stdout, stderr) =>
           resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
       );
     });
+  const hosts = (args: readonly string[], env: Record<string, string> = {}) => cli(['hosts', ...args], env);
+  /** Doctor's findings about the machines' install directories. */
+  const doctorHosts = async (args: readonly string[], env: Record<string, string> = {}) => {
+    const result = await cli(['doctor', '--json', ...args], env);
+    const report = JSON.parse(result.stdout) as {
+      findings: Array<{ code: string; instance: string; message: string; fix: string }>;
+    };
+    return report.findings.filter((f) => f.code.startsWith('CACHEMON_DOCTOR_HOST_DIR_'));
+  };
   const targetFile = () => readFileSync(join(dir, HOST_TARGETS));
 
   before(async () => {
@@ -231,6 +250,59 @@ describe('cachemon hosts: host exporters installed and removed over SSH', () => 
       [],
       'a target already there is left out',
     );
+  });
+
+  test("files of the operator's in a machine's install directory: doctor warns, hosts add names them before it asks; gone once moved", async () => {
+    const exporterDir = join(remote, 'host_exporter');
+    const envFile = join(exporterDir, 'host_exporter.env');
+    const shippedEnv = readFileSync(envFile);
+    assert.deepEqual(await doctorHosts(['--remote-dir', remote]), [], 'a fresh install holds only its own files');
+
+    writeFileSync(join(exporterDir, 'notes.txt'), 'mine\n');
+    mkdirSync(join(exporterDir, 'backup/2026'), { recursive: true });
+    writeFileSync(join(exporterDir, 'backup/2026/old.env'), 'x\n');
+    appendFileSync(envFile, '# tuned on this machine\n');
+    const [found, ...more] = await doctorHosts(['--remote-dir', remote]);
+    assert.deepEqual(more, []);
+    assert.equal(found!.code, 'CACHEMON_DOCTOR_HOST_DIR_NOT_EMPTY');
+    assert.equal(found!.instance, '127.0.0.1');
+    assert.match(
+      found!.message,
+      new RegExp(
+        `^127\\.0\\.0\\.1:${exporterDir} holds backup/, notes\\.txt, host_exporter\\.env as edited there .*: the next cachemon hosts add`,
+      ),
+    );
+    assert.match(
+      found!.fix,
+      new RegExp(`^move them out of ${exporterDir} on 127\\.0\\.0\\.1; make the edits to host_exporter\\.env in `),
+    );
+    assert.deepEqual(await doctorHosts(['--remote-dir', remote, '--no-hosts']), [], '--no-hosts: no SSH');
+
+    const asked = await hosts(['add', '127.0.0.1', '--remote-dir', remote]);
+    assert.equal(asked.status, 1);
+    assert.match(
+      asked.stderr,
+      /WARNING: 127\.0\.0\.1:.* holds backup\/, notes\.txt, host_exporter\.env as edited there .*, which the install deletes\./,
+    );
+    assert.match(asked.stderr, /refused: .*; on 1 of them, files of their own/);
+    assert.ok(existsSync(join(exporterDir, 'notes.txt')), 'nothing was deleted');
+
+    const closed = String(await freePort());
+    const [unchecked] = await doctorHosts(['--remote-dir', remote], {
+      SSH: sshd.ssh.replace(`-p ${sshd.port}`, `-p ${closed}`),
+    });
+    assert.equal(unchecked?.code, 'CACHEMON_DOCTOR_HOST_DIR_UNCHECKED');
+    assert.match(
+      unchecked!.message,
+      new RegExp(
+        `on 1 of 1 machines in host_exporter\\.yml: 127\\.0\\.0\\.1 \\(ssh: connect to host 127\\.0\\.0\\.1 port ${closed}: Connection refused\\)`,
+      ),
+    );
+
+    rmSync(join(exporterDir, 'notes.txt'));
+    rmSync(join(exporterDir, 'backup'), { recursive: true });
+    writeFileSync(envFile, shippedEnv);
+    assert.deepEqual(await doctorHosts(['--remote-dir', remote]), [], 'the fix clears it');
   });
 
   test('hosts remove with a machine that does not take SSH: fails naming it; the targets are back and still scraped', async () => {

@@ -7,6 +7,8 @@ import { STACK_DIR } from '@cachemon/stack';
 import { doctorReport, exitStatus, renderFindings, runDoctor } from '../../src/doctor/index.js';
 import type { Check, Finding } from '../../src/doctor/index.js';
 import { finding, sortFindings } from '../../src/doctor/render.js';
+import { downNodeFindings } from '../../src/doctor/running-checks.js';
+import type { Sample } from '../../src/probe.js';
 import {
   portConflictFindings,
   retentionFinding,
@@ -20,13 +22,14 @@ import type { Instance } from '../../src/tree.js';
 const warning = finding('CACHEMON_DOCTOR_B', 'warning', 'topology_provider', '', 'b is off', 'fix b');
 const error = finding('CACHEMON_DOCTOR_A', 'error', 'cache_exporter', 'zk1', 'a is wrong', 'fix a');
 const storeError = finding('CACHEMON_DOCTOR_C', 'error', 'short_term_store', 'short', 'c is wrong', 'fix c');
+const notice = finding('CACHEMON_DOCTOR_D', 'notice', 'cache_exporter', 'zk1', 'd is down', 'start d');
 
 test('findings: one line each with severity, code, component:instance, message and fix, then the counts', () => {
-  const sorted = sortFindings([warning, error, storeError]);
+  const sorted = sortFindings([notice, warning, error, storeError]);
   assert.deepEqual(
     sorted.map((f) => f.code),
-    ['CACHEMON_DOCTOR_C', 'CACHEMON_DOCTOR_A', 'CACHEMON_DOCTOR_B'],
-    'errors first, then in component order',
+    ['CACHEMON_DOCTOR_C', 'CACHEMON_DOCTOR_A', 'CACHEMON_DOCTOR_B', 'CACHEMON_DOCTOR_D'],
+    'errors, warnings, notices; then in component order',
   );
   assert.equal(
     renderFindings(sorted),
@@ -34,15 +37,24 @@ test('findings: one line each with severity, code, component:instance, message a
       'ERROR CACHEMON_DOCTOR_C short_term_store:short: c is wrong -> fix: fix c',
       'ERROR CACHEMON_DOCTOR_A cache_exporter:zk1: a is wrong -> fix: fix a',
       'WARNING CACHEMON_DOCTOR_B topology_provider: b is off -> fix: fix b',
-      'doctor: 2 errors, 1 warning',
+      'NOTICE CACHEMON_DOCTOR_D cache_exporter:zk1: d is down -> fix: start d',
+      'doctor: 2 errors, 1 warning, 1 notice',
     ].join('\n'),
   );
   assert.equal(renderFindings([]), 'doctor: no findings');
-  assert.deepEqual(doctorReport([error, warning]), { findings: [error, warning], errors: 1, warnings: 1 });
+  assert.equal(renderFindings([notice]).split('\n').at(-1), 'doctor: no findings, 1 notice');
+  assert.deepEqual(doctorReport([error, warning, notice]), {
+    findings: [error, warning, notice],
+    errors: 1,
+    warnings: 1,
+    notices: 1,
+  });
 });
 
-test('exit status: 0 clean, 1 warnings only, 2 any error', () => {
+test('exit status: 0 clean or notices only, 1 warnings, 2 any error', () => {
   assert.equal(exitStatus([]), 0);
+  assert.equal(exitStatus([notice]), 0);
+  assert.equal(exitStatus([notice, warning]), 1);
   assert.equal(exitStatus([warning, warning]), 1);
   assert.equal(exitStatus([warning, error]), 2);
 });
@@ -180,4 +192,33 @@ test('ZK_DOMAIN and ZK_SERVERS: an error only when both hold a value', () => {
     zkDomainAndServersFinding('zk1', '/e', 'zk:2181', ['a:1', 'b:1'])?.code,
     'CACHEMON_DOCTOR_ZK_DOMAIN_AND_SERVERS',
   );
+});
+
+test('cache nodes down: a notice each, with the reason in words; past twenty, one line counts the rest', () => {
+  const node = (n: number, up: number, reason?: string): Sample[] => {
+    const labels = { ensemble: 'zk1', service_code: 'svc', node: `10.0.0.${n}:11211`, hostname: `cache-${n}` };
+    return [
+      { name: 'arcus_up', labels, value: up },
+      ...(reason ? [{ name: 'arcus_node_last_error_info', labels: { ...labels, reason }, value: 1 }] : []),
+    ];
+  };
+  const found = downNodeFindings('zk1', [...node(1, 1), ...node(2, 0, 'not_registered'), ...node(3, 0, 'timeout')]);
+  assert.deepEqual(
+    found.map((f) => [f.code, f.severity, f.instance]),
+    [
+      ['CACHEMON_DOCTOR_CACHE_NODE_DOWN', 'notice', 'zk1'],
+      ['CACHEMON_DOCTOR_CACHE_NODE_DOWN', 'notice', 'zk1'],
+    ],
+  );
+  assert.match(
+    found[0]!.message,
+    /^cache node 10\.0\.0\.2:11211 \(cache-2\) of service code svc is mapped .* not registered in cache_list/,
+  );
+  assert.match(found[0]!.fix, /start the cache node at 10\.0\.0\.2:11211/);
+  assert.match(found[1]!.message, /10\.0\.0\.3:11211 .* did not answer stats in time/);
+  assert.equal(exitStatus(found), 0);
+
+  const many = downNodeFindings('zk1', Array.from({ length: 25 }, (_, i) => node(i + 1, 0, 'unreachable')).flat());
+  assert.equal(many.length, 21);
+  assert.equal(many.at(-1)!.message, '5 more cache nodes are down (25 in all)');
 });
