@@ -68,8 +68,13 @@ SSH=${SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
 SCP=${SCP:-scp -q -o BatchMode=yes -o ConnectTimeout=10}
 target="$INSTALL_DIR/host_exporter"
 
-echo "batch_install: ${#hosts[@]} machines: ${hosts[0]} .. ${hosts[-1]}"
+if [ ${#hosts[@]} -le 20 ]; then
+  echo "batch_install: ${#hosts[@]} machines: ${hosts[*]}"
+else
+  echo "batch_install: ${#hosts[@]} machines: ${hosts[0]} ${hosts[1]} ${hosts[2]} .. ${hosts[-1]}"
+fi
 echo "WARNING: on each machine a running host exporter is stopped and $target is deleted and recreated; files there are lost."
+echo "  (cachemon hosts add and cachemon doctor name the files of each machine that would be lost)"
 if ! $dry_run && ! $yes; then
   read -r -p "Continue? [y/N] " answer
   [ "$answer" = y ] || [ "$answer" = Y ] || { echo "batch_install: nothing done"; exit 1; }

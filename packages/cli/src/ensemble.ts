@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { editAndReload, planEdit } from './change.js';
 import type { Change } from './change.js';
 import type { FileEdit } from './change.js';
+import { formatEndpoint } from './doctor/facts.js';
 import { addTargetEntry, checkJsonc, readTargets, removeTargets, setEnvLine, setJsonc, unsetEnvLine } from './edits.js';
 import { parseMetrics, request } from './probe.js';
 import { daemonPid } from './sh.js';
@@ -38,6 +39,8 @@ export interface Plan {
 export interface AddOptions {
   readonly servers?: readonly string[];
   readonly domain?: string;
+  /** A --domain of several servers kept as the one name (doctor's CACHEMON_DOCTOR_ZK_DOMAIN). */
+  readonly allowMerged?: boolean;
   readonly serviceCodes?: readonly string[];
   readonly cachePort?: number;
   readonly coordinationPort?: number;
@@ -104,7 +107,13 @@ async function checkServers(options: AddOptions): Promise<string[]> {
     const resolved = await lookup(options.domain.slice(0, at), { all: true }).catch((error: Error) => {
       throw new Error(`--domain ${options.domain}: does not resolve (${error.message})`);
     });
-    addresses = resolved.map((r) => `${r.address}:${options.domain!.slice(at + 1)}`);
+    addresses = [...new Set(resolved.map((r) => formatEndpoint(r.address, Number(options.domain!.slice(at + 1)))))];
+    if (addresses.length > 1 && !options.allowMerged)
+      throw new Error(
+        `--domain ${options.domain} resolves to ${addresses.length} coordination servers (${addresses.join(', ')}): ` +
+          `the spec's --zk-hosts lists every server, since with one name their data is merged into one series and a change of the name's DNS needs a restart. ` +
+          `Give them as --servers ${addresses.join(',')} (their hostnames, where they have them), or pass --allow-merged to keep the name`,
+      );
   }
   const up = await Promise.all(addresses.map((a) => reachable(a)));
   if (!up.some(Boolean))

@@ -210,6 +210,7 @@ ensemble
     new Option('--servers <host:port,...>', "the ensemble's coordination servers").argParser(list).conflicts('domain'),
   )
   .option('--domain <domain:port>', 'a domain resolving to every coordination server')
+  .option('--allow-merged', '--domain: keep the name even when it resolves to several servers')
   .option('--service-codes <a,b>', 'collect only these service codes', list)
   .option(
     '--cache-port <port>',
@@ -232,6 +233,7 @@ ensemble
       o: ChangeOptions & {
         servers?: string[];
         domain?: string;
+        allowMerged?: boolean;
         serviceCodes?: string[];
         cachePort?: number;
         coordinationPort?: number;

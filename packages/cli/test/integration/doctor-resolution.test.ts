@@ -194,6 +194,22 @@ describe('cachemon doctor: mntr and names, each finding induced and then fixed a
     await zkB?.stop();
   });
 
+  test('ensemble add with a domain of two servers: refused, naming the --servers to give; --allow-merged keeps the name', async () => {
+    const add = ['ensemble', 'add', 'zk3', '--domain', `zk.doctor.test:${domainPort}`, '--dry-run'];
+    const refused = await cachemonHere(add);
+    assert.notEqual(refused.status, 0, refused.stdout);
+    assert.match(refused.stderr, /--domain zk\.doctor\.test:\d+ resolves to 2 coordination servers/);
+    assert.match(
+      refused.stderr,
+      new RegExp(`Give them as --servers 127\\.0\\.0\\.2:${domainPort},127\\.0\\.0\\.3:${domainPort} `),
+    );
+    assert.match(refused.stderr, /or pass --allow-merged/);
+    const allowed = await cachemonHere([...add, '--allow-merged']);
+    assert.equal(allowed.status, 0, allowed.stderr);
+    assert.match(allowed.stdout, new RegExp(`^\\+ZK_DOMAIN=zk\\.doctor\\.test:${domainPort}$`, 'm'));
+    assert.doesNotMatch(allowed.stdout, /^\+ZK_SERVERS=/m, 'one of the two variables, never both');
+  });
+
   test('a coordination server without mntr in its whitelist: an error, then unreachable while it restarts, then clean', async () => {
     const findings = await eventually(async () => {
       const found = await doctor();

@@ -293,7 +293,7 @@ describe('cachemon hosts: host exporters installed and removed over SSH', () => 
     });
     assert.equal(unchecked?.code, 'CACHEMON_DOCTOR_HOST_DIR_UNCHECKED');
     assert.match(
-      unchecked!.message,
+      unchecked.message,
       new RegExp(
         `on 1 of 1 machines in host_exporter\\.yml: 127\\.0\\.0\\.1 \\(ssh: connect to host 127\\.0\\.0\\.1 port ${closed}: Connection refused\\)`,
       ),
