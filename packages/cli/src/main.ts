@@ -160,7 +160,7 @@ program
     process.stdout.write(
       options.json
         ? `${JSON.stringify({ instances: rows, doctor: doctorReport(findings) }, null, 2)}\n`
-        : `${renderStatus(rows)}\n\ndoctor: ${countText(findings)} (cachemon doctor; the cache machines' install directories are its alone)\n`,
+        : `${renderStatus(rows)}\n\ndoctor: ${countText(findings)} (cachemon doctor)\n`,
     );
     if (!allWell(rows)) process.exitCode = 1;
   });

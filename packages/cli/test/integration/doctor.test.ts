@@ -134,7 +134,7 @@ describe('cachemon doctor: each condition found with its code, and gone after th
     assert.equal(text.stdout, 'doctor: no findings\n', text.stderr);
     assert.equal(text.status, 0);
     const json = await doctor();
-    assert.deepEqual(json, { status: 0, findings: [], errors: 0, warnings: 0 });
+    assert.deepEqual(json, { status: 0, findings: [], errors: 0, warnings: 0, notices: 0 });
     const status = await cachemon(dir, ['status']);
     assert.match(status.stdout, /\n\ndoctor: no findings \(cachemon doctor\)\n$/);
     const unknown = await cachemon(dir, ['doctor', 'zk7']);
