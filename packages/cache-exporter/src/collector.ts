@@ -2,7 +2,7 @@ import { CachemonError, Errors, errorMessage, isCachemonError } from '@cachemon/
 import type { CacheNode } from '@cachemon/arcus';
 import { ArcusNodeClient, isTooManyPrefixes } from '@cachemon/arcus';
 import type { PrefixSelection } from './config.js';
-import type { NodeSnapshot, RenderedStats, StatsEntries } from './metrics/render.js';
+import type { NodeSnapshot, RenderedSlabs, RenderedStats, StatsEntries } from './metrics/render.js';
 import type { PrefixSums } from './metrics/prefixes.js';
 
 export interface CollectorLogger {
@@ -113,29 +113,34 @@ export class CacheCollector {
   /**
    * `stats` of every live node, concurrently, bounded by the deadline. Each reply is handed to
    * `accept` (as bytes, valid only during the call) when it arrives; a reply `accept` rejects (it
-   * throws: garbage, an error line) makes that node down.
+   * throws: garbage, an error line) makes that node down. With `acceptSlabs`, `stats slabs` is
+   * asked too and handed to it the same way; a node whose slabs reply fails or comes late is
+   * still up, without slab series in this scrape.
    */
   async collectStats(
     nodes: readonly CacheNode[],
     deadline: CollectionDeadline,
     accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+    acceptSlabs?: (node: CacheNode, reply: Buffer) => RenderedSlabs,
   ): Promise<NodeSnapshot[]> {
     try {
-      return await Promise.all(nodes.map((node) => this.collectNode(node, deadline, accept)));
+      return await Promise.all(nodes.map((node) => this.collectNode(node, deadline, accept, acceptSlabs)));
     } finally {
       deadline.cancel();
     }
   }
 
   /**
-   * One node's `stats` and, when due, `stats settings` and `stats zookeeper`. A node that answered
-   * `stats` is up whatever becomes of the others: when the collection ends before they come (a
-   * scrape with an earlier deadline joined it), it is reported with the settings it had.
+   * One node's `stats`, `stats slabs` and, when due, `stats settings` and `stats zookeeper`. A
+   * node that answered `stats` is up whatever becomes of the others: when the collection ends
+   * before they come (a scrape with an earlier deadline joined it), it is reported with the
+   * settings it had.
    */
   private async collectNode(
     node: CacheNode,
     deadline: CollectionDeadline,
     accept: (node: CacheNode, reply: Buffer) => RenderedStats,
+    acceptSlabs: ((node: CacheNode, reply: Buffer) => RenderedSlabs) | undefined,
   ): Promise<NodeSnapshot> {
     if (!node.live) return { node, up: false, reason: 'not_registered' };
     const state = this.state(node.node);
@@ -158,7 +163,8 @@ export class CacheCollector {
         }
       });
     });
-    // Pipelined on the one connection: the aux replies follow the stats reply in the same flight.
+    // Pipelined on the one connection: slabs and the aux replies follow the stats reply in the same flight.
+    const slabs = acceptSlabs === undefined ? undefined : readSlabs(state, node, deadline, acceptSlabs);
     const aux =
       Date.now() >= state.auxDueAt
         ? Promise.allSettled([state.client.statsSettings(deadline.at), state.client.statsZookeeper(deadline.at)])
@@ -174,9 +180,10 @@ export class CacheCollector {
       return this.failed(node, err, started);
     }
     const durationSeconds = (performance.now() - started) / 1000;
+    const slabLines = slabs === undefined ? undefined : await Promise.race([slabs, deadline.expired]);
     // The settings are kept whenever they come, also after the collection has ended.
     if (aux !== undefined) await Promise.race([aux.then((results) => this.keepAux(state, results)), deadline.expired]);
-    return this.answered(node, state, durationSeconds, stats);
+    return this.answered(node, state, durationSeconds, stats, slabLines === 'expired' ? undefined : slabLines);
   }
 
   /** What `stats settings` and `stats zookeeper` gave, into the state of a node that answered `stats`. */
@@ -192,7 +199,13 @@ export class CacheCollector {
   }
 
   /** A node's snapshot once it has answered. */
-  private answered(node: CacheNode, state: NodeState, durationSeconds: number, stats: RenderedStats): NodeSnapshot {
+  private answered(
+    node: CacheNode,
+    state: NodeState,
+    durationSeconds: number,
+    stats: RenderedStats,
+    slabs: RenderedSlabs | undefined,
+  ): NodeSnapshot {
     if (state.lastReason !== undefined) {
       this.options.logger.info(
         { node: node.node, serviceCode: node.serviceCode, was: state.lastReason },
@@ -200,7 +213,15 @@ export class CacheCollector {
       );
       state.lastReason = undefined;
     }
-    return { node, up: true, durationSeconds, stats, settings: state.settings, zookeeper: state.zookeeper };
+    return {
+      node,
+      up: true,
+      durationSeconds,
+      stats,
+      settings: state.settings,
+      zookeeper: state.zookeeper,
+      ...(slabs === undefined ? {} : { slabs }),
+    };
   }
 
   /** A node's snapshot when it failed (`started`: when it was asked, for its scrape duration). */
@@ -383,6 +404,28 @@ function readPrefixes(state: NodeState, node: CacheNode, deadline: number, names
   // Asked once a minute, 32 nodes at a time: its replies' buffer goes back to the shared pool after each.
   const client = (state.prefixClient ??= new ArcusNodeClient(node.node, PREFIX_CLIENT_OPTIONS));
   return Promise.allSettled([client.prefixItemsBytes(deadline, names), client.prefixOperationsBytes(deadline, names)]);
+}
+
+/**
+ * A node's `stats slabs`, rendered by `accept` from the reply's bytes as it arrives; undefined when
+ * it fails (an ERROR from a server without it, a timeout) or comes after the collection ended.
+ */
+function readSlabs(
+  state: NodeState,
+  node: CacheNode,
+  deadline: CollectionDeadline,
+  accept: (node: CacheNode, reply: Buffer) => RenderedSlabs,
+): Promise<RenderedSlabs | undefined> {
+  return new Promise((resolve) => {
+    state.client.connection.send('stats slabs', { deadline: deadline.at, reply: 'multi' }, (err, bytes) => {
+      if (err !== undefined || deadline.over) return resolve(undefined);
+      try {
+        resolve(accept(node, bytes!));
+      } catch {
+        resolve(undefined);
+      }
+    });
+  });
 }
 
 /**

@@ -17,6 +17,11 @@ import type { ConfigFileIdentity, LoadedConfig, LogBlock } from '@cachemon/core'
 export const DEFAULT_COLLECT_PREFIXES = true;
 /** kv probes only by default: the collection probes add requests and items a busy node should opt into. */
 export const DEFAULT_SIMPLE_QOS = true;
+/**
+ * Per-slab-class series off by default: they multiply a node's series by its active slab classes
+ * (docs/cache-exporter.md has the arithmetic); the node totals come either way.
+ */
+export const DEFAULT_SLAB_CLASSES = false;
 /** Name used for the ensemble label when the older `ensemble` array form is used. */
 export const LEGACY_ENSEMBLE_NAME = 'default';
 
@@ -54,6 +59,7 @@ const rawSchema = z
       .optional(),
     collectPrefixes: z.boolean().optional(),
     simpleQos: z.boolean().optional(),
+    slabClasses: z.boolean().optional(),
     serviceCodesToCollectPrefixes: z.record(z.string().min(1), prefixSelection).optional(),
     log: logBlockSchema.optional(),
   })
@@ -81,6 +87,8 @@ export interface CacheExporterConfig {
   readonly serviceCodes: readonly string[] | undefined;
   readonly collectPrefixes: boolean;
   readonly simpleQos: boolean;
+  /** Series per slab class of `stats slabs` (the node totals are always collected). */
+  readonly slabClasses: boolean;
   readonly serviceCodesToCollectPrefixes: Readonly<Record<string, readonly string[]>>;
   readonly log: LogBlock;
   /** The file it was loaded from; none when parsed from elsewhere. */
@@ -97,6 +105,7 @@ function normalize(raw: z.infer<typeof rawSchema>): CacheExporterConfig {
     serviceCodes: raw.serviceCodes,
     collectPrefixes: raw.collectPrefixes ?? DEFAULT_COLLECT_PREFIXES,
     simpleQos: raw.simpleQos ?? DEFAULT_SIMPLE_QOS,
+    slabClasses: raw.slabClasses ?? DEFAULT_SLAB_CLASSES,
     serviceCodesToCollectPrefixes: raw.serviceCodesToCollectPrefixes ?? {},
     log: raw.log ?? defaultLogBlock,
   };

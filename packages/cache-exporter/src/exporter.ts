@@ -251,8 +251,12 @@ export class CacheExporter {
     const topology = this.watcher.topology;
     const renderer = this.renderer;
     const started = performance.now();
-    const collecting = this.collector.collectStats(topology.nodes, deadline, (node, reply) =>
-      renderer.acceptStats(node, reply),
+    const slabClasses = this.config.slabClasses;
+    const collecting = this.collector.collectStats(
+      topology.nodes,
+      deadline,
+      (node, reply) => renderer.acceptStats(node, reply),
+      (node, reply) => renderer.acceptSlabs(node, reply, slabClasses),
     );
     const processText = this.readProcessMetrics();
     const snapshots = await collecting;

@@ -3,6 +3,7 @@ export type { CacheExporterOptions } from './exporter.js';
 export {
   DEFAULT_COLLECT_PREFIXES,
   DEFAULT_SIMPLE_QOS,
+  DEFAULT_SLAB_CLASSES,
   LEGACY_ENSEMBLE_NAME,
   cacheExporterConfigSchema,
   loadCacheExporterConfig,

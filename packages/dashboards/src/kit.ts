@@ -100,12 +100,12 @@ export function rate(base: string, matchers: readonly string[], by?: string, lev
   return either(sum(`rate(${base}_total${raw(...matchers)}${RATE})`), sum(`${level}:${base}:rate${long(...matchers)}`));
 }
 
-/** Memory used over the limit, per node. */
-export const memoryUsed = (matchers: readonly string[]) =>
-  either(
-    `arcus_bytes${raw(...matchers)} / arcus_limit_bytes${raw(...matchers)}`,
-    `node:arcus_bytes:avg${long(...matchers)} / node:arcus_limit_bytes:avg${long(...matchers)}`,
-  );
+/**
+ * The allocator's own view of memory shortage (SM:space_shortage_level, 0 to 100), per node: the
+ * highest of the range, so a short shortage is not averaged away. Used over limit says little on
+ * a cache, which is full by design; this says whether stores have to evict to find room.
+ */
+export const memoryShortage = (matchers: readonly string[]) => gauge('arcus_sm_space_shortage_level', 'max', matchers);
 
 /**
  * Hits over hits plus misses, summed by `by`: from the raw counters, or from the `level`'s

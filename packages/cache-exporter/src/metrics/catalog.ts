@@ -76,7 +76,8 @@ export const STATS_FIELDS: ReadonlyMap<string, FieldRule> = new Map([
   field('arcus_process_id', 'gauge', 'Process id of the server; changes on restart.', 'pid'),
   field('arcus_uptime_seconds', 'gauge', 'Seconds since the server started.', 'uptime'),
   field('arcus_time_seconds', 'gauge', "Server's clock, Unix seconds.", 'time'),
-  field('arcus_pointer_size_bits', 'gauge', 'Pointer size of the server build.', 'pointer_size'),
+  // The server says bits; promtool knows no `_bits` unit, so bytes (64 bits: 8).
+  field('arcus_pointer_size_bytes', 'gauge', 'Pointer size of the server build.', 'pointer_size', 1 / 8),
   field(
     'arcus_heartbeats_total',
     'counter',
@@ -249,6 +250,7 @@ const flag =
   (on: string) =>
   (value: string): number | undefined =>
     value === on ? 1 : value === '' ? undefined : 0;
+const yesNo = flag('yes');
 const millis = (value: string): number | undefined => {
   const n = number(value);
   return n === undefined ? undefined : n / 1000;
@@ -314,7 +316,101 @@ export const SETTINGS: ReadonlyMap<string, SettingRule> = new Map<string, Settin
     'Accumulated heartbeat failure time after which the server stops itself (0: never).',
     millis,
   ),
+  setting('settings', 'maxbytes', 'arcus_max_bytes', 'Memory limit for items as configured (-m).', number),
+  setting('settings', 'maxconns', 'arcus_max_connections', 'Connection limit as configured (-c).', number),
+  setting('settings', 'tcpport', 'arcus_tcp_port', 'TCP port the server listens on.', number),
+  setting('settings', 'udpport', 'arcus_udp_port', 'UDP port the server listens on (0: none).', number),
+  setting(
+    'settings',
+    'sticky_limit',
+    'arcus_sticky_max_bytes',
+    'Memory limit for sticky items as configured (0: no sticky items).',
+    number,
+  ),
+  setting('settings', 'verbosity', 'arcus_verbosity', 'Log verbosity (-v count).', number),
+  setting(
+    'settings',
+    'oldest',
+    'arcus_oldest_live_seconds',
+    'Server time (seconds since start) before which items count as flushed by flush_all; 0: none.',
+    number,
+  ),
+  setting(
+    'settings',
+    'growth_factor',
+    'arcus_slab_growth_factor',
+    'Chunk size ratio of consecutive slab classes (-f).',
+    number,
+  ),
+  setting(
+    'settings',
+    'chunk_size',
+    'arcus_slab_min_chunk_bytes',
+    'Smallest space for key, value and flags (-n).',
+    number,
+  ),
+  setting('settings', 'num_threads', 'arcus_configured_threads', 'Worker threads as configured (-t).', number),
+  setting(
+    'settings',
+    'reqs_per_event',
+    'arcus_requests_per_event',
+    'Requests a connection may run before it yields to others (-R).',
+    number,
+  ),
+  setting('settings', 'cas_enabled', 'arcus_cas_enabled', 'Whether CAS ids are kept (0: -C).', yesNo),
+  setting('settings', 'tcp_backlog', 'arcus_tcp_backlog', 'Listen backlog (-b).', number),
+  setting('settings', 'auth_enabled_sasl', 'arcus_sasl_enabled', 'Whether SASL authentication is on.', yesNo),
+  setting('settings', 'auth_required_sasl', 'arcus_sasl_required', 'Whether SASL authentication is required.', yesNo),
+  setting(
+    'settings',
+    'allow_detailed',
+    'arcus_prefix_detail_allowed',
+    'Whether stats detail on may switch per-prefix operation counting on.',
+    yesNo,
+  ),
+  setting('settings', 'scrub_count', 'arcus_scrub_batch_items', 'Items the scrub command examines per step.', number),
+  setting('settings', 'topkeys', 'arcus_topkeys', 'Keys tracked by the topkeys feature (0: off).', number),
 ]);
+
+/**
+ * `stats settings` fields whose values are words, not numbers: one arcus_settings_info series per
+ * node carries them as labels. (umask is octal text, so it is a word too.)
+ */
+export const SETTINGS_INFO = family(
+  'arcus_settings_info',
+  'gauge',
+  'The stats settings fields that are text (value 1), one label per field (those listed on ARCUS; the text fields of other servers likewise, when the field name is a valid label name other than a node label).',
+  'stats settings (text fields)',
+  [
+    'inter',
+    'domain_socket',
+    'umask',
+    'stat_key_prefix',
+    'binding_protocol',
+    'auth_sasl_engine',
+    'logger',
+    'ascii_extension',
+  ],
+);
+/** Numeric or yes/no fields of `stats settings` without a metric of their own (newer servers, plain memcached). */
+export const OTHER_SETTING = family(
+  'arcus_setting',
+  'gauge',
+  'A numeric or boolean (1/0) stats settings field this exporter has no specific metric for, by field name.',
+  'stats settings (other fields)',
+  ['field'],
+);
+/** Words the servers print for a boolean setting. */
+export const BOOLEAN_WORDS: ReadonlyMap<string, number> = new Map([
+  ['yes', 1],
+  ['no', 0],
+  ['on', 1],
+  ['off', 0],
+  ['true', 1],
+  ['false', 0],
+]);
+/** Settings that look numeric but are not numbers. */
+export const TEXT_SETTINGS: ReadonlySet<string> = new Set(['umask']);
 
 export const ZOOKEEPER_STATS: ReadonlyMap<string, SettingRule> = new Map<string, SettingRule>([
   setting(
@@ -346,6 +442,96 @@ export const ZOOKEEPER_STATS: ReadonlyMap<string, SettingRule> = new Map<string,
     flag('on'),
   ),
 ]);
+
+export const ZOOKEEPER_CLIENT_INFO = family(
+  'arcus_zookeeper_client_info',
+  'gauge',
+  'Version of the ZooKeeper client library the server is built with (value 1).',
+  'stats zookeeper zk_libversion',
+  ['version'],
+);
+
+// ---- stats slabs (read with every stats) ------------------------------------------------------
+
+function slabField(stat: string, name: string, help: string, labels?: readonly string[]): [string, FamilySpec] {
+  return [stat, family(name, 'gauge', help, `stats slabs ${labels ? `<class>:${stat}` : stat}`, labels)];
+}
+
+/** Node totals of `stats slabs`: the small-memory (SM) allocator and the slab allocator. */
+export const SLAB_TOTALS: ReadonlyMap<string, FamilySpec> = new Map([
+  slabField('SM:used_num_classes', 'arcus_sm_used_classes', 'Small-memory allocator slot classes holding used slots.'),
+  slabField('SM:free_num_classes', 'arcus_sm_free_classes', 'Small-memory allocator slot classes holding free slots.'),
+  slabField('SM:used_min_classid', 'arcus_sm_used_min_class_id', 'Smallest slot class holding used slots.'),
+  slabField(
+    'SM:used_01p_classid',
+    'arcus_sm_used_last_1pct_class_id',
+    'Slot class from which the largest 1 % of the used space begins.',
+  ),
+  slabField('SM:used_max_classid', 'arcus_sm_used_max_class_id', 'Largest slot class holding used slots.'),
+  slabField('SM:free_min_classid', 'arcus_sm_free_min_class_id', 'Smallest slot class holding free slots.'),
+  slabField('SM:free_max_classid', 'arcus_sm_free_max_class_id', 'Largest slot class holding free slots.'),
+  slabField('SM:used_total_space', 'arcus_sm_used_bytes', 'Bytes in used small-memory slots.'),
+  slabField(
+    'SM:used_01pct_space',
+    'arcus_sm_used_last_1pct_bytes',
+    'Bytes in used slots of the classes from SM:used_01p_classid up.',
+  ),
+  slabField('SM:free_small_space', 'arcus_sm_free_small_bytes', 'Bytes in free slots too small for most items.'),
+  slabField('SM:free_bslot_space', 'arcus_sm_free_big_slot_bytes', 'Bytes in free big slots.'),
+  slabField('SM:free_avail_space', 'arcus_sm_free_available_bytes', 'Free small-memory bytes available for new items.'),
+  slabField('SM:free_chunk_space', 'arcus_sm_free_chunk_bytes', 'Bytes in free chunks of small-memory pages.'),
+  slabField(
+    'SM:free_limit_space',
+    'arcus_sm_free_limit_bytes',
+    'Free space below which the allocator is short of memory (0 until memory is nearly all allocated).',
+  ),
+  slabField(
+    'SM:space_shortage_level',
+    'arcus_sm_space_shortage_level',
+    "The allocator's own view of memory shortage, 0 (none) to 100: a store evicts up to this many items first, and from 10 on the server also evicts in the background.",
+  ),
+  slabField('active_slabs', 'arcus_slab_active_classes', 'Slab classes with pages allocated.'),
+  slabField('memory_limit', 'arcus_slab_memory_limit_bytes', 'Memory the slab allocator may allocate.'),
+  slabField('total_malloced', 'arcus_slab_malloced_bytes', 'Memory allocated to slab pages.'),
+]);
+export const OTHER_SLAB_TOTAL = family(
+  'arcus_slab_stat',
+  'untyped',
+  'A numeric node total of stats slabs this exporter has no specific metric for (newer servers), by field name.',
+  'stats slabs (other totals)',
+  ['field'],
+);
+
+const SLAB_CLASS = ['slab_class'] as const;
+/** Per-class fields of `stats slabs` (`<class>:<field>`), collected with slabClasses on. */
+export const SLAB_CLASS_FIELDS: ReadonlyMap<string, FamilySpec> = new Map([
+  slabField('chunk_size', 'arcus_slab_chunk_size_bytes', 'Bytes of one chunk of the slab class.', SLAB_CLASS),
+  slabField('chunks_per_page', 'arcus_slab_chunks_per_page', 'Chunks in one page of the slab class.', SLAB_CLASS),
+  slabField('reserved_pages', 'arcus_slab_reserved_pages', 'Pages reserved for the slab class.', SLAB_CLASS),
+  slabField('total_pages', 'arcus_slab_pages', 'Pages allocated to the slab class.', SLAB_CLASS),
+  slabField('total_chunks', 'arcus_slab_chunks', 'Chunks allocated to the slab class.', SLAB_CLASS),
+  slabField('used_chunks', 'arcus_slab_used_chunks', 'Chunks of the slab class holding data.', SLAB_CLASS),
+  slabField('free_chunks', 'arcus_slab_free_chunks', 'Freed chunks of the slab class, ready for reuse.', SLAB_CLASS),
+  slabField(
+    'free_chunks_end',
+    'arcus_slab_free_end_chunks',
+    'Chunks at the end of the last page of the slab class, not used yet.',
+    SLAB_CLASS,
+  ),
+  slabField(
+    'mem_requested',
+    'arcus_slab_requested_bytes',
+    'Bytes the data in the slab class asked for (less than its chunks hold).',
+    SLAB_CLASS,
+  ),
+]);
+export const OTHER_SLAB_CLASS_STAT = family(
+  'arcus_slab_class_stat',
+  'untyped',
+  'A numeric per-class field of stats slabs this exporter has no specific metric for (plain memcached: get_hits, cmd_set, ...), by slab class and field name; with slabClasses on.',
+  'stats slabs <class>:<field> (other fields)',
+  ['slab_class', 'field'],
+);
 
 // ---- QoS ---------------------------------------------------------------------------------------
 
@@ -486,7 +672,10 @@ export function allFamilies(): FamilySpec[] {
     OTHER_STAT,
   ].forEach(add);
   for (const rule of SETTINGS.values()) add(rule.family);
+  [OTHER_SETTING, SETTINGS_INFO].forEach(add);
   for (const rule of ZOOKEEPER_STATS.values()) add(rule.family);
+  add(ZOOKEEPER_CLIENT_INFO);
+  [...SLAB_TOTALS.values(), OTHER_SLAB_TOTAL, ...SLAB_CLASS_FIELDS.values(), OTHER_SLAB_CLASS_STAT].forEach(add);
   [QOS_LATENCY, QOS_SUCCESS, QOS_TIMESTAMP].forEach(add);
   [
     PREFIX_ITEMS,

@@ -4,15 +4,24 @@ import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
 import type { FamilySpec, SettingRule } from './catalog.js';
 import {
+  BOOLEAN_WORDS,
   NODE_ERROR,
   NODE_REGISTERED,
   NODE_SCRAPE_DURATION,
+  OTHER_SETTING,
+  OTHER_SLAB_CLASS_STAT,
+  OTHER_SLAB_TOTAL,
   QOS_LATENCY,
   QOS_SUCCESS,
   QOS_TIMESTAMP,
   SETTINGS,
+  SETTINGS_INFO,
+  SLAB_CLASS_FIELDS,
+  SLAB_TOTALS,
+  TEXT_SETTINGS,
   UP,
   VERSION_INFO,
+  ZOOKEEPER_CLIENT_INFO,
   ZOOKEEPER_STATS,
 } from './catalog.js';
 import { nodeLabelText, withLabel } from './labels.js';
@@ -50,6 +59,8 @@ export interface NodeSnapshot {
   readonly durationSeconds?: number;
   /** Its `stats` reply of this scrape (acceptStats). */
   readonly stats?: RenderedStats;
+  /** Its `stats slabs` reply of this scrape (acceptSlabs); none when the node did not answer it in time. */
+  readonly slabs?: RenderedSlabs;
   /** Last `stats settings` / `stats zookeeper` (refreshed less often; kept while the node is up). */
   readonly settings?: StatsEntries;
   readonly zookeeper?: StatsEntries;
@@ -88,7 +99,12 @@ interface NodeSeries {
   /** Lines of settings and zookeeper (re-read every 30 s), and of QoS (every 5 s), kept while their sources are the same objects. */
   settingsLines: (EncodedLines & { readonly settings?: StatsEntries; readonly zookeeper?: StatsEntries }) | undefined;
   qosLines: (EncodedLines & { readonly qos: QosSnapshot }) | undefined;
+  /** The last `stats slabs` reply (a copy) and its lines: an idle node's unchanged reply is not encoded again. */
+  slabsLines: { readonly reply: Buffer; readonly perClass: boolean; readonly lines: RenderedSlabs } | undefined;
 }
+
+/** A node's `stats slabs` lines, family by family (SLAB_FAMILIES). */
+export type RenderedSlabs = EncodedLines;
 
 /** A node's lines of a few families: per family, its lines (undefined: none) and their count. */
 interface EncodedLines {
@@ -98,7 +114,18 @@ interface EncodedLines {
 
 /** Families of the settings and zookeeper lines, in the order they are written; then QoS. */
 const SETTINGS_FAMILIES: readonly FamilySpec[] = [
-  ...new Set([...SETTINGS.values(), ...ZOOKEEPER_STATS.values()].map((rule) => rule.family)),
+  ...new Set([...SETTINGS.values()].map((rule) => rule.family)),
+  OTHER_SETTING,
+  SETTINGS_INFO,
+  ...new Set([...ZOOKEEPER_STATS.values()].map((rule) => rule.family)),
+  ZOOKEEPER_CLIENT_INFO,
+];
+/** Families of the `stats slabs` lines: node totals, then per slab class. */
+const SLAB_FAMILIES: readonly FamilySpec[] = [
+  ...SLAB_TOTALS.values(),
+  OTHER_SLAB_TOTAL,
+  ...SLAB_CLASS_FIELDS.values(),
+  OTHER_SLAB_CLASS_STAT,
 ];
 const QOS_FAMILIES: readonly FamilySpec[] = [QOS_SUCCESS, QOS_LATENCY, QOS_TIMESTAMP];
 
@@ -125,6 +152,20 @@ export class NodeMetricsRenderer {
       }
     }
     return writeSamples(series, series.plan!, reply);
+  }
+
+  /**
+   * Renders one node's `stats slabs` reply (bytes valid only during the call): the node totals,
+   * and with `perClass` the series of every slab class. Throws NODE_ERROR_REPLY or NODE_PROTOCOL
+   * when it is not a stats reply. A reply equal to the node's last one gives the last lines again.
+   */
+  acceptSlabs(node: CacheNode, reply: Buffer, perClass: boolean): RenderedSlabs {
+    const series = this.nodeSeries(node);
+    const cached = series.slabsLines;
+    if (cached !== undefined && cached.perClass === perClass && cached.reply.equals(reply)) return cached.lines;
+    const lines = encodeLines(SLAB_FAMILIES, (add) => addSlabs(add, series, reply, perClass));
+    series.slabsLines = { reply: Buffer.from(reply), perClass, lines };
+    return lines;
   }
 
   /** Writes the node series of /metrics (state, stats, settings, QoS), family by family, node by node. */
@@ -174,6 +215,11 @@ export class NodeMetricsRenderer {
 
     encodedFamilies(
       out,
+      SLAB_FAMILIES,
+      snapshots.map((snapshot) => (snapshot.up ? snapshot.slabs : undefined)),
+    );
+    encodedFamilies(
+      out,
       SETTINGS_FAMILIES,
       snapshots.map((snapshot, i) => settingsLines(series[i]!, snapshot)),
     );
@@ -211,6 +257,7 @@ export class NodeMetricsRenderer {
         versionLine: undefined,
         settingsLines: undefined,
         qosLines: undefined,
+        slabsLines: undefined,
       };
       this.series.set(node, series);
     }
@@ -370,8 +417,13 @@ function settingsLines(series: NodeSeries, snapshot: NodeSnapshot): EncodedLines
   const cached = series.settingsLines;
   if (cached !== undefined && cached.settings === settings && cached.zookeeper === zookeeper) return cached;
   const lines = encodeLines(SETTINGS_FAMILIES, (add) => {
-    if (settings) addSettings(add, series, SETTINGS, settings);
-    if (zookeeper) addSettings(add, series, ZOOKEEPER_STATS, zookeeper);
+    if (settings) addSettings(add, series, SETTINGS, settings, true);
+    if (zookeeper) {
+      addSettings(add, series, ZOOKEEPER_STATS, zookeeper, false);
+      const libversion = zookeeper.find(([name]) => name === 'zk_libversion')?.[1];
+      if (libversion !== undefined && libversion !== '')
+        add(ZOOKEEPER_CLIENT_INFO, `${labelledPrefix(series, ZOOKEEPER_CLIENT_INFO, 'version', libversion)}1\n`);
+    }
   });
   series.settingsLines = { ...lines, ...(settings ? { settings } : {}), ...(zookeeper ? { zookeeper } : {}) };
   return series.settingsLines;
@@ -396,35 +448,122 @@ function qosLines(series: NodeSeries, qos: QosSnapshot | undefined): EncodedLine
   return series.qosLines;
 }
 
+const familyIndexes = new WeakMap<readonly FamilySpec[], ReadonlyMap<FamilySpec, number>>();
+
+/** Each family's position in `families` (made once per list). */
+function familyIndexOf(families: readonly FamilySpec[]): ReadonlyMap<FamilySpec, number> {
+  let index = familyIndexes.get(families);
+  if (index === undefined) {
+    index = new Map(families.map((family, i) => [family, i]));
+    familyIndexes.set(families, index);
+  }
+  return index;
+}
+
 /** Lines of `families`, as `write` adds them, encoded one Buffer per family. */
 function encodeLines(
   families: readonly FamilySpec[],
   write: (add: (family: FamilySpec, line: string) => void) => void,
 ): EncodedLines {
   const lines: string[][] = families.map(() => []);
-  write((family, line) => lines[families.indexOf(family)]!.push(line));
+  const index = familyIndexOf(families);
+  write((family, line) => lines[index.get(family)!]!.push(line));
   return {
     views: lines.map((family) => (family.length > 0 ? Buffer.from(family.join('')) : undefined)),
     counts: lines.map((family) => family.length),
   };
 }
 
+/**
+ * Settings lines: the fields with a metric of their own; with `others`, every other numeric or
+ * yes/no field as arcus_setting{field} and the text fields as labels of one arcus_settings_info.
+ */
 function addSettings(
   add: (family: FamilySpec, line: string) => void,
   series: NodeSeries,
   rules: ReadonlyMap<string, SettingRule>,
   entries: StatsEntries,
+  others: boolean,
 ): void {
+  let info = '';
+  const seen = new Set<string>();
   for (const [name, raw] of entries) {
+    // A field the server repeats is rendered once (a duplicate series is invalid exposition).
+    if (seen.has(name)) continue;
+    seen.add(name);
     const rule = rules.get(name);
-    if (!rule) continue;
-    const value = rule.parse(raw);
-    if (value === undefined) continue;
-    const prefix = rule.label
-      ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1])
-      : `${rule.family.name}${series.braced} `;
-    add(rule.family, `${prefix}${formatValue(value)}\n`);
+    if (rule) {
+      const value = rule.parse(raw);
+      if (value === undefined) continue;
+      const prefix = rule.label
+        ? labelledPrefix(series, rule.family, rule.label[0], rule.label[1])
+        : `${rule.family.name}${series.braced} `;
+      add(rule.family, `${prefix}${formatValue(value)}\n`);
+      continue;
+    }
+    if (!others) continue;
+    const value = TEXT_SETTINGS.has(name) ? undefined : settingValue(raw);
+    if (value !== undefined) {
+      add(OTHER_SETTING, `${labelledPrefix(series, OTHER_SETTING, 'field', name)}${formatValue(value)}\n`);
+    } else if (INFO_LABEL.test(name) && !name.startsWith('__') && !NODE_LABELS.has(name)) {
+      info += `${name}="${escapeLabelValue(raw)}",`;
+    }
   }
+  if (info !== '') add(SETTINGS_INFO, `${SETTINGS_INFO.name}{${info}${series.base}} 1\n`);
+}
+
+/** A setting's value as a number: a decimal, or 1/0 for the words servers print for booleans. */
+function settingValue(raw: string): number | undefined {
+  const word = BOOLEAN_WORDS.get(raw);
+  if (word !== undefined) return word;
+  const bytes = Buffer.from(raw, 'latin1');
+  return isDecimal(bytes, 0, bytes.length) ? Number(raw) : undefined;
+}
+
+/** A field name usable as a label name as it is. */
+const INFO_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+/** Labels every node series carries: a setting of that name would clash with them. */
+const NODE_LABELS: ReadonlySet<string> = new Set(['ensemble', 'service_code', 'node', 'hostname', 'group', 'role']);
+
+/**
+ * The lines of a `stats slabs` reply. Per-class lines (`<class>:<field>`) are skipped on their
+ * first byte when `perClass` is off, so the node totals cost a few strings per node.
+ */
+function addSlabs(
+  add: (family: FamilySpec, line: string) => void,
+  series: NodeSeries,
+  reply: Buffer,
+  perClass: boolean,
+): void {
+  const seen = new Set<string>();
+  scanStats(reply, (nameStart, nameEnd, valueStart, valueEnd) => {
+    const first = reply[nameStart]!;
+    const isClass = first >= 0x30 && first <= 0x39;
+    if ((isClass && !perClass) || !isDecimal(reply, valueStart, valueEnd)) return;
+    const name = reply.toString('latin1', nameStart, nameEnd);
+    if (seen.has(name)) return;
+    seen.add(name);
+    const value = reply.toString('latin1', valueStart, valueEnd);
+    if (!isClass) {
+      const family = SLAB_TOTALS.get(name);
+      add(
+        family ?? OTHER_SLAB_TOTAL,
+        family
+          ? `${family.name}${series.braced} ${value}\n`
+          : `${labelledPrefix(series, OTHER_SLAB_TOTAL, 'field', name)}${value}\n`,
+      );
+      return;
+    }
+    const colon = name.indexOf(':');
+    if (colon < 0) return;
+    const slabClass = name.slice(0, colon);
+    const field = name.slice(colon + 1);
+    const family = SLAB_CLASS_FIELDS.get(field);
+    const labels = family
+      ? withLabel(series.base, 'slab_class', slabClass)
+      : `{slab_class="${escapeLabelValue(slabClass)}",field="${escapeLabelValue(field)}",${series.base}}`;
+    add(family ?? OTHER_SLAB_CLASS_STAT, `${(family ?? OTHER_SLAB_CLASS_STAT).name}${labels} ${value}\n`);
+  });
 }
 
 /** Families whose lines come per node as EncodedLines (settings, QoS): each family, node by node. */

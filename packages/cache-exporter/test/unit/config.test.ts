@@ -7,6 +7,7 @@ import { CachemonError, Errors } from '@cachemon/core';
 import {
   DEFAULT_COLLECT_PREFIXES,
   DEFAULT_SIMPLE_QOS,
+  DEFAULT_SLAB_CLASSES,
   loadCacheExporterConfig,
   parseCacheExporterConfig,
   prefixSelectionFor,
@@ -37,6 +38,8 @@ test('a minimal config gets the documented defaults', () => {
   assert.equal(config.serviceCodes, undefined);
   assert.equal(config.collectPrefixes, DEFAULT_COLLECT_PREFIXES);
   assert.equal(config.simpleQos, DEFAULT_SIMPLE_QOS);
+  assert.equal(config.slabClasses, DEFAULT_SLAB_CLASSES);
+  assert.equal(DEFAULT_SLAB_CLASSES, false);
   assert.equal(config.log.level, 'warn');
   assert.equal(config.log.maxSize, 20);
   assert.equal(config.log.maxBackups, 10);
@@ -154,9 +157,17 @@ test('config files: comments allowed, syntax errors and missing files name the f
   );
 });
 
+test('slabClasses is a boolean: true switches the per-class series on, anything else is refused by name', () => {
+  const on = parseCacheExporterConfig('c.json', { listen: ':1', ensembleByName: { a: ['h:1'] }, slabClasses: true });
+  assert.equal(on.slabClasses, true);
+  const wrong = configError({ listen: ':1', ensembleByName: { a: ['h:1'] }, slabClasses: 'yes' });
+  assert.match(wrong.message, /slabClasses/);
+});
+
 test('the shipped example config is valid', () => {
   const example = new URL('../../../../../stack/cache_exporter/conf/example.json', import.meta.url).pathname;
   const config = loadCacheExporterConfig(example);
   assert.equal(config.ensemble.name, 'example');
   assert.equal(config.ensemble.servers.length, 3);
+  assert.equal(config.slabClasses, DEFAULT_SLAB_CLASSES);
 });

@@ -503,3 +503,63 @@ test('a renderer kept across scrapes writes what a fresh one writes, as values, 
     assert.equal(kept.sampleCount, plain.sampleCount, `step ${step}: samples`);
   }
 });
+
+const slabsReply = Buffer.from(sample('03-stats-slabs.raw'), 'latin1');
+
+test('stats slabs of the sample server: the node totals always, the class series only per class', () => {
+  const n = node('127.0.0.1:21211');
+  const totalsOnly = render([{ node: n, up: true, slabs: renderer.acceptSlabs(n, slabsReply, false) }]);
+  const has = (text: string, line: string) => assert.ok(text.includes(`${line}\n`), `missing: ${line}`);
+  has(totalsOnly, `arcus_sm_space_shortage_level{${labels}} 0`);
+  has(totalsOnly, `arcus_sm_free_available_bytes{${labels}} 262016`);
+  has(totalsOnly, `arcus_sm_used_min_class_id{${labels}} 12`);
+  has(totalsOnly, `arcus_slab_memory_limit_bytes{${labels}} 67108864`);
+  has(totalsOnly, `arcus_slab_malloced_bytes{${labels}} 1048576`);
+  has(totalsOnly, `arcus_slab_active_classes{${labels}} 1`);
+  assert.equal(sampleLines(totalsOnly).length - 2 /* up, registered */, 18);
+  assert.ok(!totalsOnly.includes('slab_class='));
+
+  const perClass = render([{ node: n, up: true, slabs: renderer.acceptSlabs(n, slabsReply, true) }]);
+  has(perClass, `arcus_slab_chunk_size_bytes{slab_class="0",${labels}} 262144`);
+  has(perClass, `arcus_slab_used_chunks{slab_class="0",${labels}} 1`);
+  has(perClass, `arcus_slab_free_end_chunks{slab_class="0",${labels}} 3`);
+  has(perClass, `arcus_slab_requested_bytes{slab_class="0",${labels}} 262144`);
+  assert.equal(sampleLines(perClass).length - sampleLines(totalsOnly).length, 9);
+  assert.match(perClass, /# TYPE arcus_slab_pages gauge\n/);
+});
+
+test('an unchanged stats slabs reply reuses its lines; unknown fields keep their figure under a field label', () => {
+  const n = node('127.0.0.1:21212');
+  const first = renderer.acceptSlabs(n, slabsReply, true);
+  assert.equal(renderer.acceptSlabs(n, Buffer.from(slabsReply), true), first);
+  assert.notEqual(renderer.acceptSlabs(n, slabsReply, false), first);
+  const memcachedLike = reply([
+    ['1:chunk_size', '96'],
+    ['1:get_hits', '7'],
+    ['active_slabs', '1'],
+    ['total_malloced', '1048576'],
+    ['new_total', '5'],
+  ]);
+  const text = render([{ node: n, up: true, slabs: renderer.acceptSlabs(n, memcachedLike, true) }]);
+  const other = labels.replace('21211', '21212');
+  assert.ok(text.includes(`arcus_slab_class_stat{slab_class="1",field="get_hits",${other}} 7\n`), text);
+  assert.ok(text.includes(`arcus_slab_stat{field="new_total",${other}} 5\n`), text);
+  assert.throws(() => renderer.acceptSlabs(n, Buffer.from('ERROR\r\n'), true));
+});
+
+test('settings: every numeric or yes/no field a gauge, text fields one info series, the ZooKeeper client version', () => {
+  const n = node('127.0.0.1:21211');
+  const text = render([{ node: n, up: true, settings, zookeeper }]);
+  const has = (line: string) => assert.ok(text.includes(`${line}\n`), `missing: ${line}`);
+  has(`arcus_prefix_detail_allowed{${labels}} 1`);
+  has(`arcus_cas_enabled{${labels}} 1`);
+  has(`arcus_topkeys{${labels}} 0`);
+  has(`arcus_scrub_batch_items{${labels}} 96`);
+  has(`arcus_slab_growth_factor{${labels}} 1.25`);
+  has(`arcus_max_connections{${labels}} 1000`);
+  has(
+    `arcus_settings_info{inter="127.0.0.1",domain_socket="NULL",umask="700",stat_key_prefix=":",binding_protocol="auto-negotiate",auth_sasl_engine="none",logger="standard error",ascii_extension="scrub",${labels}} 1`,
+  );
+  has(`arcus_zookeeper_client_info{version="3.5.9-p3",${labels}} 1`);
+  assert.ok(!text.includes('arcus_setting{'), 'every ARCUS field has its own metric');
+});

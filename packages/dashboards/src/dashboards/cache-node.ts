@@ -6,7 +6,7 @@ import {
   gauge,
   hitRatio,
   long,
-  memoryUsed,
+  memoryShortage,
   nodeVariable,
   rate,
   raw,
@@ -42,7 +42,7 @@ export const cacheNode: DashboardSpec = {
   content: [
     topologyTable('Node', 'overview ensemble=$ensemble service_code=$service_code node=$node', { w: 16, h: 4 }),
     stat('Up', series(gauge('arcus_up', 'avg', NODE)), { w: 4, h: 4 }),
-    stat('Memory used', series(memoryUsed(NODE)), { w: 4, h: 4, unit: 'percentunit' }),
+    stat('Memory shortage level (0-100)', series(memoryShortage(NODE)), { w: 4, h: 4, unit: 'short' }),
     row('Cache node'),
     timeseries('Operations by command', [series(rate('arcus_commands', NODE, 'command'), '{{command}}')], {
       w: 12,

@@ -75,17 +75,17 @@ export const fleet: DashboardSpec = {
       { w: 12, unit: 'percentunit' },
     ),
     timeseries(
-      'Memory used of the limit per service code',
+      'Memory shortage level per service code, worst node (0-100)',
       [
         series(
           either(
-            `sum by (${BY}) (arcus_bytes${raw(...CACHE)}) / sum by (${BY}) (arcus_limit_bytes${raw(...CACHE)})`,
-            `sum by (${BY}) (service_code:arcus_bytes:avg${long(...CACHE)}) / sum by (${BY}) (service_code:arcus_limit_bytes:avg${long(...CACHE)})`,
+            `max by (${BY}) (arcus_sm_space_shortage_level${raw(...CACHE)})`,
+            `max by (${BY}) (service_code:arcus_sm_space_shortage_level:max${long(...CACHE)})`,
           ),
           '{{ensemble}}/{{service_code}}',
         ),
       ],
-      { w: 12, unit: 'percentunit' },
+      { w: 12, unit: 'short' },
     ),
     timeseries(
       'Evictions per service code',

@@ -5,7 +5,7 @@ import {
   gauge,
   hitRatio,
   long,
-  memoryUsed,
+  memoryShortage,
   nodeVariable,
   rate,
   raw,
@@ -67,9 +67,9 @@ export const serviceCode: DashboardSpec = {
     }),
     timeseries('Evictions per node', [series(rate('arcus_items_evicted', NODES), '{{node}}')], { w: 12, unit: 'ops' }),
     row('Memory and connections'),
-    timeseries('Memory used of the limit per node', [series(memoryUsed(NODES), '{{node}}')], {
+    timeseries('Memory shortage level per node (0-100)', [series(memoryShortage(NODES), '{{node}}')], {
       w: 8,
-      unit: 'percentunit',
+      unit: 'short',
     }),
     timeseries('Items per node', [series(gauge('arcus_items', 'avg', NODES), '{{node}}')], { w: 8, unit: 'short' }),
     timeseries('Client connections per node', [series(gauge('arcus_connections', 'max', NODES), '{{node}}')], {
