@@ -37,6 +37,10 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
       ['service_code:arcus_items_evicted:rate', `sum by (${SVC}) (rate(arcus_items_evicted_total[$w]))`],
       ['service_code:arcus_bytes:avg', `sum by (${SVC}) (avg_over_time(arcus_bytes[$w]))`],
       ['service_code:arcus_limit_bytes:avg', `sum by (${SVC}) (avg_over_time(arcus_limit_bytes[$w]))`],
+      [
+        'service_code:arcus_sm_space_shortage_level:max',
+        `max by (${SVC}) (max_over_time(arcus_sm_space_shortage_level[$w]))`,
+      ],
       ['service_code:arcus_items:avg', `sum by (${SVC}) (avg_over_time(arcus_items[$w]))`],
       ['service_code:arcus_connections:avg', `sum by (${SVC}) (avg_over_time(arcus_connections[$w]))`],
     ],
@@ -51,6 +55,7 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
       ['node:arcus_items_evicted:rate', `sum by (${NODE}) (rate(arcus_items_evicted_total[$w]))`],
       ['node:arcus_bytes:avg', `avg by (${NODE}) (avg_over_time(arcus_bytes[$w]))`],
       ['node:arcus_limit_bytes:avg', `avg by (${NODE}) (avg_over_time(arcus_limit_bytes[$w]))`],
+      ['node:arcus_sm_space_shortage_level:max', `max by (${NODE}) (max_over_time(arcus_sm_space_shortage_level[$w]))`],
       ['node:arcus_items:avg', `avg by (${NODE}) (avg_over_time(arcus_items[$w]))`],
       ['node:arcus_connections:max', `max by (${NODE}) (max_over_time(arcus_connections[$w]))`],
       ['node:arcus_qos_latency_seconds:max', `max by (${NODE}, probe) (max_over_time(arcus_qos_latency_seconds[$w]))`],
