@@ -37,6 +37,8 @@ export interface TreeSettings {
   readonly cacheHostname: string;
   /** Where the alert router sends notifications. */
   readonly webhookUrl: string;
+  /** The alert router's mail server, host:port, spoken to without TLS (default 127.0.0.1:25). */
+  readonly mailSmarthost?: string;
   /** Minutes become seconds: scrape, evaluation and notification intervals (tests). */
   readonly fast?: boolean;
 }
@@ -132,9 +134,12 @@ export function configureTree(dir: string, s: TreeSettings): void {
     t.replace(/ALERTROUTER_LISTEN_ADDRESS=.*/, `ALERTROUTER_LISTEN_ADDRESS=${host}:${p.router}`),
   );
   edit(dir, 'alert_router/alert_router.yml', (t) => {
+    // The smarthost and TLS lines are set on every run (not only while unfilled): a mail server
+    // on a new port, as the demo's, takes effect on the next start.
     const filled = t
       .replace(/<FILL: chat webhook URL[^>]*>/g, s.webhookUrl)
-      .replace(/<FILL: mail server[^>]*>/, '127.0.0.1:25')
+      .replace(/^( *smtp_smarthost: ).*$/m, `$1"${s.mailSmarthost ?? '127.0.0.1:25'}"`)
+      .replace(/^( *smtp_require_tls: ).*$/m, '$1false')
       .replace(/<FILL: sender[^>]*>/, 'cachemon@localhost')
       .replace(/<FILL: on-call[^>]*>/, 'oncall@localhost');
     return s.fast

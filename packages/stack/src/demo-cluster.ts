@@ -1,7 +1,8 @@
 /**
  * The demo's ARCUS cluster, run in the background by `npm run demo`: ZooKeeper, three doubles, a
- * down node, light traffic, and a webhook receiver writing the alerts to a file. Writes
- * <dir>/cluster.json once ready; SIGTERM stops everything it started.
+ * down node, light traffic, a webhook receiver writing the alerts to a file, and a mail server on a
+ * free loopback port keeping every mail in <dir>/mail/. Writes <dir>/cluster.json once ready;
+ * SIGTERM stops everything it started.
  *
  *   node packages/stack/dist/src/demo-cluster.js <demo dir> <webhook port>
  */
@@ -9,7 +10,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ArcusDouble, ArcusZk, freePort, startZooKeeper } from '@cachemon/testkit';
+import { ArcusDouble, ArcusZk, freePort, startSmtpSink, startZooKeeper } from '@cachemon/testkit';
 
 const [dir, webhookPort] = process.argv.slice(2);
 if (!dir || !webhookPort) {
@@ -29,10 +30,12 @@ for (const svc of ['demo-a', 'demo-a', 'demo-b']) {
   node.populate([{ key: `${svc}:user:1` }, { key: `${svc}:session:1` }, { key: `${svc}:list:1`, type: 'list' }]);
   nodes.push(node);
 }
-// A node mapped to demo-b that never registers: what a cache node that is down looks like on the
-// dashboards, and the CacheNodeDown alert it raises.
+// A node mapped to demo-b that ran once and is gone: what a cache node that is down looks like on
+// the dashboards, and the CacheNodeDown alert it raises. Its join in cache_server_log gives it the
+// hostname it ran under, as a real server that stopped has.
 const downNode = `127.0.0.1:${await freePort()}`;
 await arcus.mapServer(downNode, 'demo-b');
+await (await arcus.registerNode(downNode, 'demo-b', { hostname: 'localhost' })).unregister();
 
 // Light traffic: a few gets (hits and misses) and sets per node every second.
 let round = 0;
@@ -61,6 +64,8 @@ const webhook = createServer((req, res) => {
   });
 });
 await new Promise<void>((resolve) => webhook.listen(Number(webhookPort), '127.0.0.1', resolve));
+const mailDir = join(dir, 'mail');
+const mail = await startSmtpSink({ dir: mailDir });
 
 writeFileSync(
   join(dir, 'cluster.json'),
@@ -71,6 +76,8 @@ writeFileSync(
       nodes: nodes.map((n) => n.address),
       down: [downNode],
       webhook: `http://127.0.0.1:${webhookPort}/`,
+      mail: mail.address,
+      mailDir,
     },
     null,
     2,
@@ -84,6 +91,7 @@ const stop = async () => {
   stopping = true;
   clearInterval(traffic);
   webhook.close();
+  await mail.stop();
   for (const node of nodes) await node.stop();
   await arcus.close();
   await zk.stop();

@@ -4,8 +4,8 @@
  * shipped ports; tests use free ones and shortened intervals.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addEnsembleToTopologyProvider, configureTree, SHIPPED_PORTS, startOrder } from './configure.js';
 import type { StackPorts } from './configure.js';
@@ -15,7 +15,7 @@ export const DEMO_ENSEMBLE = 'demo';
 export const DEMO_WEBHOOK_PORT = 9095;
 
 export interface DemoOptions {
-  /** Holds install/ (the tree), cluster.json, alerts.log and the cluster's logs. */
+  /** Holds install/ (the tree), cluster.json, alerts.log, mail/ and the cluster's logs. */
   readonly dir: string;
   readonly ports?: StackPorts;
   readonly webhookPort?: number;
@@ -32,6 +32,19 @@ export interface DemoStarted {
   /** What went wrong, or the URL summary. */
   readonly message: string;
   readonly zookeeper?: string;
+  /** The demo's mail server (host:port) and the folder its mails are kept in. */
+  readonly mail?: { readonly address: string; readonly dir: string };
+}
+
+/** What the demo cluster writes to <dir>/cluster.json once it is ready. */
+export interface DemoCluster {
+  readonly pid: number;
+  readonly zookeeper: string;
+  readonly nodes: readonly string[];
+  readonly down: readonly string[];
+  readonly webhook: string;
+  readonly mail: string;
+  readonly mailDir: string;
 }
 
 interface Demo {
@@ -62,10 +75,55 @@ function clusterPid(dir: string): number | undefined {
   }
 }
 
+/** The mails the demo's mail server has kept (one .eml file each). */
+export function demoMails(dir: string): string[] {
+  const mailDir = join(resolve(dir), 'mail');
+  if (!existsSync(mailDir)) return [];
+  return readdirSync(mailDir)
+    .filter((f) => f.endsWith('.eml'))
+    .sort()
+    .map((f) => join(mailDir, f));
+}
+
+/** The UIs Debian's builds leave out, and where the pinned upstream release (which has them) comes from. */
+const DEBIAN_LEFT_OUT: ReadonlyArray<{
+  readonly ui: string;
+  readonly component: string;
+  readonly program: string;
+  readonly system: readonly string[];
+}> = [
+  { ui: "the stores' vmui", component: 'short_term_store', program: 'victoria-metrics', system: ['victoria-metrics'] },
+  { ui: "the rule evaluator UI's styles", component: 'rule_evaluator', program: 'vmalert', system: ['vmalert'] },
+  {
+    ui: "the alert router's web app",
+    component: 'alert_router',
+    program: 'alertmanager',
+    system: ['prometheus-alertmanager', 'alertmanager'],
+  },
+];
+
+/**
+ * The start scripts run <tree>/bin/<program> when there is one, else the system's program on PATH
+ * (lib/daemon.sh, system_bin): a system program that a Debian package owns is Debian's build.
+ */
+function debianBuild(tree: string, program: string, system: readonly string[]): string | undefined {
+  if (existsSync(join(tree, 'bin', program))) return undefined;
+  for (const exe of system) {
+    const found = spawnSync('bash', ['-c', 'command -v "$1"', 'bash', exe], { encoding: 'utf8' });
+    const path = found.status === 0 ? found.stdout.trim() : '';
+    if (path === '') continue;
+    const owner = spawnSync('dpkg-query', ['-S', path], { encoding: 'utf8' });
+    return owner.status === 0 ? owner.stdout.split(':')[0] : undefined;
+  }
+  return undefined;
+}
+
 export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
+  // Absolute: every path the demo prints works from wherever the command was run.
+  const absolute = resolve(options.dir);
   const demo: Demo = {
-    dir: options.dir,
-    tree: join(options.dir, 'install'),
+    dir: absolute,
+    tree: join(absolute, 'install'),
     quiet: options.quiet ?? false,
     output: '',
   };
@@ -102,7 +160,7 @@ export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
   }
   if (!existsSync(join(dir, 'cluster.json')))
     return { ok: false, message: `demo: the demo cluster did not start; see ${join(dir, 'cluster.out')}` };
-  const { zookeeper } = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as { zookeeper: string };
+  const { zookeeper, mail, mailDir } = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as DemoCluster;
   // Every start: ZooKeeper comes up on a new port, so the ensemble's users are pointed at it again.
   configureTree(tree, {
     ports: p,
@@ -111,6 +169,7 @@ export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
     zkServers: [zookeeper],
     cacheHostname: 'localhost',
     webhookUrl: `http://127.0.0.1:${webhookPort}/`,
+    mailSmarthost: mail,
     fast: options.fast ?? false,
   });
   addEnsembleToTopologyProvider(tree, DEMO_ENSEMBLE, [zookeeper]);
@@ -131,30 +190,45 @@ export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
   }
   const dashboards = grafana
     ? 'dashboard server        http://127.0.0.1:3000/   (dashboards in the folder "cachemon")'
-    : 'dashboard server        not installed (Grafana could not be downloaded); run install/dashboard_server/install.sh where it can';
+    : `dashboard server        not installed (Grafana could not be downloaded); run ${join(tree, 'dashboard_server/install.sh')} where it can`;
+  const leftOut = DEBIAN_LEFT_OUT.flatMap((entry) => {
+    const pkg = debianBuild(tree, entry.program, entry.system);
+    return pkg === undefined ? [] : [{ ...entry, pkg }];
+  });
+  const vmui = leftOut.some((e) => e.component === 'short_term_store') ? '' : '   (vmui: /vmui)';
+  const debian =
+    leftOut.length === 0
+      ? ''
+      : `Debian's builds leave out (the pinned upstream release has it; restart the demo after):\n${leftOut
+          .map((e) => `  ${e.ui.padEnd(34)} INSTALL_DIR=${tree} ${join(STACK_DIR, e.component, 'download.sh')}\n`)
+          .join('')}`;
+  const mails = demoMails(dir).length;
   return {
     ok: true,
     zookeeper,
+    mail: { address: mail, dir: mailDir },
     message: `
 cachemon demo is running (installed in ${tree}):
   ${dashboards}
   query proxy UI          http://127.0.0.1:${p.proxy}/
   rule evaluator UI       http://127.0.0.1:${p.ruler}/
   alert router UI         http://127.0.0.1:${p.router}/
-  short-term store        http://127.0.0.1:${p.short}/   (vmui: /vmui)
+  short-term store        http://127.0.0.1:${p.short}/${vmui}
   long-term store         http://127.0.0.1:${p.long}/
   topology provider       http://127.0.0.1:${p.topology}/
   cache exporter          http://127.0.0.1:${p.cache}/metrics
   coordination exporter   http://127.0.0.1:${p.coordination}/metrics
   host exporter           http://127.0.0.1:${p.host}/metrics
   ZooKeeper               ${zookeeper} (ARCUS cluster: ${DEMO_ENSEMBLE}, service codes demo-a, demo-b; one demo-b node mapped but down)
-  alerts received         ${join(dir, 'alerts.log')}
-Stop it with: npm run demo:stop
+  alerts received         ${join(dir, 'alerts.log')}   (the chat webhook's)
+  mails received          ${mailDir}/   (${mails} so far, one .eml file each; mail server ${mail})
+${debian}Stop it with: npm run demo:stop
 `,
   };
 }
 
-export async function stopDemo(dir: string, options: { quiet?: boolean } = {}): Promise<void> {
+export async function stopDemo(given: string, options: { quiet?: boolean } = {}): Promise<void> {
+  const dir = resolve(given);
   const demo: Demo = { dir, tree: join(dir, 'install'), quiet: options.quiet ?? false, output: '' };
   if (existsSync(join(demo.tree, 'dashboard_server/stop.sh'))) script(demo, 'dashboard_server', 'stop.sh');
   if (existsSync(demo.tree))
@@ -164,6 +238,9 @@ export async function stopDemo(dir: string, options: { quiet?: boolean } = {}): 
   if (pid !== undefined) {
     process.kill(pid, 'SIGTERM');
     for (let i = 0; i < 100 && clusterPid(dir) !== undefined; i++) await sleep(100);
-    if (!demo.quiet) process.stdout.write('demo cluster: stopped\n');
+    if (!demo.quiet)
+      process.stdout.write(
+        `demo cluster: stopped (mail server too; ${demoMails(dir).length} mails kept in ${join(dir, 'mail')}/)\n`,
+      );
   }
 }

@@ -27,3 +27,5 @@ export { startSshd } from './sshd.js';
 export type { Sshd } from './sshd.js';
 export { runBash } from './run-script.js';
 export type { ScriptRun } from './run-script.js';
+export { decodeQuotedPrintable, startSmtpSink } from './smtp-sink.js';
+export type { ReceivedMail, SmtpSink, SmtpSinkOptions } from './smtp-sink.js';

@@ -1,11 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, tempDir } from '@cachemon/testkit';
-import { startDemo, stopDemo } from '../../src/index.js';
-import type { StackPorts } from '../../src/index.js';
+import { eventually, freePort, parseExposition, tempDir } from '@cachemon/testkit';
+import { DEMO_ENSEMBLE, freeStackPorts, startDemo, stopDemo, STACK_DIR } from '../../src/index.js';
+import { annotationTemplates, assertRendered, mailTexts, webhookAlerts } from '../alert-notifications.js';
+import type { DemoStarted, StackPorts } from '../../src/index.js';
+import { demoMails } from '../../src/demo-stack.js';
+import type { DemoCluster } from '../../src/demo-stack.js';
 
 interface Finding {
   code: string;
@@ -20,14 +23,24 @@ interface Finding {
  * stack to `cachemon doctor`, with the demo cluster's deliberately down node reported as a cache
  * node that is down, not as a fault of the stack.
  */
+/** The Debian package a system program of the stack comes from, when the tree has none of its own. */
+function debianPackage(tree: string, program: string, system: string): string | undefined {
+  if (existsSync(join(tree, 'bin', program))) return undefined;
+  const path = spawnSync('bash', ['-c', `command -v ${system}`], { encoding: 'utf8' }).stdout.trim();
+  if (path === '') return undefined;
+  const owner = spawnSync('dpkg-query', ['-S', path], { encoding: 'utf8' });
+  return owner.status === 0 ? owner.stdout.split(':')[0] : undefined;
+}
+
 describe('the demo, to cachemon doctor', () => {
   let dir: string;
+  let started: DemoStarted;
+  let ports: StackPorts;
 
   before(async () => {
     dir = await tempDir('cachemon-demo-');
-    const keys = ['short', 'long', 'ruler', 'router', 'cache', 'coordination', 'host', 'topology', 'proxy'] as const;
-    const ports = Object.fromEntries(await Promise.all(keys.map(async (k) => [k, await freePort()]))) as StackPorts;
-    const started = await startDemo({ dir, ports, webhookPort: await freePort(), quiet: true, dashboardServer: false });
+    ports = await freeStackPorts();
+    started = await startDemo({ dir, ports, webhookPort: await freePort(), quiet: true, dashboardServer: false });
     assert.ok(started.ok, started.message);
   });
 
@@ -68,7 +81,7 @@ describe('the demo, to cachemon doctor', () => {
     assert.match(
       node!.message,
       new RegExp(
-        `^cache node ${down[0]!.replace(/\./g, '\\.')} of service code demo-b is mapped .* not registered in cache_list`,
+        `^cache node ${down[0]!.replace(/\./g, '\\.')} \\(localhost\\) of service code demo-b is mapped .* not registered in cache_list`,
       ),
     );
 
@@ -76,5 +89,105 @@ describe('the demo, to cachemon doctor', () => {
     assert.equal(text.status, 0, text.stdout);
     assert.match(text.stdout, /^NOTICE CACHEMON_DOCTOR_CACHE_NODE_DOWN cache_exporter:demo: /m);
     assert.match(text.stdout, /^doctor: no findings, 1 notice$/m);
+  });
+
+  test('what it prints: absolute paths, the mail folder, and the UIs Debian leaves out only when Debian builds run', async () => {
+    const tree = join(dir, 'install');
+    const { message } = started;
+    assert.ok(started.mail, message);
+    assert.match(message, new RegExp(`^ {2}mails received +${started.mail.dir}/ +\\(\\d+ so far`, 'm'));
+    assert.equal(started.mail.dir, join(dir, 'mail'));
+    assert.match(message, new RegExp(`run ${join(tree, 'dashboard_server/install.sh')} where it can`));
+
+    const vm = debianPackage(tree, 'victoria-metrics', 'victoria-metrics');
+    const vmalert = debianPackage(tree, 'vmalert', 'vmalert');
+    const am = debianPackage(tree, 'alertmanager', 'prometheus-alertmanager');
+    const lines = (component: string) =>
+      message.split('\n').filter((l) => l.endsWith(` ${join(STACK_DIR, component, 'download.sh')}`));
+    assert.equal(lines('short_term_store').length, vm === undefined ? 0 : 1, message);
+    assert.equal(lines('rule_evaluator').length, vmalert === undefined ? 0 : 1, message);
+    assert.equal(lines('alert_router').length, am === undefined ? 0 : 1, message);
+    assert.equal(
+      message.includes("Debian's builds leave out"),
+      [vm, vmalert, am].some((p) => p !== undefined),
+    );
+    for (const line of [...lines('short_term_store'), ...lines('rule_evaluator'), ...lines('alert_router')])
+      assert.match(line, new RegExp(`INSTALL_DIR=${tree} `));
+    // What the lines claim holds for the programs that run: no vmui, no web app.
+    const vmui = await fetch(`http://127.0.0.1:${ports.short}/vmui/`);
+    assert.equal(vmui.status === 404, vm !== undefined, `vmui answered ${vmui.status}`);
+    assert.equal(message.includes('(vmui: /vmui)'), vm === undefined);
+    const router = await (await fetch(`http://127.0.0.1:${ports.router}/`)).text();
+    assert.equal(/does not include a web\s+application/.test(router), am !== undefined);
+    const styles = await fetch(`http://127.0.0.1:${ports.ruler}/vmalert/static/css/bootstrap.min.css`);
+    assert.equal(styles.status === 404, vmalert !== undefined, `vmalert's styles answered ${styles.status}`);
+  });
+});
+
+/**
+ * The demo with minutes shortened to seconds: its down node's CacheNodeDown reaches the webhook and
+ * the demo's mail server with the node's hostname (the other alerts' texts: alert-texts.test.ts).
+ */
+describe('the demo, its down node by webhook and mail', () => {
+  let dir: string;
+  let ports: StackPorts;
+  let cluster: DemoCluster;
+  const tree = () => join(dir, 'install');
+
+  before(async () => {
+    dir = await tempDir('cachemon-demo-alerts-');
+    ports = await freeStackPorts();
+    const started = await startDemo({
+      dir,
+      ports,
+      webhookPort: await freePort(),
+      fast: true,
+      quiet: true,
+      dashboardServer: false,
+    });
+    assert.ok(started.ok, started.message);
+    cluster = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as DemoCluster;
+  });
+
+  after(async () => {
+    if (dir) await stopDemo(dir, { quiet: true });
+  });
+
+  test("the down node's CacheNodeDown arrives at the webhook and by mail, with its hostname", async () => {
+    const down = cluster.down[0]!;
+    // The hostname the demo cluster's node ran under, as the cache exporter serves it.
+    const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ports.cache}/metrics`)).text());
+    const upOfDown = metrics.find((m) => m.name === 'arcus_up' && m.labels['node'] === down);
+    assert.ok(upOfDown, `no arcus_up for ${down}`);
+    const hostname = upOfDown.labels['hostname'];
+    assert.equal(hostname, 'localhost');
+    const summary = `cache node ${down} on ${hostname} (demo-b, ${DEMO_ENSEMBLE}) does not answer`;
+
+    const fired = await eventually(
+      () => {
+        const found = webhookAlerts(dir).find(
+          (a) => a.labels['alertname'] === 'CacheNodeDown' && a.labels['node'] === down && a.status === 'firing',
+        );
+        assert.ok(found, 'no CacheNodeDown at the webhook yet');
+        return found;
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
+    assert.equal(fired.labels['hostname'], hostname);
+    assertRendered(fired, annotationTemplates(tree()).get('CacheNodeDown')!);
+    assert.equal(fired.annotations['summary'], summary);
+    assert.match(fired.annotations['description']!, new RegExp(`\\(hostname ${hostname}\\)`));
+
+    const mail = await eventually(
+      () => {
+        const found = mailTexts(dir).find((m) => m.includes(summary));
+        assert.ok(found, `${demoMails(dir).length} mails, none with "${summary}"`);
+        return found;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    assert.match(mail, /^Subject: .*CacheNodeDown/m);
+    assert.match(mail, new RegExp(`hostname ${hostname}\\)`));
+    assert.ok(!mail.includes('<no value>'), mail);
   });
 });

@@ -5,7 +5,8 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import { eventually, freePort, tempDir } from '@cachemon/testkit';
+import { eventually, freePort, startSmtpSink, tempDir } from '@cachemon/testkit';
+import type { SmtpSink } from '@cachemon/testkit';
 import { installTree, queryStore, STACK_DIR } from '../../src/index.js';
 import type { InstallTree } from '../../src/index.js';
 import { renderDownsamplingRules } from '../../src/downsampling.js';
@@ -92,8 +93,11 @@ describe('rule evaluator and alert router on the real stores', () => {
   let tree: InstallTree;
   let ports: { short: number; long: number; ruler: number; router: number; hook: number };
   let hook: Server;
-  const notifications: Array<{ status: string; alerts: Array<{ status: string; labels: Record<string, string> }> }> =
-    [];
+  let mail: SmtpSink;
+  const notifications: Array<{
+    status: string;
+    alerts: Array<{ status: string; labels: Record<string, string>; annotations: Record<string, string> }>;
+  }> = [];
   const short = () => `http://127.0.0.1:${ports.short}`;
   /** The newest sample time imported so far: each import's samples are newer than the last's. */
   let lastImportAt = 0;
@@ -138,9 +142,11 @@ describe('rule evaluator and alert router on the real stores', () => {
     );
     tree.edit('rule_evaluator/conf/rules/downsampling.yml', /interval: (5m|1h)/g, 'interval: 2s');
     tree.edit('alert_router/alert_router.env', '0.0.0.0:9093', `127.0.0.1:${ports.router}`);
+    mail = await startSmtpSink();
     const config = readFileSync(tree.path('alert_router/alert_router.yml'), 'utf8')
       .replace(/<FILL: chat webhook URL[^>]*>/g, `http://127.0.0.1:${ports.hook}/hook`)
-      .replace(/<FILL: mail server[^>]*>/, '127.0.0.1:1')
+      .replace(/<FILL: mail server[^>]*>/, mail.address)
+      .replace('smtp_require_tls: true', 'smtp_require_tls: false')
       .replace(/<FILL: sender[^>]*>/, 'cachemon@localhost')
       .replace(/<FILL: on-call[^>]*>/, 'oncall@localhost')
       .replace(/group_wait: 30s/, 'group_wait: 1s')
@@ -174,6 +180,7 @@ describe('rule evaluator and alert router on the real stores', () => {
     tree?.run('alert_router', 'stop.sh');
     tree?.run('short_term_store', 'stop.sh');
     hook?.close();
+    await mail?.stop();
   });
 
   test('downsampled series are written to the long-term store labelled scrape="long"', async () => {
@@ -220,6 +227,21 @@ describe('rule evaluator and alert router on the real stores', () => {
     );
     assert.equal(firing.labels['node'], '10.0.0.1:11211');
     assert.equal(firing.labels['severity'], 'critical');
+    const summary = 'cache node 10.0.0.1:11211 on cache-01 (svc-a, zk1) does not answer';
+    assert.equal(firing.annotations['summary'], summary);
+    assert.match(firing.annotations['description']!, /\(hostname cache-01\)/);
+    // Critical: by mail too, with the same text (the mail is HTML, quoted-printable).
+    await eventually(
+      () =>
+        assert.ok(
+          mail.mails.some((m) => m.text.includes(summary)),
+          `${mail.mails.length} mails`,
+        ),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      },
+    );
     const rules = (await (await fetch(`http://127.0.0.1:${ports.ruler}/api/v1/alerts`)).json()) as {
       data: { alerts: Array<{ name: string; state: string }> };
     };
