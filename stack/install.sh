@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the whole stack into INSTALL_DIR (config.sh; INSTALL_DIR=<dir> stack/install.sh
 # overrides it), without prompting:
-#   - cachemon's own daemons (built from this checkout) into $INSTALL_DIR/cachemon
+#   - cachemon's own daemons (built from this checkout) and their docs into $INSTALL_DIR/cachemon
 #   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>
 #   - the off-the-shelf programs: the system's packages when present, else pinned, verified
 #     release downloads into $INSTALL_DIR/bin
@@ -44,7 +44,8 @@ fi
 app="$INSTALL_DIR/cachemon"
 rm -rf "$app.new" "$app.old"
 mkdir -p "$app.new/packages"
-cp -a "$ROOT/bin" "$ROOT/package.json" "$ROOT/package-lock.json" "$ROOT/node_modules" "$app.new/"
+# docs/ too: each daemon's --help names its doc there.
+cp -a "$ROOT/bin" "$ROOT/docs" "$ROOT/package.json" "$ROOT/package-lock.json" "$ROOT/node_modules" "$app.new/"
 for pkg in "$ROOT"/packages/*/; do
   name=$(basename "$pkg")
   mkdir -p "$app.new/packages/$name"
