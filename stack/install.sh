@@ -17,6 +17,8 @@ ROOT=$(cd "$STACK/.." && pwd)
 . "$STACK/config.sh"
 # shellcheck source=lib/download.sh
 . "$STACK/lib/download.sh"
+# shellcheck source=lib/debian-uis.sh
+. "$STACK/lib/debian-uis.sh"
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt "$NODE_MIN_VERSION" ]; then
@@ -65,7 +67,14 @@ for component in cache_exporter coordination_exporter topology_provider query_pr
   install_component_files "$STACK/$component" "$component"
   echo "$component: installed in $INSTALL_DIR/$component"
 done
-# Components run by off-the-shelf programs: their own install.sh finds or downloads the program.
+# Components run by off-the-shelf programs: their Debian packages, when missing, in one apt-get
+# (as root, APT_INSTALL=1); then their own install.sh finds the program or downloads it.
+missing=$(missing_debian_packages)
+if [ -n "$missing" ]; then
+  # shellcheck disable=SC2086 # a list of package names
+  apt_install install $missing || true
+  export CACHEMON_APT_TRIED=1
+fi
 for component in short_term_store rule_evaluator alert_router host_exporter; do
   "$STACK/$component/install.sh"
 done
@@ -80,4 +89,5 @@ if [ "$status" -eq 3 ]; then
 elif [ "$status" -ne 0 ]; then
   exit "$status"
 fi
+debian_uis_note "$INSTALL_DIR" | sed '1s/^/install: /'
 echo "install: done. Next: fill alert_router/alert_router.yml, then $INSTALL_DIR/bin/cachemon start (docs/operations.md)."
