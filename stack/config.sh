@@ -11,10 +11,15 @@
 # cachemon's own daemons (exporters, topology provider, query proxy) run on Node.js.
 : "${NODE_MIN_VERSION:=20}"
 
+# Missing Debian packages of the off-the-shelf parts are installed with apt-get when the installer
+# runs as root on a machine with apt-get (1); 0 never does, and downloads the releases instead.
+: "${APT_INSTALL:=1}"
+
 # Off-the-shelf parts, pinned. The system's packages are used when present (Debian:
 # victoria-metrics, prometheus-alertmanager, prometheus-node-exporter); otherwise these releases
 # are downloaded into $INSTALL_DIR/downloads and verified against the release's own checksum
 # file, and against the SHA256 below when one is set (pin it for a download you have vetted).
+# CACHEMON_FORCE_DOWNLOAD=1 (environment) takes the releases even where the packages are.
 : "${VICTORIA_METRICS_VERSION:=1.79.5}"
 : "${VICTORIA_METRICS_URL:=https://github.com/VictoriaMetrics/VictoriaMetrics/releases/download/v${VICTORIA_METRICS_VERSION}}"
 : "${VICTORIA_METRICS_SHA256:=}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the whole stack into INSTALL_DIR (config.sh; INSTALL_DIR=<dir> stack/install.sh
 # overrides it), without prompting:
-#   - cachemon's own daemons (built from this checkout) into $INSTALL_DIR/cachemon
+#   - cachemon's own daemons (built from this checkout) and their docs into $INSTALL_DIR/cachemon
 #   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>
 #   - the off-the-shelf programs: the system's packages when present, else pinned, verified
 #     release downloads into $INSTALL_DIR/bin
@@ -17,6 +17,8 @@ ROOT=$(cd "$STACK/.." && pwd)
 . "$STACK/config.sh"
 # shellcheck source=lib/download.sh
 . "$STACK/lib/download.sh"
+# shellcheck source=lib/debian-uis.sh
+. "$STACK/lib/debian-uis.sh"
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt "$NODE_MIN_VERSION" ]; then
@@ -44,7 +46,8 @@ fi
 app="$INSTALL_DIR/cachemon"
 rm -rf "$app.new" "$app.old"
 mkdir -p "$app.new/packages"
-cp -a "$ROOT/bin" "$ROOT/package.json" "$ROOT/package-lock.json" "$ROOT/node_modules" "$app.new/"
+# docs/ too: each daemon's --help names its doc there.
+cp -a "$ROOT/bin" "$ROOT/docs" "$ROOT/package.json" "$ROOT/package-lock.json" "$ROOT/node_modules" "$app.new/"
 for pkg in "$ROOT"/packages/*/; do
   name=$(basename "$pkg")
   mkdir -p "$app.new/packages/$name"
@@ -64,7 +67,14 @@ for component in cache_exporter coordination_exporter topology_provider query_pr
   install_component_files "$STACK/$component" "$component"
   echo "$component: installed in $INSTALL_DIR/$component"
 done
-# Components run by off-the-shelf programs: their own install.sh finds or downloads the program.
+# Components run by off-the-shelf programs: their Debian packages, when missing, in one apt-get
+# (as root, APT_INSTALL=1); then their own install.sh finds the program or downloads it.
+missing=$(missing_debian_packages)
+if [ -n "$missing" ]; then
+  # shellcheck disable=SC2086 # a list of package names
+  apt_install install $missing || true
+  export CACHEMON_APT_TRIED=1
+fi
 for component in short_term_store rule_evaluator alert_router host_exporter; do
   "$STACK/$component/install.sh"
 done
@@ -79,4 +89,5 @@ if [ "$status" -eq 3 ]; then
 elif [ "$status" -ne 0 ]; then
   exit "$status"
 fi
+debian_uis_note "$INSTALL_DIR" | sed '1s/^/install: /'
 echo "install: done. Next: fill alert_router/alert_router.yml, then $INSTALL_DIR/bin/cachemon start (docs/operations.md)."

@@ -4,6 +4,9 @@
 #       checks it against its line in the release's checksum file (and the pinned SHA256 if set); a
 #       checksum file holding one bare hash (Grafana's <file>.sha256) is that file's checksum
 #   have_system <executable...>   the first executable found on PATH, if any
+#   missing_debian_packages       the Debian packages of the off-the-shelf programs neither the
+#                                 system nor $INSTALL_DIR/bin has
+#   apt_install <who> <package...>  installs them with apt-get where it may (root, apt-get, APT_INSTALL)
 
 have_system() {
   local exe
@@ -13,6 +16,65 @@ have_system() {
       return 0
     fi
   done
+  return 1
+}
+
+# The off-the-shelf programs, one per line: <program in $INSTALL_DIR/bin> <Debian package> <its
+# executables on PATH...> (the Debian name first).
+OFFSHELF_PROGRAMS=(
+  "victoria-metrics victoria-metrics victoria-metrics"
+  "vmalert victoria-metrics vmalert"
+  "alertmanager prometheus-alertmanager prometheus-alertmanager alertmanager"
+  "node_exporter prometheus-node-exporter prometheus-node-exporter node_exporter"
+)
+
+debian_package_of() { # <program in bin/>
+  local entry fields
+  for entry in "${OFFSHELF_PROGRAMS[@]}"; do
+    read -r -a fields <<<"$entry"
+    if [ "${fields[0]}" = "$1" ]; then echo "${fields[1]}" && return 0; fi
+  done
+  return 1
+}
+
+missing_debian_packages() {
+  [ "${CACHEMON_FORCE_DOWNLOAD:-}" != 1 ] || return 0
+  local entry fields out=()
+  for entry in "${OFFSHELF_PROGRAMS[@]}"; do
+    read -r -a fields <<<"$entry"
+    if [ -x "$INSTALL_DIR/bin/${fields[0]}" ] || have_system "${fields[@]:2}" >/dev/null; then continue; fi
+    case " ${out[*]} " in *" ${fields[1]} "*) ;; *) out+=("${fields[1]}") ;; esac
+  done
+  if [ "${#out[@]}" -gt 0 ]; then echo "${out[*]}"; fi
+}
+
+apt_install_line() { # <package...>
+  echo "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $*"
+}
+
+# Installs Debian packages with apt-get, as root, where apt-get is and APT_INSTALL (config.sh) is 1;
+# `apt-get update` first when the package lists lack them. 0: installed; 1: not tried (it says why
+# when it would have) or failed (with apt-get's last lines). Once per install.sh run
+# (CACHEMON_APT_TRIED): a component's install.sh does not try again what install.sh tried.
+apt_install() { # <who> <package...>
+  local who=$1 out
+  shift
+  [ "$#" -gt 0 ] || return 0
+  if [ "${APT_INSTALL:-1}" != 1 ] || [ -n "${CACHEMON_APT_TRIED:-}" ] || ! command -v apt-get >/dev/null 2>&1; then
+    return 1
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    echo "$who: not root, so not installing the Debian packages $* (as root: $(apt_install_line "$@"))"
+    return 1
+  fi
+  echo "$who: installing the Debian packages $* ($(apt_install_line "$@"); APT_INSTALL=0 in config.sh turns this off)"
+  if out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1); then return 0; fi
+  if apt-get update -qq >/dev/null 2>&1 &&
+    out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1); then
+    return 0
+  fi
+  echo "$out" | tail -n 5 >&2
+  echo "$who: apt-get could not install $*; the pinned releases are downloaded instead" >&2
   return 1
 }
 
@@ -26,6 +88,9 @@ _fetch() { # <url> <output file>
     else
       echo "  This machine cannot reach the release site. Install the system package instead, or copy" >&2
       echo "  the file into $(dirname "$out")/ from a machine that can and run this again." >&2
+      if [ -n "${DEBIAN_PACKAGE:-}" ] && command -v apt-get >/dev/null 2>&1; then # set by a download.sh
+        echo "  The system package, as root: $(apt_install_line "$DEBIAN_PACKAGE")" >&2
+      fi
     fi
     return 1
   fi
@@ -111,15 +176,18 @@ install_component_files() { # <source dir of the component> <component name>
 }
 
 # install.sh of a component run by an off-the-shelf program: the system's program when present
-# (CACHEMON_FORCE_DOWNLOAD=1 skips it), else one already in $INSTALL_DIR/bin, else download.sh;
-# then the component's folder and the shared scripts.
+# (CACHEMON_FORCE_DOWNLOAD=1 skips it), else one already in $INSTALL_DIR/bin, else its Debian
+# package (apt_install), else download.sh; then the component's folder and the shared scripts.
 install_offshelf_component() { # <component dir> <component> <program in bin/> <system executables...>
-  local dir=$1 component=$2 program=$3 found
+  local dir=$1 component=$2 program=$3 found package
   shift 3
+  package=$(debian_package_of "$program")
   if [ "${CACHEMON_FORCE_DOWNLOAD:-}" != 1 ] && found=$(have_system "$@"); then
     echo "$component: using the system's $found"
   elif [ -x "$INSTALL_DIR/bin/$program" ]; then
     echo "$component: using $INSTALL_DIR/bin/$program"
+  elif [ "${CACHEMON_FORCE_DOWNLOAD:-}" != 1 ] && apt_install "$component" "$package" && found=$(have_system "$@"); then
+    echo "$component: using the system's $found (Debian package $package)"
   else
     "$dir/download.sh"
   fi

@@ -8,5 +8,7 @@ STACK=$DIR/..
 . "$STACK/config.sh"
 # shellcheck source=../lib/download.sh
 . "$STACK/lib/download.sh"
+# Named, with its apt-get line, when the release site cannot be reached.
+DEBIAN_PACKAGE=victoria-metrics
 release="vmutils-linux-${ARCH}-v${VICTORIA_METRICS_VERSION}"
 install_release_binary vmalert "$VICTORIA_METRICS_URL" "$release.tar.gz" "${release}_checksums.txt" "$VMUTILS_SHA256" vmalert-prod

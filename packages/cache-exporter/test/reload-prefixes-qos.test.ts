@@ -207,7 +207,7 @@ describe('cache exporter config reload, prefixes and QoS', () => {
     const body = (await response.json()) as { status: string; code: string; error: string };
     assert.equal(body.status, 'error');
     assert.equal(body.code, 'CACHEMON_CONFIG_INVALID');
-    assert.match(body.error, /exporter\.json: ensembleByName: exactly one ensemble/);
+    assert.match(body.error, /exporter\.json:\d+:\d+: ensembleByName: exactly one ensemble/);
     const { samples } = await exporter.scrape();
     assert.equal(valueOf(samples, 'cachemon_config_last_reload_successful'), 0);
     assert.equal(valueOf(samples, 'arcus_up', { node: app.address }), 1);
@@ -426,8 +426,8 @@ describe('cache exporter start-up errors', () => {
     );
     const result = run([`-config-file=${file}`]);
     assert.equal(result.status, 1);
-    assert.match(result.stderr, /bad\.json: ensembleByName: exactly one ensemble/);
-    assert.match(result.stderr, /bad\.json: serviceCodes: /);
+    assert.match(result.stderr, /bad\.json:\d+:\d+: ensembleByName: exactly one ensemble/);
+    assert.match(result.stderr, /bad\.json:\d+:\d+: serviceCodes: /);
     assert.match(result.stderr, /CACHEMON_CONFIG_INVALID/);
   });
 

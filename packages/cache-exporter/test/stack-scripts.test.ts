@@ -216,7 +216,7 @@ describe('cache_exporter start.sh / stop.sh', () => {
     writeFileSync(join(componentDir, 'conf', 'broken.json'), JSON.stringify({ listen: ':1', ensembleByName: {} }));
     const broken = await sh('start.sh', 'broken');
     assert.notEqual(broken.status, 0);
-    assert.match(broken.stderr, /broken\.json: ensembleByName: exactly one ensemble/);
+    assert.match(broken.stderr, /broken\.json:\d+:\d+: ensembleByName: exactly one ensemble/);
     assert.ok(!existsSync(join(componentDir, 'run', 'broken.pid')));
 
     const usage = await sh('start.sh');

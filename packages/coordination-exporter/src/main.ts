@@ -52,7 +52,7 @@ const FLAGS = {
 
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
-  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version }, import.meta.url)) return 0;
   if (!values['zk-hosts']) {
     process.stderr.write(`${PROGRAM}: --zk-hosts=<host:port,...> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);
     return 2;

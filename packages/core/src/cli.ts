@@ -2,19 +2,40 @@
  * Every daemon's frame: `-help`, `-version` and the exit. main returns an exit code, or -1 once it
  * serves (until a signal); a thrown error is one line (`<program>: <message> [<code>]`), exit 1.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { CachemonError, errorMessage } from './errors.js';
 import { formatUsage, type FlagSpec } from './flags.js';
 
-/** Prints the usage for `help`, the version for `version`; true when it printed (exit 0 then). */
+/**
+ * The daemon's doc, docs/<program>.md at the root of the tree its main module is in: the checkout,
+ * or the installed `cachemon/` (install.sh copies docs/ there). Undefined when that tree has none.
+ */
+export function documentationFile(program: string, moduleUrl: string): string | undefined {
+  // <root>/packages/<package>/dist/src/main.js
+  const file = fileURLToPath(new URL(`../../../../docs/${program}.md`, moduleUrl));
+  return existsSync(file) ? file : undefined;
+}
+
+/** The `-help` text's last line: where the daemon's doc is. */
+export function documentationLine(program: string, moduleUrl: string | undefined): string {
+  const file = moduleUrl === undefined ? undefined : documentationFile(program, moduleUrl);
+  return `Documentation: ${file ?? `docs/${program}.md in cachemon's source tree`}\n`;
+}
+
+/**
+ * Prints the usage (ending with where the doc is, found from `main`, the daemon's
+ * import.meta.url) for `help`, the version for `version`; true when it printed (exit 0 then).
+ */
 export function answeredHelpOrVersion(
   program: string,
   version: string,
   spec: FlagSpec,
   request: { help: boolean; version?: boolean | undefined },
+  main?: string,
 ): boolean {
   if (request.help) {
-    process.stdout.write(formatUsage(program, spec));
+    process.stdout.write(`${formatUsage(program, spec)}\n${documentationLine(program, main)}`);
     return true;
   }
   if (request.version) {

@@ -2,18 +2,34 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import {
+  findNodeAtLocation,
+  parse as parseJsonc,
+  parseTree,
+  printParseErrorCode,
+  type Node as JsonNode,
+  type ParseError,
+} from 'jsonc-parser';
+import { isMap, isScalar, isSeq, type Document, type LineCounter } from 'yaml';
 import type { z } from 'zod';
 import { CachemonError, Errors, errorMessage, type ErrorDefinition } from './errors.js';
 
 export interface ConfigIssue {
   readonly path: string;
   readonly message: string;
+  /** Where in the file the key is (1-based), when the file's text is known. */
+  readonly line?: number;
+  readonly column?: number;
 }
+
+/** Where a key path is in the file's text (1-based line and column); undefined when it cannot say. */
+export type ConfigLocator = (path: ReadonlyArray<PropertyKey>) => { line: number; column: number } | undefined;
 
 export interface ValidateOptions {
   /** Error raised on failure; web config files use their own code. */
   readonly error?: ErrorDefinition;
+  /** Puts `:<line>:<column>` after the source in each message. */
+  readonly locate?: ConfigLocator;
 }
 
 const IDENTIFIER_SAFE = /^[^.[\]\s"']+$/;
@@ -116,20 +132,66 @@ function missingKeyMessage(issue: z.core.$ZodRawIssue): string | undefined {
 }
 
 /** One entry per problem; an object with several unknown keys yields one entry per key. */
-export function configIssues(issues: ReadonlyArray<z.core.$ZodIssue>): ConfigIssue[] {
+export function configIssues(issues: ReadonlyArray<z.core.$ZodIssue>, locate?: ConfigLocator): ConfigIssue[] {
   const out: ConfigIssue[] = [];
+  const add = (keys: ReadonlyArray<PropertyKey>, message: string) => {
+    const at = locate?.(keys);
+    out.push({ path: formatKeyPath(keys), message, ...(at ? { line: at.line, column: at.column } : {}) });
+  };
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: formatKeyPath([...issue.path, key]), message: 'unknown key' });
+      for (const key of issue.keys) add([...issue.path, key], 'unknown key');
     } else if (issue.code === 'invalid_key') {
       // A record key failed its own schema: its inner messages say why, the path ends at the key.
       const reasons = issue.issues.map((inner) => inner.message).join('; ');
-      out.push({ path: formatKeyPath(issue.path), message: `invalid key: ${reasons}` });
+      add(issue.path, `invalid key: ${reasons}`);
     } else {
-      out.push({ path: formatKeyPath(issue.path), message: issue.message });
+      add(issue.path, issue.message);
     }
   }
   return out;
+}
+
+/**
+ * Locates key paths in a YAML document parsed with `lineCounter`: a map entry at its key, a list
+ * item at the item; a path that goes further than the file (a missing key) at its last node found.
+ */
+export function yamlLocator(document: Document, lineCounter: LineCounter): ConfigLocator {
+  return (path) => {
+    let node: unknown = document.contents;
+    let offset = (node as { range?: [number, number] } | null)?.range?.[0];
+    for (const key of path) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => String(isScalar(p.key) ? p.key.value : p.key) === String(key));
+        if (pair === undefined) break;
+        offset = (pair.key as { range?: [number, number] } | null)?.range?.[0] ?? offset;
+        node = pair.value;
+      } else if (isSeq(node) && typeof key === 'number' && node.items[key] !== undefined) {
+        node = node.items[key];
+        offset = (node as { range?: [number, number] } | null)?.range?.[0] ?? offset;
+      } else break;
+    }
+    if (offset === undefined) return undefined;
+    const { line, col } = lineCounter.linePos(offset);
+    return { line, column: col };
+  };
+}
+
+/** Locates key paths in a (commented) JSON text as yamlLocator does in YAML. */
+export function jsonLocator(text: string): ConfigLocator {
+  const root = parseTree(text, [], { allowTrailingComma: true, disallowComments: false });
+  return (path) => {
+    if (root === undefined) return undefined;
+    const keys = path.filter((k): k is string | number => typeof k !== 'symbol');
+    for (let n = keys.length; n >= 0; n--) {
+      const node: JsonNode | undefined = n === 0 ? root : findNodeAtLocation(root, keys.slice(0, n));
+      if (node === undefined) continue;
+      // A property's value: point at its key.
+      const at = node.parent?.type === 'property' ? (node.parent.children?.[0] ?? node) : node;
+      return lineAndColumn(text, at.offset);
+    }
+    return undefined;
+  };
 }
 
 /** Validates an already-parsed value; `source` names it in messages (a file, a flag, an endpoint). */
@@ -141,8 +203,9 @@ export function validateConfig<T>(
 ): T {
   const result = schema.safeParse(raw, { error: missingKeyMessage });
   if (result.success) return result.data;
-  const issues = configIssues(result.error.issues);
-  const message = issues.map((issue) => `${source}: ${issue.path}: ${issue.message}`).join('\n');
+  const issues = configIssues(result.error.issues, options.locate);
+  const where = (issue: ConfigIssue) => (issue.line === undefined ? source : `${source}:${issue.line}:${issue.column}`);
+  const message = issues.map((issue) => `${where(issue)}: ${issue.path}: ${issue.message}`).join('\n');
   throw new CachemonError(options.error ?? Errors.CONFIG_INVALID, message, { details: { issues } });
 }
 
@@ -153,5 +216,5 @@ export type LoadedConfig<T> = T & { readonly file: ConfigFileIdentity };
 export function loadJsonConfig<T extends object>(file: string, schema: z.ZodType<T>): LoadedConfig<T> {
   const read = readConfigFile(file);
   const raw = parseJsonWithComments(file, read.text);
-  return { ...validateConfig(file, raw, schema), file: read.file };
+  return { ...validateConfig(file, raw, schema, { locate: jsonLocator(read.text) }), file: read.file };
 }

@@ -3,8 +3,23 @@ export type { ErrorCode, ErrorDefinition } from './errors.js';
 
 export { durationSchema, formatDuration, parseDuration, parseGoDuration } from './duration.js';
 
-export { formatKeyPath, loadJsonConfig, parseJsonWithComments, readConfigFile, validateConfig } from './config.js';
-export type { ConfigFileIdentity, ConfigFileRead, ConfigIssue, LoadedConfig, ValidateOptions } from './config.js';
+export {
+  formatKeyPath,
+  jsonLocator,
+  loadJsonConfig,
+  parseJsonWithComments,
+  readConfigFile,
+  validateConfig,
+  yamlLocator,
+} from './config.js';
+export type {
+  ConfigFileIdentity,
+  ConfigFileRead,
+  ConfigIssue,
+  ConfigLocator,
+  LoadedConfig,
+  ValidateOptions,
+} from './config.js';
 
 export {
   closeLogger,
@@ -85,4 +100,12 @@ export {
   reloadWebConfigFor,
 } from './self-metrics.js';
 export { createProcessMetrics, ProcessMetrics } from './process-metrics.js';
-export { answeredHelpOrVersion, CHECK_CONFIG_FLAG, DAEMON_FLAGS, packageVersion, runCli } from './cli.js';
+export {
+  answeredHelpOrVersion,
+  CHECK_CONFIG_FLAG,
+  DAEMON_FLAGS,
+  documentationFile,
+  documentationLine,
+  packageVersion,
+  runCli,
+} from './cli.js';

@@ -64,7 +64,7 @@ describe('loadJsonConfig', () => {
     );
   });
 
-  it('lists every schema problem with the file and key path', () => {
+  it('lists every schema problem with the file, the line and column of its key, and the key path', () => {
     const file = write(
       'schema.json',
       '{ "listen": 8084, "ensembleByName": { "zk1": ["a:1", 2] }, "log": { "maxSize": -1, "compres": true } }',
@@ -74,10 +74,10 @@ describe('loadJsonConfig', () => {
       (err: unknown) => {
         assert.ok(isCachemonError(err, Errors.CONFIG_INVALID));
         assert.deepEqual(err.message.split('\n').sort(), [
-          `${file}: ensembleByName.zk1[1]: Invalid input: expected string, received number`,
-          `${file}: listen: Invalid input: expected string, received number`,
-          `${file}: log.compres: unknown key`,
-          `${file}: log.maxSize: Too small: expected number to be >0`,
+          `${file}:1:3: listen: Invalid input: expected string, received number`,
+          `${file}:1:54: ensembleByName.zk1[1]: Invalid input: expected string, received number`,
+          `${file}:1:69: log.maxSize: Too small: expected number to be >0`,
+          `${file}:1:84: log.compres: unknown key`,
         ]);
         return true;
       },

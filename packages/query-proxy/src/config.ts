@@ -2,7 +2,7 @@
  * The config in promxy's `promxy.yml` format (docs/query-proxy.md), so operators' files keep working.
  * Unimplemented and unknown keys are warned about and ignored; invalid values refused with their path.
  */
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import {
   CachemonError,
@@ -12,8 +12,9 @@ import {
   readConfigFile,
   serverAddressSchema,
   validateConfig,
+  yamlLocator,
 } from '@cachemon/core';
-import type { ConfigFileIdentity, LoadedConfig } from '@cachemon/core';
+import type { ConfigFileIdentity, ConfigLocator, LoadedConfig } from '@cachemon/core';
 
 const DEFAULT_TIMEOUT = '5s';
 
@@ -155,9 +156,9 @@ function unknownKeys(
   }
 }
 
-/** Validates a parsed promxy.yml; `source` names it in messages. */
-export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyConfig {
-  const parsed = validateConfig(source, raw, fileSchema);
+/** Validates a parsed promxy.yml; `source` names it in messages, `locate` gives their line and column. */
+export function parseQueryProxyConfig(source: string, raw: unknown, locate?: ConfigLocator): QueryProxyConfig {
+  const parsed = validateConfig(source, raw, fileSchema, locate ? { locate } : {});
   const warnings: string[] = [];
   unknownKeys(parsed, ['promxy'], '', warnings, PROMXY_ONLY_TOP_KEYS);
   unknownKeys(parsed.promxy, ['server_groups'], 'promxy', warnings);
@@ -200,14 +201,17 @@ export function parseQueryProxyConfig(source: string, raw: unknown): QueryProxyC
   return { groups, warnings };
 }
 
-/** Reads and validates promxy.yml; YAML syntax errors name the file, line and column. */
+/** Reads and validates promxy.yml; every error names the file, line and column. */
 export function loadQueryProxyConfig(file: string): LoadedConfig<QueryProxyConfig> {
   const read = readConfigFile(file);
-  const document = parseDocument(read.text, { prettyErrors: false });
+  // Without prettyErrors the errors carry no linePos: the counter turns their offsets into one.
+  const lineCounter = new LineCounter();
+  const document = parseDocument(read.text, { prettyErrors: false, lineCounter });
   const problem = document.errors[0];
   if (problem !== undefined) {
-    const [line, column] = problem.linePos?.[0] ? [problem.linePos[0].line, problem.linePos[0].col] : [0, 0];
-    throw new CachemonError(Errors.CONFIG_INVALID, `${file}:${line}:${column}: ${problem.message.split('\n')[0]}`);
+    const { line, col } = lineCounter.linePos(problem.pos[0]);
+    throw new CachemonError(Errors.CONFIG_INVALID, `${file}:${line}:${col}: ${problem.message.split('\n')[0]}`);
   }
-  return { ...parseQueryProxyConfig(file, document.toJS()), file: read.file };
+  const located = parseQueryProxyConfig(file, document.toJS(), yamlLocator(document, lineCounter));
+  return { ...located, file: read.file };
 }

@@ -49,7 +49,7 @@ const VERSION = packageVersion(import.meta.url);
 
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
-  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version }, import.meta.url)) return 0;
   /** A usage error: said on stderr, exit status 2. */
   const refuse = (message: string): number => {
     process.stderr.write(`${PROGRAM}: ${message}\n`);

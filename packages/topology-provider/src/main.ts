@@ -47,7 +47,7 @@ const VERSION = packageVersion(import.meta.url);
 
 async function main(argv: string[]): Promise<number> {
   const { values, help } = parseFlags(argv, FLAGS);
-  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version })) return 0;
+  if (answeredHelpOrVersion(PROGRAM, VERSION, FLAGS, { help, version: values.version }, import.meta.url)) return 0;
   const configFile = values['config-file'];
   if (!configFile) {
     process.stderr.write(`${PROGRAM}: -config-file=<path> is required\n\n${formatUsage(PROGRAM, FLAGS)}`);

@@ -6,11 +6,14 @@ import {
   Errors,
   formatKeyPath,
   isCachemonError,
+  jsonLocator,
   logBlockSchema,
   parseJsonWithComments,
   validateConfig,
+  yamlLocator,
   type CachemonError,
 } from '../../src/index.js';
+import { LineCounter, parseDocument } from 'yaml';
 
 const schema = z.strictObject({
   listen: z.string(),
@@ -106,6 +109,45 @@ describe('validateConfig', () => {
     assert.throws(
       () => validateConfig('web.yml', { nope: 1 }, z.strictObject({}), { error: Errors.WEB_CONFIG_INVALID }),
       (err: unknown) => isCachemonError(err, Errors.WEB_CONFIG_INVALID) && err.message === 'web.yml: nope: unknown key',
+    );
+  });
+
+  it('puts the line and column of each key after the file, given the text (JSON and YAML)', () => {
+    const json = `{
+  // where it listens
+  "listen": 9151,
+  "ensembleByName": {
+    "zk1": ["a:1", 42]
+  },
+  "extra": true
+}`;
+    const err = configError(() =>
+      validateConfig('c.json', parseJsonWithComments('c.json', json), schema, { locate: jsonLocator(json) }),
+    );
+    assert.deepEqual(
+      err.message.split('\n').sort(),
+      [
+        'c.json:3:3: listen: Invalid input: expected string, received number',
+        'c.json:5:20: ensembleByName.zk1[1]: Invalid input: expected string, received number',
+        'c.json:7:3: extra: unknown key',
+      ].sort(),
+    );
+    const issues = err.details?.['issues'] as Array<{ path: string; line?: number; column?: number }>;
+    assert.ok(issues.some((i) => i.path === 'extra' && i.line === 7 && i.column === 3));
+
+    // A missing key points at the object that lacks it.
+    const yaml = 'ensembleByName:\n  zk1:\n    - a:1\n    - [b]\n';
+    const lineCounter = new LineCounter();
+    const document = parseDocument(yaml, { lineCounter });
+    const yamlErr = configError(() =>
+      validateConfig('c.yml', document.toJS(), schema, { locate: yamlLocator(document, lineCounter) }),
+    );
+    assert.deepEqual(
+      yamlErr.message.split('\n').sort(),
+      [
+        'c.yml:1:1: listen: missing (expected string)',
+        'c.yml:4:7: ensembleByName.zk1[1]: Invalid input: expected string, received array',
+      ].sort(),
     );
   });
 });

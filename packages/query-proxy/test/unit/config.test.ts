@@ -154,7 +154,52 @@ describe('promxy.yml', () => {
     writeFileSync(file, 'promxy:\n  server_groups:\n    - static_configs: [\n');
     assert.throws(
       () => loadQueryProxyConfig(file),
-      (err: unknown) => err instanceof CachemonError && /promxy\.yml:\d+:\d+: /.test(err.message),
+      (err: unknown) => err instanceof CachemonError && /promxy\.yml:4:1: Flow sequence/.test(err.message),
+    );
+  });
+
+  it('names the line and column of a syntax error and of a schema error', async () => {
+    const dir = await tempDir('query-proxy-');
+    const file = join(dir, 'promxy.yml');
+    // Syntax: a nested mapping on one line, at line 3, column 16 (the second ":").
+    writeFileSync(file, 'promxy:\n  server_groups:\n    - timeout: a: b\n');
+    assert.throws(
+      () => loadQueryProxyConfig(file),
+      (err: unknown) => {
+        assert.ok(err instanceof CachemonError);
+        assert.ok(err.message.startsWith(`${file}:3:16: Nested mappings`), err.message);
+        return true;
+      },
+    );
+    // Schema: a wrong type on a nested key points at that key; a second group's at its own line.
+    writeFileSync(
+      file,
+      `promxy:
+  server_groups:
+    - static_configs:
+        - targets: [127.0.0.1:8428]
+    - static_configs:
+        - targets: [127.0.0.1:8429]
+      label_filter:
+        static_labels_include:
+          scrape: short
+      ignore_error: "yes"
+`,
+    );
+    assert.throws(
+      () => loadQueryProxyConfig(file),
+      (err: unknown) => {
+        assert.ok(err instanceof CachemonError);
+        const lines = err.message.split('\n');
+        assert.deepEqual(
+          lines.map((l) => l.replace(/:\s.*$/, '').slice(file.length)),
+          [':9:11', ':10:7'],
+          err.message,
+        );
+        assert.match(lines[0]!, /:9:11: promxy\.server_groups\[1\]\.label_filter\.static_labels_include\.scrape: /);
+        assert.match(lines[1]!, /:10:7: promxy\.server_groups\[1\]\.ignore_error: /);
+        return true;
+      },
     );
   });
 });

@@ -121,7 +121,7 @@ describe('topology_provider start.sh / stop.sh and the binary', () => {
     assert.notEqual(broken.status, 0);
     assert.match(
       broken.stderr,
-      /config\.json: ensembleByName\.ens1\[0\]: expected <host>:<port> \[CACHEMON_CONFIG_INVALID\]/,
+      /config\.json:\d+:\d+: ensembleByName\.ens1\[0\]: expected <host>:<port> \[CACHEMON_CONFIG_INVALID\]/,
     );
     assert.ok(!existsSync(join(componentDir, 'run', 'topology_provider.pid')));
     assert.equal((await sh('start.sh', 'extra')).status, 2);
