@@ -375,8 +375,9 @@ export class CoordinationExporter {
         );
         return;
       case 'protocol':
+        // The error in the message only: a preview of what the server sent, escaped, once.
         logger.warn(
-          { zkHost: host, was: last, error },
+          { zkHost: host, was: last },
           `coordination server ${host} answered mntr with something that is no mntr reply: ${error ?? 'unknown'}`,
         );
         return;

@@ -248,5 +248,8 @@ export function parseKey(key: string): { name: string; labels: Array<readonly [s
 
 /** Quoted and escaped, at most 80 characters: safe in a log line whatever the server sent. */
 export function preview(text: string): string {
-  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text);
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text).replace(
+    /[\u007f-\u009f\ufffd]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
