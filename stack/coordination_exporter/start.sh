@@ -55,7 +55,18 @@ fi
 bin=$(cachemon_bin "$DIR" coordination-exporter)
 cd "$DIR"
 mkdir -p log
-can_start "coordination_exporter $name" "$DIR/run/$name.pid" "0.0.0.0:$LISTEN_PORT" "by another process; change LISTEN_PORT in $env_file" || exit 1
+# The flags checked first: a bad one (in COORDINATION_EXPORTER_FLAGS too) is said here, before
+# anything starts. The exporter's answer names the address it will listen on: a --listen in
+# COORDINATION_EXPORTER_FLAGS comes last and counts.
+# "coordination-exporter flags: valid (servers <list>, listen <address>)"
 # shellcheck disable=SC2086 # COORDINATION_EXPORTER_FLAGS is a list of flags
-daemon_start --listen "0.0.0.0:$LISTEN_PORT" "coordination_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.log" \
+checked=$("$bin" --listen="0.0.0.0:$LISTEN_PORT" --zk-hosts="$zk_hosts" ${COORDINATION_EXPORTER_FLAGS:-} --check-config) || {
+  echo "coordination_exporter $name: the flags are refused (above); nothing started" >&2
+  exit 1
+}
+listen=${checked##*, listen }
+listen=${listen%)}
+can_start "coordination_exporter $name" "$DIR/run/$name.pid" "$listen" "by another process; change LISTEN_PORT in $env_file" || exit 1
+# shellcheck disable=SC2086 # COORDINATION_EXPORTER_FLAGS is a list of flags
+daemon_start --listen "$listen" "coordination_exporter $name" "$DIR/run/$name.pid" "$DIR/log/$name.log" \
   "$bin" --listen="0.0.0.0:$LISTEN_PORT" --zk-hosts="$zk_hosts" ${COORDINATION_EXPORTER_FLAGS:-}

@@ -13,7 +13,7 @@ import type { ExpositionBody } from '@cachemon/core';
 import type { Logger } from '@cachemon/core';
 import { Counter, Gauge, type Histogram, type Registry } from 'prom-client';
 import { fourLetterWord } from './four-letter.js';
-import { parseMntr } from './mntr.js';
+import { DEFAULT_MAX_KEYS, parseMntr } from './mntr.js';
 import { prepareServer, writeServers, type PreparedServer, type ServerReading, type ServerStatus } from './render.js';
 
 /** One `--zk-hosts` entry: an IP address or a name, and a port. */
@@ -29,6 +29,8 @@ export interface CoordinationExporterOptions {
   readonly resolve?: (name: string) => Promise<string[]>;
   /** The process_* and nodejs_* metrics (createProcessMetrics), appended to every body. */
   readonly processMetrics?: () => Promise<string>;
+  /** mntr keys read per server at most (default DEFAULT_MAX_KEYS); the rest are counted as dropped. */
+  readonly maxKeys?: number;
 }
 
 /** Parses `--zk-hosts`: comma separated `host:port` (IPv6 as `[addr]:port`). Throws CONFIG_INVALID naming the bad entry. */
@@ -83,6 +85,7 @@ export class CoordinationExporter {
   private readonly scrapes: Counter<'status'>;
   private readonly scrapeDuration: Histogram<'path'>;
   private readonly resolutions: Counter<'result'>;
+  private readonly keysDropped: Counter<'zk_host' | 'reason'>;
   private readonly sharedScrapes: Counter<'path'>;
   /** What each name resolved to last, and when: a DNS change is told from what the exporter reads. */
   private readonly resolvedAddresses: Gauge<'name' | 'address'>;
@@ -101,6 +104,12 @@ export class CoordinationExporter {
       name: 'cachemon_zk_server_reads_total',
       help: 'mntr reads of servers, by their status.',
       labelNames: ['status'],
+      registers,
+    });
+    this.keysDropped = new Counter({
+      name: 'cachemon_zk_mntr_keys_dropped_total',
+      help: 'mntr keys of a server not exposed: past --mntr.max-keys (reason limit), or that cannot be (reason skipped: an unknown text value, a key too long, two keys that make one series).',
+      labelNames: ['zk_host', 'reason'],
       registers,
     });
     const scrapes = createScrapeMetrics(options.registry);
@@ -298,11 +307,17 @@ export class CoordinationExporter {
     let error: string | undefined;
     try {
       const reply = await fourLetterWord(endpoint.host, endpoint.port, 'mntr', deadline);
-      const parsed = parseMntr(reply);
+      const parsed = parseMntr(reply, { maxKeys: this.options.maxKeys ?? DEFAULT_MAX_KEYS });
       if (parsed.kind === 'metrics') {
         reading = { host, status: 'ok', entries: parsed.entries };
-        if (parsed.skipped.length > 0)
-          this.options.logger.debug({ zkHost: host, skipped: parsed.skipped }, 'mntr lines skipped');
+        this.keysDropped.inc({ zk_host: host, reason: 'limit' }, parsed.dropped);
+        this.keysDropped.inc({ zk_host: host, reason: 'skipped' }, parsed.skippedCount);
+        if (parsed.skippedCount > 0)
+          this.options.logger.debug(
+            { zkHost: host, skipped: parsed.skipped, count: parsed.skippedCount },
+            'mntr lines skipped',
+          );
+        if (parsed.dropped > 0) this.noteDropped(host, parsed.dropped);
       } else {
         reading = { host, status: parsed.kind, entries: [] };
       }
@@ -310,7 +325,23 @@ export class CoordinationExporter {
       reading = { host, status: statusOf(err), entries: [] };
       error = errorMessage(err);
     }
-    return { prepared: prepareServer(reading), error };
+    const prepared = prepareServer(reading);
+    if (prepared.skipped > 0) this.keysDropped.inc({ zk_host: host, reason: 'skipped' }, prepared.skipped);
+    return { prepared, error };
+  }
+
+  /** Servers warned about for answering more keys than read, so that it is said once, not every scrape. */
+  private readonly droppedWarned = new Set<string>();
+
+  private noteDropped(host: string, dropped: number): void {
+    if (this.droppedWarned.has(host)) return;
+    this.droppedWarned.add(host);
+    const max = this.options.maxKeys ?? DEFAULT_MAX_KEYS;
+    this.options.logger.warn(
+      { zkHost: host, dropped, maxKeys: max },
+      `coordination server ${host} answered mntr with more than ${max} keys: the first ${max} are read, ` +
+        `${dropped} dropped (cachemon_zk_mntr_keys_dropped_total; --mntr.max-keys raises the limit)`,
+    );
   }
 
   /** One log line when a server's status changes (and for the first failure). */
@@ -341,6 +372,13 @@ export class CoordinationExporter {
           { zkHost: host, was: last },
           `coordination server ${host} serves no clients while the other servers follow a leader: ` +
             'taken to be the leader of an ensemble with leaderServes=no (it has no mntr figures)',
+        );
+        return;
+      case 'protocol':
+        // The error in the message only: a preview of what the server sent, escaped, once.
+        logger.warn(
+          { zkHost: host, was: last },
+          `coordination server ${host} answered mntr with something that is no mntr reply: ${error ?? 'unknown'}`,
         );
         return;
       case 'unresolved':

@@ -10,16 +10,19 @@ import {
   createProcessMetrics,
   registerBuildInfo,
   defaultLogBlock,
+  errorMessage,
   formatUsage,
   installSignalHandlers,
   loadWebConfig,
   parseFlags,
+  parseListenAddress,
   scrapeDeadline,
   serveExposition,
 } from '@cachemon/core';
 import type { FlagSpec } from '@cachemon/core';
 import { Registry } from 'prom-client';
 import { CoordinationExporter, formatEndpoint, parseServerList } from './exporter.js';
+import { DEFAULT_MAX_KEYS } from './mntr.js';
 
 const VERSION = packageVersion(import.meta.url);
 const PROGRAM = 'coordination-exporter';
@@ -46,7 +49,18 @@ const FLAGS = {
     range: { min: '1s', max: '1d', zero: true },
     description: 'How often names in --zk-hosts are resolved again (0: only at start and on SIGHUP).',
   },
+  'mntr.max-keys': {
+    type: 'string',
+    default: String(DEFAULT_MAX_KEYS),
+    description:
+      'mntr keys read of each server at most (1 to 100000); more are counted in cachemon_zk_mntr_keys_dropped_total, not read. ZooKeeper 3.8 prints about 500.',
+  },
   'log.level': { type: 'string', default: 'info', description: 'debug, info, warn, error.' },
+  'check-config': {
+    type: 'boolean',
+    description:
+      'Validate the flags (and the web config file), print the result and exit (0 when valid); nothing is listened on or read.',
+  },
   ...DAEMON_FLAGS,
 } satisfies FlagSpec;
 
@@ -59,11 +73,30 @@ async function main(argv: string[]): Promise<number> {
   }
   const servers = parseServerList(values['zk-hosts']);
   if (!(values.timeout > 0)) throw new CachemonError(Errors.CONFIG_INVALID, '--timeout: must be more than 0 (e.g. 3s)');
+  try {
+    parseListenAddress(values.listen);
+  } catch (err) {
+    throw new CachemonError(Errors.CONFIG_INVALID, `--listen: ${errorMessage(err)}`);
+  }
+  const maxKeysText = values['mntr.max-keys'].trim();
+  const maxKeys = Number(maxKeysText);
+  if (!/^\d+$/.test(maxKeysText) || !(maxKeys >= 1 && maxKeys <= 100_000))
+    throw new CachemonError(
+      Errors.CONFIG_INVALID,
+      `--mntr.max-keys: "${values['mntr.max-keys']}" is not a whole number from 1 to 100000`,
+    );
   const level = values['log.level'];
   if (!['debug', 'info', 'warn', 'error'].includes(level))
     throw new CachemonError(Errors.CONFIG_INVALID, `--log.level: "${level}" is not debug, info, warn or error`);
-  const logger = createLogger({ ...defaultLogBlock, level: level as typeof defaultLogBlock.level }, { name: PROGRAM });
+  // Checked with the flags (and by --check-config): a web config that would refuse the start.
   const webConfig = values['web.config.file'] ? await loadWebConfig(values['web.config.file']) : undefined;
+  if (values['check-config']) {
+    process.stdout.write(
+      `${PROGRAM} flags: valid (servers ${servers.map(formatEndpoint).join(',')}, listen ${values.listen})\n`,
+    );
+    return 0;
+  }
+  const logger = createLogger({ ...defaultLogBlock, level: level as typeof defaultLogBlock.level }, { name: PROGRAM });
 
   const registry = new Registry();
   registerBuildInfo(registry, () => ({ version: VERSION, component: 'coordination-exporter' }));
@@ -72,6 +105,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
     registry,
     processMetrics: () => processMetrics.metrics(),
+    maxKeys,
   });
   await exporter.resolve();
 

@@ -1,7 +1,7 @@
 /**
  * ZooKeeper `mntr` keys that are counters, summary parts or text; anything else is a gauge. From
  * 3.8's ServerMetrics.java and DefaultMetricsProvider, plus the 3.4/3.5 and 3.9 names (key
- * spelling: see metricType). Legacy gauges look like summary parts (zk_avg_latency), so a key is
+ * spelling: see names.ts). Legacy gauges look like summary parts (zk_avg_latency), so a key is
  * one only when its rest is in SUMMARY_NAMES, tried first (`quorum_ack_latency` ends like the set
  * `ack_latency`), or ends with `_` and a SUMMARY_SET_NAMES entry.
  */
@@ -164,6 +164,7 @@ export const SUMMARY_SET_NAMES: ReadonlySet<string> = new Set<string>([
 
 /** Keys whose value is text; zk_observer_master_id is an identifier (or "null"), so a label. */
 export const TEXT_KEYS: ReadonlySet<string> = new Set<string>([
+  // An unknown key with a text value is skipped (mntr.ts): a release that adds one is still read.
   'zk_version',
   'zk_server_state',
   'zk_peer_state',

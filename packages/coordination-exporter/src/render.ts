@@ -1,11 +1,11 @@
 /**
- * /metrics with the names of dabealu/zookeeper-exporter (each `mntr` key with `zk_host`, `zk_up`,
- * `zk_server_leader`, `zk_version`), so its dashboards and alerts work; besides, counters are typed,
- * labelled keys keep their labels, text values become info gauges, and read failures are a metric.
+ * /metrics: every server's `mntr` keys, named for Prometheus (names.ts) with `zk_host`, beside
+ * `zk_up`, `zk_mntr_status`, `zk_server_leader`; text values become info gauges.
  */
 import { familyHead, formatValue, renderLabels, type MetricType } from '@cachemon/core';
 import type { MntrEntry } from './mntr.js';
-import { COUNTER_KEYS, COUNTER_SET_NAMES, SUMMARY_NAMES, SUMMARY_SET_NAMES, TEXT_KEYS } from './mntr-catalog.js';
+import { TEXT_KEYS } from './mntr-catalog.js';
+import { replyNames, shapeEntry } from './names.js';
 
 /** What one server said this scrape. */
 export type ServerStatus =
@@ -41,42 +41,12 @@ const TEXT_LABEL: ReadonlyMap<string, string> = new Map([
   ['zk_peer_state', 'state'],
 ]);
 
-/** Summary statistics that only grow (count and sum); the rest (avg, min, max, pNN) go up and down. */
-const MONOTONIC_STATS = ['cnt', 'sum'];
-
-/**
- * counter or gauge for an mntr key. The default provider prints a counter `zk_<name>`, a summary
- * `zk_{avg,min,max,cnt,sum,p50..p999}_<name>`, a set member `zk_<stat>_<member>_<name>`; only
- * counters and a summary's cnt and sum grow.
- */
-export function metricType(name: string): MetricType {
-  if (COUNTER_KEYS.has(name)) return 'counter';
-  const rest = name.startsWith('zk_') ? name.slice(3) : name;
-  // A server with ZooKeeper's Prometheus metrics provider prints Prometheus names: `_total` counters
-  // (its JVM and process metrics), a summary as `<name>{quantile=...}`, `<name>_count`, `<name>_sum`.
-  if (rest.endsWith('_total')) return 'counter';
-  for (const suffix of ['_count', '_sum']) {
-    if (!rest.endsWith(suffix)) continue;
-    const base = rest.slice(0, -suffix.length);
-    if (SUMMARY_NAMES.has(base) || SUMMARY_SET_NAMES.has(base)) return 'counter';
-  }
-  const underscore = rest.indexOf('_');
-  if (underscore > 0 && MONOTONIC_STATS.includes(rest.slice(0, underscore))) {
-    const base = rest.slice(underscore + 1);
-    if (SUMMARY_NAMES.has(base) || endsWithMember(base, SUMMARY_SET_NAMES)) return 'counter';
-  }
-  return endsWithMember(rest, COUNTER_SET_NAMES) ? 'counter' : 'gauge';
-}
-
-/** True when `key` is `<member>_<name>` for one of `names`. */
-function endsWithMember(key: string, names: ReadonlySet<string>): boolean {
-  for (const name of names) if (key.length > name.length + 1 && key.endsWith(`_${name}`)) return true;
-  return false;
-}
-
 /** One sample of a server, with the family it belongs to. */
 interface Sample {
+  /** The family. */
   readonly name: string;
+  /** The sample's own name (a summary's `<family>_sum`, ...). */
+  readonly sample: string;
   readonly type: MetricType;
   readonly help: string;
   /** `name{labels} value\n` */
@@ -90,6 +60,8 @@ export interface PreparedServer {
   /** Its zk_server_state (leader, follower, observer, standalone) when it answered with metrics. */
   readonly state: string | undefined;
   readonly samples: readonly Sample[];
+  /** Entries that could not be exposed (a series twice once named, an `le` label). */
+  readonly skipped: number;
 }
 
 const HELP_UP = '1 when the server answered mntr with metrics, else 0.';
@@ -101,8 +73,15 @@ const HELP_LEADER = '1 when the server is the ensemble leader, else 0.';
 export function prepareServer(reading: ServerReading): PreparedServer {
   const host = reading.host;
   const samples: Sample[] = [];
-  const add = (name: string, type: MetricType, help: string, labels: Record<string, string>, value: string): void => {
-    samples.push({ name, type, help, line: `${name}${renderLabels(labels)} ${value}\n` });
+  const add = (
+    name: string,
+    type: MetricType,
+    help: string,
+    labels: Record<string, string>,
+    value: string,
+    sample = name,
+  ): void => {
+    samples.push({ name, sample, type, help, line: `${sample}${renderLabels(labels)} ${value}\n` });
   };
   add('zk_up', 'gauge', HELP_UP, { zk_host: host }, isUp(reading.status) ? '1' : '0');
   for (const status of SERVER_STATUSES) {
@@ -113,16 +92,31 @@ export function prepareServer(reading: ServerReading): PreparedServer {
   if (reading.status !== 'ok') {
     // Written for every server, so that `max(zk_server_leader) == 0` also holds when no server answers.
     leader(reading.status === 'leader_only');
-    return { host, status: reading.status, state: reading.status === 'leader_only' ? 'leader' : undefined, samples };
+    const state = reading.status === 'leader_only' ? 'leader' : undefined;
+    return { host, status: reading.status, state, samples, skipped: 0 };
   }
   let state: string | undefined;
+  let skipped = 0;
+  const names = replyNames(reading.entries);
+  /** Series written, so that two entries named alike once shaped give one. */
+  const series = new Set<string>();
   for (const entry of reading.entries) {
-    const labels = withEntryLabels(host, entry);
     // Text keys stay labels even when their text looks like a number (zk_observer_master_id).
     if (entry.value !== undefined && !TEXT_KEYS.has(entry.name)) {
-      add(entry.name, metricType(entry.name), `ZooKeeper mntr ${entry.name}.`, labels, formatValue(entry.value));
+      const shaped = shapeEntry(entry, names);
+      if (shaped === undefined) continue;
+      const labels: Record<string, string> = { zk_host: host };
+      if (typeof shaped !== 'string') for (const [label, value] of shaped.labels) labels[label] = value;
+      const line = typeof shaped === 'string' ? '' : `${shaped.name}${renderLabels(labels)}`;
+      if (typeof shaped === 'string' || series.has(line)) {
+        skipped++;
+        continue;
+      }
+      series.add(line);
+      add(shaped.family, shaped.type, shaped.help, labels, formatValue(shaped.value), shaped.name);
       continue;
     }
+    const labels = withEntryLabels(host, entry);
     const label = TEXT_LABEL.get(entry.name) ?? 'value';
     const help = `ZooKeeper mntr ${entry.name}, as the ${label} label; always 1.`;
     add(entry.name, 'gauge', help, { ...labels, ...textLabels(entry.name, label, entry.text) }, '1');
@@ -132,20 +126,35 @@ export function prepareServer(reading: ServerReading): PreparedServer {
     }
   }
   if (state === undefined) leader(false);
-  return { host, status: 'ok', state, samples };
+  return { host, status: 'ok', state, samples, skipped };
 }
 
-/** Series family by family, in order of first appearance; a name keeps the first type seen. */
+/**
+ * Series family by family, in order of first appearance. A family keeps the first type seen, and a
+ * sample name belongs to one family: a sample that would break either (a gauge named like another
+ * server's summary `_count`) is left out, so that the body stays one a scraper takes.
+ */
 export function writeServers(servers: readonly PreparedServer[]): string {
-  const families = new Map<string, string[]>();
+  const families = new Map<string, { type: MetricType; lines: string[] }>();
+  const owner = new Map<string, string>();
   for (const server of servers) {
     for (const sample of server.samples) {
-      let lines = families.get(sample.name);
-      if (lines === undefined) families.set(sample.name, (lines = [familyHead(sample.name, sample.type, sample.help)]));
-      lines.push(sample.line);
+      let family = families.get(sample.name);
+      if (family === undefined) {
+        if (owner.has(sample.name) || (sample.sample !== sample.name && families.has(sample.sample))) continue;
+        family = { type: sample.type, lines: [familyHead(sample.name, sample.type, sample.help)] };
+        families.set(sample.name, family);
+        owner.set(sample.name, sample.name);
+      } else if (family.type !== sample.type) {
+        continue;
+      }
+      const taken = owner.get(sample.sample);
+      if (taken !== undefined && taken !== sample.name) continue;
+      owner.set(sample.sample, sample.name);
+      family.lines.push(sample.line);
     }
   }
-  return [...families.values()].map((lines) => lines.join('')).join('');
+  return [...families.values()].map((family) => family.lines.join('')).join('');
 }
 
 /** Every server's series, family by family. */

@@ -100,8 +100,8 @@ export const AGGREGATES: readonly { readonly level: string; readonly aggregates:
       ['zk_host:zk_max_latency:max', `max by (${ZK}) (max_over_time(zk_max_latency[$w]))`],
       ['zk_host:zk_num_alive_connections:avg', `avg by (${ZK}) (avg_over_time(zk_num_alive_connections[$w]))`],
       ['zk_host:zk_outstanding_requests:max', `max by (${ZK}) (max_over_time(zk_outstanding_requests[$w]))`],
-      ['zk_host:zk_znode_count:avg', `avg by (${ZK}) (avg_over_time(zk_znode_count[$w]))`],
-      ['zk_host:zk_watch_count:avg', `avg by (${ZK}) (avg_over_time(zk_watch_count[$w]))`],
+      ['zk_host:zk_znodes:avg', `avg by (${ZK}) (avg_over_time(zk_znodes[$w]))`],
+      ['zk_host:zk_watches:avg', `avg by (${ZK}) (avg_over_time(zk_watches[$w]))`],
     ],
   },
   {

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   eventually,
   freePort,
+  seededRandom,
   startZooKeeper,
   startZooKeeperEnsemble,
   tempDir,
@@ -19,6 +20,7 @@ const BIN = new URL('../../../../../bin/coordination-exporter', import.meta.url)
 
 interface Exporter {
   readonly url: string;
+  readonly pid: number;
   readonly output: () => string;
   /** The exit code, once it has exited. */
   readonly exited: Promise<number | null>;
@@ -55,6 +57,7 @@ async function startExporter(
   }
   return {
     url,
+    pid: child.pid!,
     output: () => output,
     exited,
     signal: (name) => child.kill(name),
@@ -83,6 +86,13 @@ async function scrape(
     samples.set(line.slice(0, space), Number(line.slice(space + 1)));
   }
   return { text, samples, ms };
+}
+
+/** promtool's findings on a body: its output and exit code. */
+function promtool(body: string): { output: string; status: number | null } {
+  const run = spawnSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8', timeout: 60_000 });
+  if (run.error) throw run.error;
+  return { output: run.stdout + run.stderr, status: run.status };
 }
 
 const up = (samples: Map<string, number>, host: string): number | undefined => samples.get(`zk_up{zk_host="${host}"}`);
@@ -128,16 +138,23 @@ describe('coordination exporter against a real 3-server ensemble', () => {
         server === leader,
         `zk_synced_followers only on the leader`,
       );
-      assert.ok((samples.get(`zk_znode_count{zk_host="${server.address}"}`) ?? 0) >= 1);
+      assert.ok((samples.get(`zk_znodes{zk_host="${server.address}"}`) ?? 0) >= 1);
     }
     assert.equal(samples.get(`zk_synced_followers{zk_host="${leader.address}"}`), 2);
-    assert.match(text, /^# TYPE zk_packets_sent counter$/m);
-    assert.match(text, /^# TYPE zk_cnt_commit_process_time counter$/m);
-    assert.match(text, /^# TYPE zk_avg_commit_process_time gauge$/m);
-    assert.match(text, /^# TYPE zk_znode_count gauge$/m);
+    assert.match(text, /^# TYPE zk_packets_sent_total counter$/m);
+    assert.match(text, /^# TYPE zk_commit_process_time summary$/m);
+    assert.match(text, /^# TYPE zk_commit_process_time_max gauge$/m);
+    assert.match(text, /^# TYPE zk_znodes gauge$/m);
+    assert.match(text, /^zk_jvm_pause_time_seconds\{zk_host="[^"]+",quantile="0\.99"\} /m);
+    assert.match(text, /^zk_avg_latency\{zk_host="[^"]+"\} /m);
     assert.match(text, /^zk_version\{zk_host="[^"]+",version="3\.8\.0",build="3\.8\.0-[^"]*"\} 1$/m);
     assert.match(text, /^cachemon_zk_server_reads_total\{status="ok"\} \d+$/m);
     assert.match(text, /^process_resident_memory_bytes \d+/m);
+  });
+
+  it('promtool check metrics finds nothing in the live body of the whole ensemble', async () => {
+    const { text } = await scrape(exporter);
+    assert.deepEqual(promtool(text), { output: '', status: 0 });
   });
 
   it('a killed follower is zk_up 0 (unreachable) while the others stay; the log says so once', async () => {
@@ -147,7 +164,7 @@ describe('coordination exporter against a real 3-server ensemble', () => {
     const { samples } = await scrape(exporter);
     assert.equal(up(samples, follower.address), 0);
     assert.equal(samples.get(`zk_mntr_status{zk_host="${follower.address}",status="unreachable"}`), 1);
-    assert.equal(samples.has(`zk_znode_count{zk_host="${follower.address}"}`), false);
+    assert.equal(samples.has(`zk_znodes{zk_host="${follower.address}"}`), false);
     for (const server of ensemble.servers.filter((s) => s !== follower)) assert.equal(up(samples, server.address), 1);
     await scrape(exporter);
     const lines = exporter
@@ -349,6 +366,184 @@ describe('coordination exporter: mntr not whitelisted, a server that never answe
       assert.ok(ms < 3000, `scrape took ${ms} ms with a 0.5 s scrape timeout`);
     } finally {
       await own.stop();
+    }
+  });
+});
+
+/** A server on loopback that answers every connection with `reply` once it has the four letters. */
+async function fakeServer(
+  reply: Buffer | string,
+): Promise<{ address: string; connections: () => number; close: () => void }> {
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    socket.on('error', () => undefined);
+    socket.once('data', () => socket.end(reply));
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { address: `127.0.0.1:${port}`, connections: () => connections, close: () => server.close() };
+}
+
+/** The resident memory of a process, in bytes. */
+function rssOf(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  assert.ok(kb !== undefined, `no VmRSS for ${pid}`);
+  return Number(kb) * 1024;
+}
+
+describe('coordination exporter: a real server beside servers that answer no mntr reply', () => {
+  let zk: ZooKeeperServer;
+  const fakes: Record<'random' | 'nul' | 'huge', Awaited<ReturnType<typeof fakeServer>>> = {} as never;
+  let exporter: Exporter;
+  const KEYS = 200_000;
+
+  before(async () => {
+    zk = await startZooKeeper();
+    const random = seededRandom(42);
+    fakes.random = await fakeServer(Buffer.from(Array.from({ length: 8192 }, () => Math.floor(random() * 256))));
+    // A reply that looks right but for a NUL byte in a value.
+    fakes.nul = await fakeServer(
+      'zk_version\t3.8.0-x, built on 2024-01-01 00:00 UTC\nzk_znode_count\t5\u0000\nzk_watch_count\t1\n',
+    );
+    // 200,000 keys: under the 4 MiB answer cap, far over the key limit.
+    fakes.huge = await fakeServer(Array.from({ length: KEYS }, (_, i) => `zk_key_${i}\t${i}\n`).join(''));
+    exporter = await startExporter([zk.address, fakes.random.address, fakes.nul.address, fakes.huge.address].join(','));
+  });
+  after(async () => {
+    await exporter?.stop();
+    for (const fake of Object.values(fakes)) fake.close();
+    await zk?.stop();
+  });
+
+  it('random bytes and a reply with a NUL byte: zk_up 0, status protocol, one log line each naming the server and the line', async () => {
+    const { samples } = await scrape(exporter);
+    for (const fake of [fakes.random, fakes.nul]) {
+      assert.equal(up(samples, fake.address), 0, fake.address);
+      assert.equal(samples.get(`zk_mntr_status{zk_host="${fake.address}",status="protocol"}`), 1, fake.address);
+      assert.equal(samples.get(`zk_mntr_status{zk_host="${fake.address}",status="ok"}`), 0, fake.address);
+      assert.equal(samples.has(`zk_znodes{zk_host="${fake.address}"}`), false);
+    }
+    await scrape(exporter);
+    const lines = (address: string) =>
+      exporter
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(`coordination server ${address} answered mntr with something that is no mntr reply`));
+    assert.equal(lines(fakes.random.address).length, 1, exporter.output());
+    assert.match(
+      lines(fakes.nul.address)[0]!,
+      /line 2 has control character \\"\\\\u0000\\": \\"zk_znode_count\\\\t5\\\\u0000\\"/,
+    );
+    // Bounded, and nothing of the random bytes unescaped in the log.
+    for (const line of [...lines(fakes.random.address), ...lines(fakes.nul.address)]) {
+      assert.ok(line.length < 1000, line);
+      // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+      assert.doesNotMatch(line, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/);
+    }
+  });
+
+  it('200,000 keys: the first 2000 read, the rest counted as dropped; body and memory stay bounded', async () => {
+    const dropped = (samples: Map<string, number>) =>
+      samples.get(`cachemon_zk_mntr_keys_dropped_total{zk_host="${fakes.huge.address}",reason="limit"}`) ?? 0;
+    let { text: body, samples } = await scrape(exporter);
+    const first = dropped(samples);
+    let largest = rssOf(exporter.pid);
+    for (let i = 0; i < 2; i++) {
+      ({ text: body, samples } = await scrape(exporter));
+      largest = Math.max(largest, rssOf(exporter.pid));
+    }
+    assert.equal(up(samples, fakes.huge.address), 1);
+    assert.equal(samples.get(`zk_key_1999{zk_host="${fakes.huge.address}"}`), 1999);
+    assert.equal(samples.has(`zk_key_2000{zk_host="${fakes.huge.address}"}`), false);
+    assert.equal(dropped(samples) - first, 2 * (KEYS - 2000));
+    assert.ok(body.length < 1024 * 1024, `body of ${body.length} bytes`);
+    assert.ok(largest < 150 * 1024 * 1024, `RSS ${largest} bytes`);
+    assert.match(exporter.output(), /answered mntr with more than 2000 keys: the first 2000 are read, 198000 dropped/);
+  });
+
+  it('the real server is read all along, and promtool finds nothing in the body', async () => {
+    const { text, samples } = await scrape(exporter);
+    assert.equal(up(samples, zk.address), 1);
+    assert.equal(samples.get(`zk_mntr_status{zk_host="${zk.address}",status="ok"}`), 1);
+    assert.equal(samples.get(`zk_server_state{zk_host="${zk.address}",state="standalone"}`), 1);
+    assert.ok((samples.get(`zk_znodes{zk_host="${zk.address}"}`) ?? 0) >= 1);
+    assert.equal(samples.get(`cachemon_zk_mntr_keys_dropped_total{zk_host="${zk.address}",reason="limit"}`), 0);
+    assert.deepEqual(promtool(text), { output: '', status: 0 });
+  });
+
+  it('promtool finds nothing in the body of the real server alone', async () => {
+    const own = await startExporter(zk.address);
+    try {
+      const { text } = await scrape(own);
+      assert.deepEqual(promtool(text), { output: '', status: 0 });
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('--mntr.max-keys sets the limit', async () => {
+    const own = await startExporter(fakes.huge.address, ['--mntr.max-keys=10']);
+    try {
+      const { samples } = await scrape(own);
+      assert.equal(samples.get(`zk_key_9{zk_host="${fakes.huge.address}"}`), 9);
+      assert.equal(samples.has(`zk_key_10{zk_host="${fakes.huge.address}"}`), false);
+      assert.equal(
+        samples.get(`cachemon_zk_mntr_keys_dropped_total{zk_host="${fakes.huge.address}",reason="limit"}`),
+        KEYS - 10,
+      );
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe('coordination exporter --check-config', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000 });
+
+  it('valid flags: one line naming the servers and the listen address, exit 0; nothing listened on or read', async () => {
+    const fake = await fakeServer('zk_znode_count\t1\n');
+    const port = await freePort();
+    try {
+      const result = run([
+        `--zk-hosts=${fake.address}`,
+        `--listen=127.0.0.1:${port}`,
+        '--timeout=2s',
+        '--check-config',
+      ]);
+      assert.equal(result.status, 0, result.stderr);
+      assert.equal(
+        result.stdout,
+        `coordination-exporter flags: valid (servers ${fake.address}, listen 127.0.0.1:${port})\n`,
+      );
+      assert.equal(result.stderr, '');
+      assert.equal(fake.connections(), 0);
+      // -check-config with one dash too, and the last --listen counts, as when the exporter starts.
+      const again = run([`-zk-hosts=${fake.address}`, '--listen=:9141', '--listen=127.0.0.2:9', '-check-config']);
+      assert.equal(again.status, 0, again.stderr);
+      assert.match(again.stdout, /, listen 127\.0\.0\.2:9\)\n$/);
+    } finally {
+      fake.close();
+    }
+  });
+
+  it('each bad flag: non-zero, the error naming it', async () => {
+    const webConfig = join(await tempDir('coordination-check-'), 'web.yml');
+    writeFileSync(webConfig, 'tls_server_config: [\n');
+    for (const [args, message] of [
+      [['--zk-hosts=127.0.0.1'], /--zk-hosts: "127\.0\.0\.1" is not host:port/],
+      [['--zk-hosts=127.0.0.1:1', '--listen=nowhere'], /--listen: invalid listen address "nowhere"/],
+      [['--zk-hosts=127.0.0.1:1', '--timeout=0s'], /--timeout: must be more than 0/],
+      [['--zk-hosts=127.0.0.1:1', '--timeout=soon'], /timeout/],
+      [['--zk-hosts=127.0.0.1:1', '--mntr.max-keys=0'], /--mntr\.max-keys: "0" is not a whole number from 1 to 100000/],
+      [['--zk-hosts=127.0.0.1:1', '--log.level=loud'], /--log\.level: "loud"/],
+      [['--zk-hosts=127.0.0.1:1', `--web.config.file=${webConfig}`], /web\.yml/],
+      [[], /--zk-hosts=<host:port,...> is required/],
+    ] as const) {
+      const result = run([...args, '--check-config']);
+      assert.notEqual(result.status, 0, args.join(' '));
+      assert.equal(result.stdout, '', args.join(' '));
+      assert.match(result.stderr, message, args.join(' '));
     }
   });
 });

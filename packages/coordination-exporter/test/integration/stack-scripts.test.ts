@@ -43,6 +43,7 @@ describe('coordination_exporter start.sh / stop.sh', () => {
     writeFileSync(join(componentDir, 'conf', 'ens1.env'), `LISTEN_PORT=${port}\nZK_SERVERS=(${zk.address})\n`);
     const started = sh('start.sh', 'ens1');
     assert.equal(started.status, 0, started.stderr);
+    assert.match(started.stdout, new RegExp(`started \\(pid \\d+\\), listening on 0\\.0\\.0\\.0:${port}\\n$`));
     const pid = Number(readFileSync(join(componentDir, 'run', 'ens1.pid'), 'utf8'));
     process.kill(pid, 0);
     await eventually(async () => {
@@ -114,6 +115,37 @@ describe('coordination_exporter start.sh / stop.sh', () => {
     } finally {
       assert.equal(sh('stop.sh', 'dom').status, 0);
     }
+  });
+
+  it('a --listen in COORDINATION_EXPORTER_FLAGS: the address it names is the one waited for and printed', async () => {
+    const [envPort, flagPort] = [await freePort(), await freePort()];
+    writeFileSync(
+      join(componentDir, 'conf', 'own.env'),
+      `LISTEN_PORT=${envPort}\nZK_SERVERS=(${zk.address})\nCOORDINATION_EXPORTER_FLAGS="--listen=127.0.0.1:${flagPort}"\n`,
+    );
+    const started = sh('start.sh', 'own');
+    try {
+      assert.equal(started.status, 0, started.stderr);
+      assert.match(started.stdout, new RegExp(`listening on 127\\.0\\.0\\.1:${flagPort}\\n$`));
+      assert.equal((await fetch(`http://127.0.0.1:${flagPort}/-/ready`)).status, 200);
+      await assert.rejects(fetch(`http://127.0.0.1:${envPort}/-/ready`));
+    } finally {
+      assert.equal(sh('stop.sh', 'own').status, 0);
+    }
+  });
+
+  it('a bad flag in COORDINATION_EXPORTER_FLAGS is said before anything starts', async () => {
+    const port = await freePort();
+    writeFileSync(
+      join(componentDir, 'conf', 'flag.env'),
+      `LISTEN_PORT=${port}\nZK_SERVERS=(${zk.address})\nCOORDINATION_EXPORTER_FLAGS="--timeout=0s"\n`,
+    );
+    const result = sh('start.sh', 'flag');
+    assert.equal(result.status, 1);
+    assert.match(result.stderr, /--timeout: must be more than 0/);
+    assert.match(result.stderr, /the flags are refused \(above\); nothing started/);
+    assert.equal(existsSync(join(componentDir, 'run', 'flag.pid')), false);
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/metrics`));
   });
 
   it('a bad LISTEN_PORT and a missing env file are named', () => {

@@ -12,6 +12,8 @@ const fixture = (name: string): string =>
 function metrics(reply: string): {
   entries: readonly MntrEntry[];
   skipped: readonly string[];
+  skippedCount: number;
+  dropped: number;
   byKey: Map<string, MntrEntry>;
 } {
   const parsed = parseMntr(reply);
@@ -147,17 +149,77 @@ describe('parseMntr on bad input', () => {
     assert.match(skipped[0]!, /incomplete last line "zk_znode_count/);
   });
 
-  it('bad lines are skipped and named; the rest is used', () => {
-    const { entries, skipped } = metrics('zk_a\t1\ngarbage line\n\t5\nzk_a\t2\nzk_b\tx y\n');
+  it('lines a server can print but that cannot be exposed are skipped, counted and named; the rest is used', () => {
+    const long = `zk_${'x'.repeat(600)}`;
+    const { entries, skipped, skippedCount } = metrics(
+      `zk_a\t1\nzk_new_text_key\tsome text\nzk_a\t2\n${long}\t1\nzk_b{key="a"\t3\nzk_c\t4\n`,
+    );
     assert.deepEqual(
-      entries.map((e) => [e.key, e.value, e.text]),
+      entries.map((e) => [e.key, e.value]),
       [
-        ['zk_a', 1, '1'],
-        ['zk_b', undefined, 'x y'],
+        ['zk_a', 1],
+        ['zk_c', 4],
       ],
     );
-    assert.equal(skipped.length, 3);
-    assert.match(skipped.join('|'), /no key<TAB>value: "garbage line".*no key<TAB>value.*repeated key "zk_a"/);
+    assert.equal(skippedCount, 4);
+    assert.match(
+      skipped.join('|'),
+      /text value of "zk_new_text_key": "some text"\|repeated key "zk_a"\|key longer than 512 characters: "zk_x{77}\.\.\."\|labels not closed/,
+    );
+  });
+
+  it('a reply that is not in mntr form is a protocol error naming the first offending line, bounded and escaped', () => {
+    const table: Array<[string, RegExp]> = [
+      ['zk_a\t1\ngarbage line\nzk_b\t2\n', /line 2 is no key<TAB>value: "garbage line"$/],
+      ['zk_a\t1\nzk_b\t2\u0000\n', /line 2 has control character "\\u0000": "zk_b\\t2\\u0000"$/],
+      ['zk_a\t1\u0007\n', /line 1 has control character "\\u0007"/],
+      ['zk_a\t1\rzk_b\t2\n', /line 1 has control character "\\r"/],
+      ['zk_a\t\ufffd\n', /line 1 has bytes that are no UTF-8/],
+      ['zk_a\t1\nfoo_b\t2\n', /line 2 has no zk_ key: "foo_b\\t2"$/],
+      ['zk_a\t1\n\t5\n', /line 2 is no key<TAB>value/],
+      ['zk_a b\t1\n', /line 1 has no zk_ key/],
+      [`zk_a\t1\n${'y'.repeat(500)}\n`, /line 2 is no key<TAB>value: "y{80}\.\.\."$/],
+    ];
+    for (const [reply, message] of table) {
+      assert.throws(
+        () => parseMntr(reply),
+        (err: unknown) =>
+          err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code && message.test(err.message),
+        JSON.stringify(reply),
+      );
+    }
+  });
+
+  it('random bytes are a protocol error, never metrics (seeded, 200 replies of 8 KB)', () => {
+    const random = seededRandom(5);
+    for (let round = 0; round < 200; round++) {
+      const bytes = Buffer.from(Array.from({ length: 8192 }, () => Math.floor(random() * 256)));
+      assert.throws(
+        () => parseMntr(bytes.toString('utf8')),
+        (err: unknown) => err instanceof CachemonError && err.code === Errors.NODE_PROTOCOL.code,
+        `round ${round}`,
+      );
+    }
+  });
+
+  it('past maxKeys the lines are counted as dropped, not read', () => {
+    const reply = Array.from({ length: 10 }, (_, i) => `zk_k${i}\t${i}\n`).join('');
+    const parsed = parseMntr(reply, { maxKeys: 3 });
+    assert.equal(parsed.kind, 'metrics');
+    if (parsed.kind !== 'metrics') return;
+    assert.deepEqual(
+      parsed.entries.map((e) => e.key),
+      ['zk_k0', 'zk_k1', 'zk_k2'],
+    );
+    assert.equal(parsed.dropped, 7);
+    // A real reply is under the default limit.
+    const real = parseMntr(good);
+    assert.equal(real.kind === 'metrics' && real.dropped, 0);
+  });
+
+  it('past maxKeys a NUL byte still makes the reply a protocol error', () => {
+    const reply = `${Array.from({ length: 10 }, (_, i) => `zk_k${i}\t${i}\n`).join('')}zk_z\t\u00001\n`;
+    assert.throws(() => parseMntr(reply, { maxKeys: 3 }), /line 11 has control character/);
   });
 
   it('text that is no mntr reply at all is a protocol error naming it', () => {
@@ -191,7 +253,7 @@ describe('parseMntr on bad input', () => {
     for (const [text, expected] of table) assert.deepEqual(parseValue(text), expected, text);
   });
 
-  it('random bytes and random cuts of real replies (seeded, 2000 cases): a reply or NODE_PROTOCOL, nothing else', () => {
+  it('random text and random cuts of real replies (seeded, 2000 cases): a reply from its lines or NODE_PROTOCOL, nothing else', () => {
     const random = seededRandom(11);
     const alphabet = 'zk_ab{}="\\,\t\n\r 0123456789.E-';
     for (let round = 0; round < 2000; round++) {

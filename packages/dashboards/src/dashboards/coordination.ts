@@ -52,7 +52,7 @@ export const coordination: DashboardSpec = {
     perServer('Maximum latency', 'zk_max_latency', 'zk_host:zk_max_latency:max', 'ms'),
     perServer('Connections', 'zk_num_alive_connections', 'zk_host:zk_num_alive_connections:avg', 'short'),
     perServer('Outstanding requests', 'zk_outstanding_requests', 'zk_host:zk_outstanding_requests:max', 'short'),
-    perServer('Znodes', 'zk_znode_count', 'zk_host:zk_znode_count:avg', 'short'),
-    perServer('Watches', 'zk_watch_count', 'zk_host:zk_watch_count:avg', 'short'),
+    perServer('Znodes', 'zk_znodes', 'zk_host:zk_znodes:avg', 'short'),
+    perServer('Watches', 'zk_watches', 'zk_host:zk_watches:avg', 'short'),
   ],
 };
