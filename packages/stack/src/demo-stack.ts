@@ -85,37 +85,17 @@ export function demoMails(dir: string): string[] {
     .map((f) => join(mailDir, f));
 }
 
-/** The UIs Debian's builds leave out, and where the pinned upstream release (which has them) comes from. */
-const DEBIAN_LEFT_OUT: ReadonlyArray<{
-  readonly ui: string;
-  readonly component: string;
-  readonly program: string;
-  readonly system: readonly string[];
-}> = [
-  { ui: "the stores' vmui", component: 'short_term_store', program: 'victoria-metrics', system: ['victoria-metrics'] },
-  { ui: "the rule evaluator UI's styles", component: 'rule_evaluator', program: 'vmalert', system: ['vmalert'] },
-  {
-    ui: "the alert router's web app",
-    component: 'alert_router',
-    program: 'alertmanager',
-    system: ['prometheus-alertmanager', 'alertmanager'],
-  },
-];
-
 /**
- * The start scripts run <tree>/bin/<program> when there is one, else the system's program on PATH
- * (lib/daemon.sh, system_bin): a system program that a Debian package owns is Debian's build.
+ * The installer's note on the UIs Debian's builds leave out (lib/debian-uis.sh of the tree): the
+ * same check and wording as at the end of an install; empty when no Debian build runs.
  */
-function debianBuild(tree: string, program: string, system: readonly string[]): string | undefined {
-  if (existsSync(join(tree, 'bin', program))) return undefined;
-  for (const exe of system) {
-    const found = spawnSync('bash', ['-c', 'command -v "$1"', 'bash', exe], { encoding: 'utf8' });
-    const path = found.status === 0 ? found.stdout.trim() : '';
-    if (path === '') continue;
-    const owner = spawnSync('dpkg-query', ['-S', path], { encoding: 'utf8' });
-    return owner.status === 0 ? owner.stdout.split(':')[0] : undefined;
-  }
-  return undefined;
+function debianUisNote(tree: string): string {
+  const note = spawnSync(
+    'bash',
+    ['-c', '. "$1/lib/download.sh" && . "$1/lib/debian-uis.sh" && debian_uis_note "$1"', 'bash', tree],
+    { encoding: 'utf8' },
+  );
+  return note.status === 0 ? note.stdout : '';
 }
 
 export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
@@ -191,17 +171,8 @@ export async function startDemo(options: DemoOptions): Promise<DemoStarted> {
   const dashboards = grafana
     ? 'dashboard server        http://127.0.0.1:3000/   (dashboards in the folder "cachemon")'
     : `dashboard server        not installed (Grafana could not be downloaded); run ${join(tree, 'dashboard_server/install.sh')} where it can`;
-  const leftOut = DEBIAN_LEFT_OUT.flatMap((entry) => {
-    const pkg = debianBuild(tree, entry.program, entry.system);
-    return pkg === undefined ? [] : [{ ...entry, pkg }];
-  });
-  const vmui = leftOut.some((e) => e.component === 'short_term_store') ? '' : '   (vmui: /vmui)';
-  const debian =
-    leftOut.length === 0
-      ? ''
-      : `Debian's builds leave out (the pinned upstream release has it; restart the demo after):\n${leftOut
-          .map((e) => `  ${e.ui.padEnd(34)} INSTALL_DIR=${tree} ${join(STACK_DIR, e.component, 'download.sh')}\n`)
-          .join('')}`;
+  const debian = debianUisNote(tree);
+  const vmui = debian.includes('/vmui') ? '' : '   (vmui: /vmui)';
   const mails = demoMails(dir).length;
   return {
     ok: true,

@@ -2,9 +2,9 @@
  * Whether every coordination server answers `mntr`: each server of each coordination exporter's
  * env file asked directly, and what the running exporter says of it beside.
  */
-import { Errors } from '@cachemon/core';
+import { Errors, errorMessage } from '@cachemon/core';
 import type { CachemonError } from '@cachemon/core';
-import { fourLetterWord, NOT_SERVING_REPLY, NOT_WHITELISTED_REPLY } from '@cachemon/coordination-exporter';
+import { fourLetterWord, NOT_WHITELISTED_REPLY, parseMntr } from '@cachemon/coordination-exporter';
 import { coordinationEnvs, formatEndpoint, isName, list, resolveName, runningMetrics } from './facts.js';
 import type { CoordinationEnv, Endpoint, Running } from './facts.js';
 import type { Check, DoctorContext, Finding } from './types.js';
@@ -15,13 +15,14 @@ export type MntrResult =
   | { readonly kind: 'ok' | 'not_whitelisted' | 'not_serving' }
   | { readonly kind: 'unreachable' | 'other'; readonly error: string };
 
-/** What a server's reply to mntr is. */
+/** What a server's reply to mntr is, judged by the coordination exporter's own parser. */
 export function classifyMntr(reply: string): MntrResult {
-  const text = reply.trim();
-  if (text === NOT_WHITELISTED_REPLY) return { kind: 'not_whitelisted' };
-  if (text === NOT_SERVING_REPLY) return { kind: 'not_serving' };
-  if (/^zk_version\t/m.test(text)) return { kind: 'ok' };
-  return { kind: 'other', error: `answers mntr with no mntr reply: ${JSON.stringify(text.slice(0, 80))}` };
+  try {
+    const parsed = parseMntr(reply);
+    return { kind: parsed.kind === 'metrics' ? 'ok' : parsed.kind };
+  } catch (error) {
+    return { kind: 'other', error: `answers mntr with no mntr reply: ${errorMessage(error)}` };
+  }
 }
 
 /** `mntr` asked with the coordination exporter's own client (bounded in time and size); never rejects. */

@@ -195,6 +195,8 @@ describe('doctor: mntr answers', () => {
     assert.equal(classifyMntr('mntr is not executed because it is not in the whitelist.\n').kind, 'not_whitelisted');
     assert.equal(classifyMntr('zk_version\t3.8.0\nzk_avg_latency\t0\n').kind, 'ok');
     assert.equal(classifyMntr('HTTP/1.1 400 Bad Request\r\n').kind, 'other');
+    // Judged as the exporter judges it: a zk_version line among garbage is no reply.
+    assert.equal(classifyMntr('zk_version\t3.8.0\nzk_avg\u0000latency\t0\n').kind, 'other');
   });
 
   it('a server the running exporter does not read: it runs with another list than the file', () => {

@@ -4,7 +4,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, freePort, parseExposition, tempDir } from '@cachemon/testkit';
-import { DEMO_ENSEMBLE, freeStackPorts, startDemo, stopDemo, STACK_DIR } from '../../src/index.js';
+import { DEMO_ENSEMBLE, freeStackPorts, startDemo, stopDemo } from '../../src/index.js';
 import { annotationTemplates, assertRendered, mailTexts, webhookAlerts } from '../alert-notifications.js';
 import type { DemoStarted, StackPorts } from '../../src/index.js';
 import { demoMails } from '../../src/demo-stack.js';
@@ -18,11 +18,6 @@ interface Finding {
   message: string;
 }
 
-/**
- * The demo as `npm run demo` starts it (shipped intervals, not shortened), on free ports: a clean
- * stack to `cachemon doctor`, with the demo cluster's deliberately down node reported as a cache
- * node that is down, not as a fault of the stack.
- */
 /** The Debian package a system program of the stack comes from, when the tree has none of its own. */
 function debianPackage(tree: string, program: string, system: string): string | undefined {
   if (existsSync(join(tree, 'bin', program))) return undefined;
@@ -32,6 +27,11 @@ function debianPackage(tree: string, program: string, system: string): string | 
   return owner.status === 0 ? owner.stdout.split(':')[0] : undefined;
 }
 
+/**
+ * The demo as `npm run demo` starts it (shipped intervals, not shortened), on free ports: a clean
+ * stack to `cachemon doctor`, with the demo cluster's deliberately down node reported as a cache
+ * node that is down, not as a fault of the stack.
+ */
 describe('the demo, to cachemon doctor', () => {
   let dir: string;
   let started: DemoStarted;
@@ -103,7 +103,7 @@ describe('the demo, to cachemon doctor', () => {
     const vmalert = debianPackage(tree, 'vmalert', 'vmalert');
     const am = debianPackage(tree, 'alertmanager', 'prometheus-alertmanager');
     const lines = (component: string) =>
-      message.split('\n').filter((l) => l.endsWith(` ${join(STACK_DIR, component, 'download.sh')}`));
+      message.split('\n').filter((l) => l.endsWith(` ${join(tree, component, 'download.sh')}`));
     assert.equal(lines('short_term_store').length, vm === undefined ? 0 : 1, message);
     assert.equal(lines('rule_evaluator').length, vmalert === undefined ? 0 : 1, message);
     assert.equal(lines('alert_router').length, am === undefined ? 0 : 1, message);
@@ -121,6 +121,26 @@ describe('the demo, to cachemon doctor', () => {
     assert.equal(/does not include a web\s+application/.test(router), am !== undefined);
     const styles = await fetch(`http://127.0.0.1:${ports.ruler}/vmalert/static/css/bootstrap.min.css`);
     assert.equal(styles.status === 404, vmalert !== undefined, `vmalert's styles answered ${styles.status}`);
+  });
+
+  test("promtool check metrics finds nothing on every cachemon daemon's live output", async () => {
+    const endpoints: ReadonlyArray<readonly [string, number, string]> = [
+      ['cache exporter', ports.cache, '/metrics'],
+      ['cache exporter', ports.cache, '/metrics/prefixes'],
+      ['coordination exporter', ports.coordination, '/metrics'],
+      ['topology provider', ports.topology, '/metrics'],
+      ['query proxy', ports.proxy, '/metrics'],
+    ];
+    for (const [daemon, port, path] of endpoints) {
+      const body = await (await fetch(`http://127.0.0.1:${port}${path}`)).text();
+      assert.ok(parseExposition(body).length > 0, `${daemon} ${path} served no samples`);
+      const lint = spawnSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8' });
+      assert.deepEqual(
+        { status: lint.status, output: `${lint.stdout}${lint.stderr}` },
+        { status: 0, output: '' },
+        `${daemon} ${path}`,
+      );
+    }
   });
 });
 
