@@ -3,9 +3,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePort, startZooKeeper, tempDir } from '@cachemon/testkit';
+import { eventually, freePort, parseExposition, startZooKeeper, tempDir } from '@cachemon/testkit';
 import type { ZooKeeperServer } from '@cachemon/testkit';
-import { freeStackPorts, startDemo, stopDemo } from '../../src/index.js';
+import { DEMO_ENSEMBLE, freeStackPorts, startDemo, stopDemo } from '../../src/index.js';
+import { demoMails } from '../../src/demo-stack.js';
+import type { DemoCluster } from '../../src/demo-stack.js';
 import type { StackPorts } from '../../src/index.js';
 import { annotationTemplates, assertRendered, mailTexts, webhookAlerts } from '../alert-notifications.js';
 
@@ -14,12 +16,13 @@ import { annotationTemplates, assertRendered, mailTexts, webhookAlerts } from '.
  * fired: a threshold lowered in this tree only, a coordination server without mntr, one that is not
  * there, a host exporter target that is not there, the long-term store stopped. Each alert's text
  * arrives at the webhook (and, when critical, by mail) with the labels its template names.
- * (CacheNodeDown of the demo's down node: demo.test.ts.)
+ * First the demo's own down node: its CacheNodeDown, with the hostname it ran under.
  */
 describe('alert texts of the demo, by webhook and mail', () => {
   let dir: string;
   let ports: StackPorts;
   let noMntr: ZooKeeperServer | undefined;
+  let cluster: DemoCluster;
   const tree = () => join(dir, 'install');
 
   before(async () => {
@@ -34,11 +37,50 @@ describe('alert texts of the demo, by webhook and mail', () => {
       dashboardServer: false,
     });
     assert.ok(started.ok, started.message);
+    cluster = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as DemoCluster;
   });
 
   after(async () => {
     if (dir) await stopDemo(dir, { quiet: true });
     await noMntr?.stop();
+  });
+
+  test("the down node's CacheNodeDown arrives at the webhook and by mail, with its hostname", async () => {
+    const down = cluster.down[0]!;
+    // The hostname the demo cluster's node ran under, as the cache exporter serves it.
+    const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ports.cache}/metrics`)).text());
+    const upOfDown = metrics.find((m) => m.name === 'arcus_up' && m.labels['node'] === down);
+    assert.ok(upOfDown, `no arcus_up for ${down}`);
+    const hostname = upOfDown.labels['hostname'];
+    assert.equal(hostname, 'localhost');
+    const summary = `cache node ${down} on ${hostname} (demo-b, ${DEMO_ENSEMBLE}) does not answer`;
+
+    const fired = await eventually(
+      () => {
+        const found = webhookAlerts(dir).find(
+          (a) => a.labels['alertname'] === 'CacheNodeDown' && a.labels['node'] === down && a.status === 'firing',
+        );
+        assert.ok(found, 'no CacheNodeDown at the webhook yet');
+        return found;
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
+    assert.equal(fired.labels['hostname'], hostname);
+    assertRendered(fired, annotationTemplates(tree()).get('CacheNodeDown')!);
+    assert.equal(fired.annotations['summary'], summary);
+    assert.match(fired.annotations['description']!, new RegExp(`\\(hostname ${hostname}\\)`));
+
+    const mail = await eventually(
+      () => {
+        const found = mailTexts(dir).find((m) => m.includes(summary));
+        assert.ok(found, `${demoMails(dir).length} mails, none with "${summary}"`);
+        return found;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    assert.match(mail, /^Subject: .*CacheNodeDown/m);
+    assert.match(mail, new RegExp(`hostname ${hostname}\\)`));
+    assert.ok(!mail.includes('<no value>'), mail);
   });
 
   test('every alert the demo can raise cheaply arrives with its labels in its text', async () => {

@@ -3,12 +3,9 @@ import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePort, parseExposition, tempDir } from '@cachemon/testkit';
-import { DEMO_ENSEMBLE, freeStackPorts, startDemo, stopDemo } from '../../src/index.js';
-import { annotationTemplates, assertRendered, mailTexts, webhookAlerts } from '../alert-notifications.js';
+import { freePort, parseExposition, tempDir } from '@cachemon/testkit';
+import { freeStackPorts, startDemo, stopDemo } from '../../src/index.js';
 import type { DemoStarted, StackPorts } from '../../src/index.js';
-import { demoMails } from '../../src/demo-stack.js';
-import type { DemoCluster } from '../../src/demo-stack.js';
 
 interface Finding {
   code: string;
@@ -141,73 +138,5 @@ describe('the demo, to cachemon doctor', () => {
         `${daemon} ${path}`,
       );
     }
-  });
-});
-
-/**
- * The demo with minutes shortened to seconds: its down node's CacheNodeDown reaches the webhook and
- * the demo's mail server with the node's hostname (the other alerts' texts: alert-texts.test.ts).
- */
-describe('the demo, its down node by webhook and mail', () => {
-  let dir: string;
-  let ports: StackPorts;
-  let cluster: DemoCluster;
-  const tree = () => join(dir, 'install');
-
-  before(async () => {
-    dir = await tempDir('cachemon-demo-alerts-');
-    ports = await freeStackPorts();
-    const started = await startDemo({
-      dir,
-      ports,
-      webhookPort: await freePort(),
-      fast: true,
-      quiet: true,
-      dashboardServer: false,
-    });
-    assert.ok(started.ok, started.message);
-    cluster = JSON.parse(readFileSync(join(dir, 'cluster.json'), 'utf8')) as DemoCluster;
-  });
-
-  after(async () => {
-    if (dir) await stopDemo(dir, { quiet: true });
-  });
-
-  test("the down node's CacheNodeDown arrives at the webhook and by mail, with its hostname", async () => {
-    const down = cluster.down[0]!;
-    // The hostname the demo cluster's node ran under, as the cache exporter serves it.
-    const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ports.cache}/metrics`)).text());
-    const upOfDown = metrics.find((m) => m.name === 'arcus_up' && m.labels['node'] === down);
-    assert.ok(upOfDown, `no arcus_up for ${down}`);
-    const hostname = upOfDown.labels['hostname'];
-    assert.equal(hostname, 'localhost');
-    const summary = `cache node ${down} on ${hostname} (demo-b, ${DEMO_ENSEMBLE}) does not answer`;
-
-    const fired = await eventually(
-      () => {
-        const found = webhookAlerts(dir).find(
-          (a) => a.labels['alertname'] === 'CacheNodeDown' && a.labels['node'] === down && a.status === 'firing',
-        );
-        assert.ok(found, 'no CacheNodeDown at the webhook yet');
-        return found;
-      },
-      { timeoutMs: 90_000, intervalMs: 500 },
-    );
-    assert.equal(fired.labels['hostname'], hostname);
-    assertRendered(fired, annotationTemplates(tree()).get('CacheNodeDown')!);
-    assert.equal(fired.annotations['summary'], summary);
-    assert.match(fired.annotations['description']!, new RegExp(`\\(hostname ${hostname}\\)`));
-
-    const mail = await eventually(
-      () => {
-        const found = mailTexts(dir).find((m) => m.includes(summary));
-        assert.ok(found, `${demoMails(dir).length} mails, none with "${summary}"`);
-        return found;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
-    assert.match(mail, /^Subject: .*CacheNodeDown/m);
-    assert.match(mail, new RegExp(`hostname ${hostname}\\)`));
-    assert.ok(!mail.includes('<no value>'), mail);
   });
 });
