@@ -29,3 +29,4 @@ export { runBash } from './run-script.js';
 export type { ScriptRun } from './run-script.js';
 export { decodeQuotedPrintable, startSmtpSink } from './smtp-sink.js';
 export type { ReceivedMail, SmtpSink, SmtpSinkOptions } from './smtp-sink.js';
+export { helpAndVersionTests, runProgram } from './program.js';
