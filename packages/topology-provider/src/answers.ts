@@ -190,6 +190,11 @@ export function variableValues(fleet: FleetView, query: TopologyQuery, context: 
   }
 }
 
+/** When ZooKeeper last confirmed an ensemble's topology: now while it is current. */
+export function confirmedAt(ensemble: EnsembleView, now: number): number {
+  return ensemble.status === 'current' ? now : ensemble.confirmedAt;
+}
+
 const str = (text: string) => ({ text, type: 'string' as const });
 const num = (text: string) => ({ text, type: 'number' as const });
 
@@ -258,6 +263,7 @@ export function tableAnswer(
           num('live'),
           num('down'),
           { text: 'updated', type: 'time' },
+          { text: 'confirmed', type: 'time' },
         ],
         rows: selectEnsembles(fleet, query.filters.ensemble).map((e) => [
           e.name,
@@ -268,6 +274,7 @@ export function tableAnswer(
           e.liveCount,
           e.nodeCount - e.liveCount,
           e.updatedAt,
+          confirmedAt(e, context.now),
         ]),
       };
     case 'hostname_problems': {

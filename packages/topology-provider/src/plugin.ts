@@ -2,7 +2,8 @@
  * The JSON datasource plugin's protocol (simpod-json-datasource 0.6.5): request body and fleet view
  * to answer body; server.ts puts them on routes.
  *   POST /variable                {payload, range}          -> [{__text, __value}]
- *   POST /query                   {range, targets, filters} -> [table | time series], each with refId
+ *   POST /query                   {range, targets, adhocFilters | filters}
+ *                                                           -> [table | time series], each with refId
  *   POST /metrics                 {metric?, payload?}       -> [{value, label, payloads}]
  *   POST /metric-payload-options  {metric, payload, name}   -> [{value, label}]
  *   POST /tag-keys                {...}                     -> [{type, text}]
@@ -10,7 +11,7 @@
  */
 import { CachemonError, Errors } from '@cachemon/core';
 import type { QueryContext, Series, Table } from './answers.js';
-import { selectEnsembles, seriesAnswer, tableAnswer, variableValues } from './answers.js';
+import { confirmedAt, selectEnsembles, seriesAnswer, tableAnswer, variableValues } from './answers.js';
 import type { NodeCountHistory } from './history.js';
 import {
   FILTER_KEYS,
@@ -18,9 +19,13 @@ import {
   SERIES_QUERIES,
   TABLE_QUERIES,
   VARIABLE_QUERIES,
+  AD_HOC_OPERATORS,
+  describeFilter,
   parseJsonQuery,
   parseQuery,
   parseStringQuery,
+  patternMatcher,
+  textFilterMatcher,
   withAdHocFilters,
 } from './query.js';
 import type { AdHocFilter, QueryName, TopologyQuery } from './query.js';
@@ -73,7 +78,14 @@ function queryContext(context: ProtocolContext, range: { from: number; to: numbe
   };
 }
 
-/** POST /variable: `{payload: {target: "<query>"} | <raw JSON object>, range}`. */
+/**
+ * POST /variable: `{payload: {target: "<query>", variables?}, range}` from a string query,
+ * `{payload: <raw JSON object>, range}` from a Raw JSON one. `payload.variables` (the dashboard's
+ * variables, in the plugin's description of /variable) is not read: their values are already in
+ * the query. A variable saved in the plugin's legacy form (a bare string, before `{query, format}`)
+ * reaches the provider as `{target: ""}`: the legacy protocol's empty search, which lists what can
+ * be queried, so it answers the query names.
+ */
 export function answerVariable(
   body: unknown,
   fleet: FleetView,
@@ -83,12 +95,21 @@ export function answerVariable(
   const payload = request['payload'];
   if (payload === undefined)
     throw badRequest('variable request without "payload" (expected {"payload": {"target": "<query>"}, "range": ...})');
-  const query = parseQuery(payload);
-  return variableValues(fleet, query, queryContext(context, parseRange(request))).map((v) => ({
+  let query: unknown = payload;
+  if (isObject(payload)) {
+    const { variables: _variables, ...rest } = payload;
+    query = rest;
+    if (Object.keys(rest).length === 1 && typeof rest['target'] === 'string' && rest['target'].trim() === '') {
+      return ALL_QUERIES.map((name) => ({ __text: name, __value: name }));
+    }
+  }
+  return variableValues(fleet, parseQuery(query), queryContext(context, parseRange(request))).map((v) => ({
     __text: v.text,
     __value: v.value,
   }));
 }
+
+const ALL_QUERIES: readonly QueryName[] = [...VARIABLE_QUERIES, ...TABLE_QUERIES, ...SERIES_QUERIES];
 
 interface TableFrame extends Table {
   readonly type: 'table';
@@ -104,33 +125,95 @@ interface FrameMeta {
 }
 
 /** Notices the panel shows for ensembles whose topology is not current. */
-function staleNotices(ensembles: readonly EnsembleView[], now: number): FrameMeta | undefined {
-  const notices = ensembles
+function staleNotices(ensembles: readonly EnsembleView[], now: number): string[] {
+  return ensembles
     .filter((e) => e.status !== 'current')
-    .map((e) => ({
-      severity: 'warning' as const,
-      text:
-        e.status === 'stale'
-          ? `ensemble ${e.name}: ZooKeeper unreachable; showing its last topology, read ${Math.round((now - e.updatedAt) / 1000)} s ago`
-          : `ensemble ${e.name}: ZooKeeper unreachable since start; no topology yet`,
-    }));
-  return notices.length === 0 ? undefined : { notices };
+    .map((e) =>
+      e.status === 'stale'
+        ? `ensemble ${e.name}: ZooKeeper unreachable; showing its last topology, confirmed ${Math.max(0, Math.round((now - confirmedAt(e, now)) / 1000))} s ago`
+        : `ensemble ${e.name}: ZooKeeper unreachable since start; no topology yet`,
+    );
+}
+
+function frameMeta(notices: readonly string[]): { meta?: FrameMeta } {
+  if (notices.length === 0) return {};
+  return { meta: { notices: [...new Set(notices)].map((text) => ({ severity: 'warning' as const, text })) } };
+}
+
+/** An ad-hoc filter on a number column, or why it cannot be one. */
+function numberFilterTest(filter: AdHocFilter): ((value: number) => boolean) | string {
+  const values = filter.values ?? (filter.value === undefined ? [] : [filter.value]);
+  const numbers = values.map((v) => (v.trim() === '' ? Number.NaN : Number(v)));
+  const notNumber = values.find((_, i) => !Number.isFinite(numbers[i]));
+  const needNumbers = () =>
+    notNumber !== undefined || numbers.length === 0 ? `"${notNumber ?? ''}" is not a number` : undefined;
+  switch (filter.operator) {
+    case '=':
+    case '=|':
+      return needNumbers() ?? ((v) => numbers.includes(v));
+    case '!=':
+    case '!=|':
+      return needNumbers() ?? ((v) => !numbers.includes(v));
+    case '<':
+      return needNumbers() ?? ((v) => v < numbers[0]!);
+    case '>':
+      return needNumbers() ?? ((v) => v > numbers[0]!);
+    case '=~':
+    case '!~': {
+      let matcher;
+      try {
+        matcher = patternMatcher(filter.key, values[0] ?? '');
+      } catch (err) {
+        return err instanceof CachemonError ? err.message : String(err);
+      }
+      const want = filter.operator === '=~';
+      return (v) => matcher.test(String(v)) === want;
+    }
+    default:
+      return `operator "${filter.operator}" is not one of ${AD_HOC_OPERATORS.join(', ')}`;
+  }
+}
+
+/**
+ * Ad-hoc filters on the answer's columns (keys that are not arguments of the query): `<` and `>`
+ * on number columns, every operator but those on text. A key the table has no column for means
+ * nothing to the panel and is passed over.
+ */
+function filterRows(table: Table, filters: readonly AdHocFilter[]): { table: Table; notices: string[] } {
+  const notices: string[] = [];
+  const tests: Array<(row: ReadonlyArray<string | number>) => boolean> = [];
+  for (const filter of filters) {
+    const index = table.columns.findIndex((c) => c.text === filter.key);
+    if (index < 0) continue;
+    if (table.columns[index]!.type === 'string') {
+      const matcher = textFilterMatcher(filter);
+      if (typeof matcher === 'string') notices.push(`ad-hoc filter "${describeFilter(filter)}" ignored: ${matcher}`);
+      else tests.push((row) => matcher.test(String(row[index])));
+    } else {
+      const test = numberFilterTest(filter);
+      if (typeof test === 'string') notices.push(`ad-hoc filter "${describeFilter(filter)}" ignored: ${test}`);
+      else tests.push((row) => test(Number(row[index])));
+    }
+  }
+  if (tests.length === 0) return { table, notices };
+  return { table: { ...table, rows: table.rows.filter((row) => tests.every((t) => t(row))) }, notices };
 }
 
 /** One /query target: a string (regex-formatted variables) plus an optional payload object of arguments. */
 function targetQuery(target: Record<string, unknown>): TopologyQuery {
   const text = target['target'];
-  const refId = typeof target['refId'] === 'string' ? target['refId'] : '?';
-  if (typeof text !== 'string') throw badRequest(`target ${refId}: "target" must be a query string`);
+  if (typeof text !== 'string') throw badRequest('"target" must be a query string');
   const payload = target['payload'];
   if (payload === undefined || payload === '' || (isObject(payload) && Object.keys(payload).length === 0))
     return parseStringQuery(text);
-  if (!isObject(payload)) throw badRequest(`target ${refId}: "payload" must be a JSON object of arguments`);
+  if (!isObject(payload)) throw badRequest('"payload" must be a JSON object of arguments');
   return parseJsonQuery({ ...payload, target: text }, target['editorMode'] === 'builder' ? 'patterns' : 'exact');
 }
 
 function parseAdHocFilters(request: Record<string, unknown>): AdHocFilter[] {
-  const filters = request['filters'] ?? request['adhocFilters'];
+  // The plugin sends `adhocFilters`; newer dashboard servers add the same filters as `filters`.
+  const given = request['filters'];
+  const filters = Array.isArray(given) && given.length > 0 ? given : (request['adhocFilters'] ?? given);
   if (filters === undefined || filters === null) return [];
   if (!Array.isArray(filters)) throw badRequest('filters: expected an array of {key, operator, value}');
   return filters.map((f, i) => {
@@ -168,21 +251,22 @@ export function answerQuery(
     if (raw['hide'] === true || raw['target'] === undefined) continue;
     const refId = typeof raw['refId'] === 'string' ? raw['refId'] : String.fromCharCode(65 + (index % 26));
     try {
-      const query = withAdHocFilters(targetQuery(raw), adHoc);
-      const meta = staleNotices(selectEnsembles(fleet, query.filters.ensemble), context.now);
+      const { query, rest, notices } = withAdHocFilters(targetQuery(raw), adHoc);
+      const stale = staleNotices(selectEnsembles(fleet, query.filters.ensemble), context.now);
       if ((SERIES_QUERIES as readonly string[]).includes(query.name)) {
-        for (const series of seriesAnswer(fleet, query, ctx, context.history))
-          out.push({ ...series, refId, ...(meta ? { meta } : {}) });
+        const meta = frameMeta([...stale, ...notices]);
+        for (const series of seriesAnswer(fleet, query, ctx, context.history)) out.push({ ...series, refId, ...meta });
       } else {
+        const filtered = filterRows(tableAnswer(fleet, query, ctx, context.history), rest);
         out.push({
           type: 'table',
           refId,
-          ...tableAnswer(fleet, query, ctx, context.history),
-          ...(meta ? { meta } : {}),
+          ...filtered.table,
+          ...frameMeta([...stale, ...notices, ...filtered.notices]),
         });
       }
     } catch (err) {
-      // Say which of the panel's queries is wrong.
+      // Say which of the panel's queries is wrong, once.
       if (err instanceof CachemonError && err.status === 400)
         throw new CachemonError(Errors.BAD_REQUEST, `target ${refId}: ${err.message}`);
       throw err;
@@ -273,9 +357,15 @@ export function answerPayloadOptions(
   return variableValues(fleet, query, queryContext(context, undefined)).map((v) => ({ label: v.text, value: v.value }));
 }
 
+/** Number columns of the table queries an ad-hoc filter can narrow with `<` and `>`. */
+const NUMBER_KEYS = ['nodes', 'live', 'down', 'groups', 'service_codes'] as const;
+
 /** POST /tag-keys: the keys an ad-hoc filter can use. */
-export function answerTagKeys(): Array<{ type: 'string'; text: string }> {
-  return FILTER_KEYS.map((key) => ({ type: 'string', text: key }));
+export function answerTagKeys(): Array<{ type: 'string' | 'number'; text: string }> {
+  return [
+    ...FILTER_KEYS.map((key) => ({ type: 'string' as const, text: key })),
+    ...NUMBER_KEYS.map((key) => ({ type: 'number' as const, text: key })),
+  ];
 }
 
 /** POST /tag-values: the values of one key across the fleet. */
@@ -284,8 +374,19 @@ export function answerTagValues(body: unknown, fleet: FleetView, context: Protoc
   const key = request['key'];
   if (typeof key !== 'string') throw badRequest('tag values request without a "key"');
   if (key === 'state') return [{ text: 'live' }, { text: 'down' }];
+  if ((NUMBER_KEYS as readonly string[]).includes(key)) {
+    // The values the tables that carry the column hold now.
+    const found = new Set<number>();
+    for (const name of ['service_code_summary', 'ensemble_status'] as const) {
+      const table = tableAnswer(fleet, parseStringQuery(name), queryContext(context, undefined));
+      const index = table.columns.findIndex((c) => c.text === key);
+      if (index >= 0) for (const row of table.rows) found.add(Number(row[index]));
+    }
+    return [...found].sort((a, b) => a - b).map((n) => ({ text: String(n) }));
+  }
   const listing = OPTIONS_QUERY[key];
-  if (listing === undefined) throw badRequest(`unknown tag key "${key}"; known: ${FILTER_KEYS.join(', ')}`);
+  if (listing === undefined)
+    throw badRequest(`unknown tag key "${key}"; known: ${[...FILTER_KEYS, ...NUMBER_KEYS].join(', ')}`);
   return variableValues(fleet, parseStringQuery(listing), queryContext(context, undefined)).map((v) => ({
     text: v.value,
   }));

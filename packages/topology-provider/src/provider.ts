@@ -29,6 +29,8 @@ interface EnsembleRuntime {
   view: EnsembleView | undefined;
   /** Reads of the watchers this ensemble had before a reload replaced them (its metric never goes back). */
   readonly requestsBefore: number;
+  /** The provider's clock when ZooKeeper last confirmed the topology (EnsembleView.confirmedAt). */
+  confirmedAt: number;
 }
 
 export interface ReloadResult {
@@ -182,10 +184,15 @@ export class TopologyProvider {
       ...(this.options.debounceMs !== undefined ? { debounceMs: this.options.debounceMs } : {}),
       ...(this.options.resolver ? { resolver: this.options.resolver } : {}),
     });
-    const runtime: EnsembleRuntime = { config: ensemble, watcher, view: undefined, requestsBefore };
+    const runtime: EnsembleRuntime = { config: ensemble, watcher, view: undefined, requestsBefore, confirmedAt: 0 };
     let wasStale = false;
+    let wasConnected = false;
     watcher.on('state', (state: TopologyWatcher['state']) => {
       if (this.runtimes.get(ensemble.name) !== runtime) return;
+      // Up to the moment the session is lost its watches stood: the topology was confirmed then,
+      // however long ago it last changed.
+      if (state.connected || wasConnected) runtime.confirmedAt = this.now();
+      wasConnected = state.connected;
       const stale = state.synced && !state.connected;
       if (stale && !wasStale)
         logger.warn({ servers: ensemble.servers }, 'ensemble unreachable; serving its last topology, marked stale');
@@ -202,6 +209,7 @@ export class TopologyProvider {
         { serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
         'topology updated',
       );
+      runtime.confirmedAt = this.now();
       runtime.view = undefined;
       this.fleetValue = undefined;
       this.history.record((runtime.view = this.buildView(runtime)), this.now());
@@ -214,7 +222,7 @@ export class TopologyProvider {
     const zkServers = this.coordinationServers(runtime.config);
     const state = runtime.watcher.state;
     if (!state.synced) return emptyEnsembleView(runtime.config.name, zkServers);
-    return ensembleView(runtime.config.name, runtime.watcher.topology, state, zkServers);
+    return ensembleView(runtime.config.name, runtime.watcher.topology, state, zkServers, runtime.confirmedAt);
   }
 
   /** The configured servers as the coordination exporter labels them: names replaced by every address. */

@@ -204,43 +204,84 @@ export interface AdHocFilter {
   readonly values?: readonly string[];
 }
 
+/** What the dashboard's ad-hoc filters did to one query. */
+export interface AdHocResult {
+  readonly query: TopologyQuery;
+  /** Filters on keys that are not arguments of the query: for the answer's columns (plugin.ts). */
+  readonly rest: readonly AdHocFilter[];
+  /** Filters that could not apply and were left out, each saying why (the panel shows them). */
+  readonly notices: readonly string[];
+}
+
+/** `key op value` as the dashboard shows the filter. */
+export function describeFilter(filter: AdHocFilter): string {
+  const value = filter.values ? filter.values.join('|') : (filter.value ?? '');
+  return `${filter.key} ${filter.operator} ${value}`;
+}
+
+/** The operators of the dashboard's ad-hoc filter UI (with the multi-value `=|`, `!=|`). */
+export const AD_HOC_OPERATORS = ['=', '!=', '<', '>', '=~', '!~', '=|', '!=|'] as const;
+
 /**
- * Narrows a query by the dashboard's ad-hoc filters. Keys the query does not take are ignored (an
- * ad-hoc filter applies to every panel of the dashboard, also to queries it means nothing to).
+ * An ad-hoc filter as a matcher on a text value, or why it cannot be one: `<` and `>` compare
+ * numbers, and a value of text has no order the filter could mean.
  */
-export function withAdHocFilters(query: TopologyQuery, filters: readonly AdHocFilter[]): TopologyQuery {
-  if (filters.length === 0) return query;
+export function textFilterMatcher(filter: AdHocFilter): Matcher | string {
+  const values = filter.values ?? (filter.value === undefined ? [] : [filter.value]);
+  const pattern = () => {
+    try {
+      return patternMatcher(filter.key, values[0] ?? '');
+    } catch (err) {
+      return err instanceof CachemonError ? err.message : String(err);
+    }
+  };
+  switch (filter.operator) {
+    case '=':
+    case '=|':
+      return exactMatcher(filter.key, values);
+    case '!=':
+    case '!=|':
+      return negated(exactMatcher(filter.key, values));
+    case '=~':
+      return pattern();
+    case '!~': {
+      const m = pattern();
+      return typeof m === 'string' ? m : negated(m);
+    }
+    case '<':
+    case '>':
+      return `${filter.key} is text; ${filter.operator} compares numbers`;
+    default:
+      return `operator "${filter.operator}" is not one of ${AD_HOC_OPERATORS.join(', ')}`;
+  }
+}
+
+/**
+ * Narrows a query by the dashboard's ad-hoc filters. An ad-hoc filter applies to every panel of
+ * the dashboard: one on a key the query does not take is handed back in `rest` (it may name a
+ * column of the answer), and one that cannot apply is left out with a notice, never a failed panel.
+ */
+export function withAdHocFilters(query: TopologyQuery, filters: readonly AdHocFilter[]): AdHocResult {
+  if (filters.length === 0) return { query, rest: [], notices: [] };
   const allowed = QUERY_ARGUMENTS[query.name];
   const next: Partial<Record<FilterKey, Matcher>> = { ...query.filters };
+  const rest: AdHocFilter[] = [];
+  const notices: string[] = [];
   for (const filter of filters) {
-    if (!allowed.includes(filter.key) || filter.key === 'port') continue;
+    if (!allowed.includes(filter.key) || filter.key === 'port') {
+      rest.push(filter);
+      continue;
+    }
     const key = filter.key as FilterKey;
-    const values = filter.values ?? (filter.value === undefined ? [] : [filter.value]);
-    let matcher: Matcher;
-    switch (filter.operator) {
-      case '=':
-      case '=|':
-        matcher = exactMatcher(key, values);
-        break;
-      case '!=':
-      case '!=|':
-        matcher = negated(exactMatcher(key, values));
-        break;
-      case '=~':
-        matcher = patternMatcher(key, values[0] ?? '');
-        break;
-      case '!~':
-        matcher = negated(patternMatcher(key, values[0] ?? ''));
-        break;
-      default:
-        throw badRequest(
-          `ad-hoc filter on ${key}: operator "${filter.operator}" is not supported (use =, !=, =~ or !~)`,
-        );
+    const matcher = textFilterMatcher(filter);
+    if (typeof matcher === 'string') {
+      notices.push(`ad-hoc filter "${describeFilter(filter)}" ignored: ${matcher}`);
+      continue;
     }
     const existing = next[key];
     next[key] = existing === undefined ? matcher : bothMatchers(existing, matcher);
   }
-  return { ...query, filters: next };
+  return { query: { ...query, filters: next }, rest, notices };
 }
 
 function checkName(name: string): QueryName {

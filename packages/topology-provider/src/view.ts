@@ -18,8 +18,14 @@ export interface CoordinationServer {
 export interface EnsembleView {
   readonly name: string;
   readonly status: TopologyStatus;
-  /** Date.now() of the last topology read; 0 before the first. */
+  /** Date.now() of the last topology read (its last change); 0 before the first. */
   readonly updatedAt: number;
+  /**
+   * When ZooKeeper last confirmed the topology: a read, or the session up with its watches set
+   * (nothing changed). While current that is now; once stale, the moment the session was lost.
+   * 0 before the first read.
+   */
+  readonly confirmedAt: number;
   readonly zkServers: readonly CoordinationServer[];
   /** Visible service codes, sorted. */
   readonly serviceCodes: readonly string[];
@@ -57,6 +63,7 @@ export function emptyEnsembleView(name: string, zkServers: readonly Coordination
     name,
     status: 'unavailable',
     updatedAt: 0,
+    confirmedAt: 0,
     zkServers,
     serviceCodes: [],
     nodesByServiceCode: new Map(),
@@ -76,6 +83,7 @@ export function ensembleView(
   topology: Topology,
   state: { readonly connected: boolean; readonly synced: boolean; readonly updatedAt: number },
   zkServers: readonly CoordinationServer[],
+  confirmedAt: number,
 ): EnsembleView {
   const nodesByServiceCode = new Map<string, CacheNode[]>();
   for (const svc of topology.serviceCodes) nodesByServiceCode.set(svc, []);
@@ -92,6 +100,7 @@ export function ensembleView(
     name,
     status,
     updatedAt: state.updatedAt,
+    confirmedAt,
     zkServers,
     serviceCodes: [...nodesByServiceCode.keys()].sort(),
     nodesByServiceCode,

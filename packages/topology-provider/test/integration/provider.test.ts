@@ -326,6 +326,51 @@ describe('topology provider against real ZooKeeper', () => {
     assert.deepEqual([...new Set(frames[3]!.rows!.map((r) => r[0]))], ['one', 'two']);
   });
 
+  test('the forms the plugin sends that were once refused: ad-hoc < and >, payload.variables, the legacy {target: ""}', async () => {
+    const { status, body } = await provider.post('/query', {
+      app: 'dashboard',
+      range: pluginRange(now - 3600e3, now),
+      targets: [
+        { refId: 'A', target: 'service_code_summary ensemble=one', payload: {}, editorMode: 'code' },
+        { refId: 'B', target: 'overview ensemble=one service_code=svc-b', payload: {}, editorMode: 'code' },
+      ],
+      adhocFilters: [
+        { key: 'live', operator: '>', value: '1' },
+        { key: 'state', operator: '<', value: 'live' },
+        { key: 'hostname', operator: '!~', value: 'nowhere' },
+      ],
+    });
+    assert.equal(status, 200, JSON.stringify(body));
+    const [summary, overview] = body as Array<{
+      rows: unknown[][];
+      meta?: { notices: Array<{ severity: string; text: string }> };
+    }>;
+    assert.deepEqual(
+      summary!.rows.map((r) => [r[1], r[3]]),
+      [
+        ['svc-a', 2],
+        ['svc-b', 2],
+        ['svc-r', 2],
+      ],
+    );
+    assert.deepEqual(
+      overview!.rows.map((r) => r[2]),
+      ['127.0.1.3:11211'],
+    );
+    assert.deepEqual(overview!.meta?.notices, [
+      { severity: 'warning', text: 'ad-hoc filter "state < live" ignored: state is text; < compares numbers' },
+    ]);
+    assert.deepEqual(
+      await provider.variable({ target: 'service_codes ensemble=two', variables: { ensemble: 'two' } }),
+      ['svc-x'],
+    );
+    const legacy = await provider.variable({ target: '' });
+    assert.ok(legacy.includes('ensembles') && legacy.includes('overview'), JSON.stringify(legacy));
+    const twice = await provider.post('/query', { targets: [{ refId: 'Q', target: 7 }] });
+    assert.equal(twice.status, 400);
+    assert.equal((twice.body as { error: string }).error, 'target Q: "target" must be a query string');
+  });
+
   test('builder endpoints: /metrics lists the queries, /metric-payload-options and tag values narrow by what is chosen', async () => {
     const metrics = await provider.post('/metrics', {});
     assert.equal(metrics.status, 200);

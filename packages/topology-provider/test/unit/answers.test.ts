@@ -44,12 +44,15 @@ const prod = ensembleView(
     { address: '10.1.0.1:2181', name: 'zk.prod' },
     { address: '10.1.0.2:2181', name: 'zk.prod' },
   ],
+  NOW,
 );
 const dev = ensembleView(
   'dev',
   topology([node('svc-a', '127.0.0.1:11211', 'localhost')]),
-  { ...connected, connected: false },
+  // Unchanged for 20 minutes, its session lost 5 s ago: a stale answer counts from the loss.
+  { ...connected, connected: false, updatedAt: NOW - 1_200_000 },
   [{ address: '127.0.0.1:2181' }],
+  NOW - 5000,
 );
 const problem: HostnameProblem = {
   ensemble: 'prod',
@@ -205,8 +208,8 @@ describe('tables', () => {
 
   it('ensemble status and hostname problems', () => {
     assert.deepEqual(tableAnswer(fleet, parseQuery('ensemble_status'), context).rows, [
-      ['prod', 'current', '10.1.0.1:2181,10.1.0.2:2181', 3, 7, 6, 1, NOW - 1000],
-      ['dev', 'stale', '127.0.0.1:2181', 1, 1, 1, 0, NOW - 1000],
+      ['prod', 'current', '10.1.0.1:2181,10.1.0.2:2181', 3, 7, 6, 1, NOW - 1000, NOW],
+      ['dev', 'stale', '127.0.0.1:2181', 1, 1, 1, 0, NOW - 1_200_000, NOW - 5000],
     ]);
     assert.deepEqual(tableAnswer(fleet, parseQuery('hostname_problems'), context).rows, [
       ['prod', 'cache', 'cache02', '10.0.0.2:11211', 'mismatch', '10.9.9.9', ''],
@@ -225,7 +228,7 @@ describe('node_counts series', () => {
     const history = new NodeCountHistory();
     const at = (minutes: number) => NOW - 60_000 * (60 - minutes);
     history.record(
-      ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b')]), connected, []),
+      ensembleView('prod', topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b')]), connected, [], NOW),
       at(0),
     );
     history.record(
@@ -234,6 +237,7 @@ describe('node_counts series', () => {
         topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
         connected,
         [],
+        NOW,
       ),
       at(30),
     );
@@ -243,6 +247,7 @@ describe('node_counts series', () => {
         topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
         connected,
         [],
+        NOW,
       ),
       at(40),
     );
@@ -251,6 +256,7 @@ describe('node_counts series', () => {
       topology([node('s', '1.1.1.1:1', 'a'), node('s', '1.1.1.2:1', 'b', { live: false })]),
       connected,
       [],
+      NOW,
     );
     const series = seriesAnswer(
       fleetView([view], []),
