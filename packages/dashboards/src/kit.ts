@@ -40,6 +40,23 @@ export const SCHEMA_VERSION = 39;
 // ---------------------------------------------------------------------------------------------
 // Variables
 
+/**
+ * What "All" of a multi-value variable puts in, unescaped, instead of an alternation of every
+ * value: a query's length must not grow with the fleet (the stores refuse queries past
+ * `-search.maxQueryLen`). `.+`, not `.*`: every series a panel selects carries the variable's
+ * label (ensemble, service_code, node, instance, zk_host), and "any value" must keep excluding a
+ * series without it, as the alternation did; the topology provider reads it as any value too.
+ */
+export const ALL_VALUE = '.+';
+
+/**
+ * The longest query the dashboards send (characters of PromQL): what the stores must accept
+ * (`-search.maxQueryLen`, 16 KiB by default) and the query proxy's `max_query_length` of each store
+ * group. "All" keeps every query short; this is for many values selected one by one, the longest
+ * being the hosts dashboard with every one of 1,000 machines chosen (docs/dashboards.md).
+ */
+export const MAX_QUERY_LENGTH = 65_536;
+
 type VariableOptions = { label?: string; multi?: boolean; hide?: boolean; refreshOnTimeRange?: boolean };
 
 /** A template variable answered by the topology provider (the JSON datasource's string form). */
@@ -51,6 +68,7 @@ export function topologyVariable(name: string, query: string, options: VariableO
     .sort(VariableSort.Disabled)
     .multi(options.multi ?? false)
     .includeAll(options.multi ?? false);
+  if (options.multi) variable.allValue(ALL_VALUE);
   if (options.label) variable.label(options.label);
   if (options.hide) variable.hide(VariableHide.HideVariable);
   return variable;
