@@ -127,16 +127,29 @@ export const memoryShortage = (matchers: readonly string[]) => gauge('arcus_sm_s
 
 /**
  * Hits over hits plus misses, summed by `by`: from the raw counters, or from the `level`'s
- * downsampled rates (`node:` or `service_code:`).
+ * downsampled rates (`node:` or `service_code:`). The misses are selected by store only: `+`
+ * pairs each chosen hits series with its misses twin (same labels) and drops the others, so the
+ * chosen values are written twice per half, not three times (a long selection stays shorter).
  */
 export function hitRatio(by: string, matchers: readonly string[], level: Level): string {
-  const rawRate = (counter: string) => `sum by (${by}) (rate(${counter}${raw(...matchers)}${RATE}))`;
-  const longRate = (series: string) => `sum by (${by}) (${level}:${series}:rate${long(...matchers)})`;
+  const ratio = (hits: string, misses: string) => `sum by (${by}) (${hits}) / sum by (${by}) (${hits} + ${misses})`;
+  const rawRate = (counter: string, m: readonly string[]) => `rate(${counter}${raw(...m)}${RATE})`;
+  const longRate = (series: string, m: readonly string[]) => `${level}:${series}:rate${long(...m)}`;
   return either(
-    `${rawRate('arcus_command_hits_total')} / (${rawRate('arcus_command_hits_total')} + ${rawRate('arcus_command_misses_total')})`,
-    `${longRate('arcus_command_hits')} / (${longRate('arcus_command_hits')} + ${longRate('arcus_command_misses')})`,
+    ratio(rawRate('arcus_command_hits_total', matchers), rawRate('arcus_command_misses_total', [])),
+    ratio(longRate('arcus_command_hits', matchers), longRate('arcus_command_misses', [])),
   );
 }
+
+/**
+ * Memory available over memory total per host exporter `instance`. Only the numerator carries
+ * the matchers: `/` keeps the instances found on both sides.
+ */
+export const memoryAvailable = (matchers: readonly string[]) =>
+  either(
+    `node_memory_MemAvailable_bytes${raw(...matchers)} / node_memory_MemTotal_bytes${raw()}`,
+    `instance:node_memory_available:ratio${long(...matchers)}`,
+  );
 
 /** Every query of a panel. */
 export interface PanelQuery {
