@@ -13,7 +13,7 @@ import { prefixes } from './dashboards/prefixes.js';
 import { serviceCode } from './dashboards/service-code.js';
 import { stack } from './dashboards/stack.js';
 
-export { QUERY_PROXY, SCHEMA_VERSION, TOPOLOGY } from './kit.js';
+export { ALL_VALUE, MAX_QUERY_LENGTH, QUERY_PROXY, SCHEMA_VERSION, TOPOLOGY } from './kit.js';
 export type { DashboardSpec } from './kit.js';
 
 export const DASHBOARDS: readonly DashboardSpec[] = [

@@ -40,6 +40,23 @@ export const SCHEMA_VERSION = 39;
 // ---------------------------------------------------------------------------------------------
 // Variables
 
+/**
+ * What "All" of a multi-value variable puts in, unescaped, instead of an alternation of every
+ * value: a query's length must not grow with the fleet (the stores refuse queries past
+ * `-search.maxQueryLen`). `.+`, not `.*`: every series a panel selects carries the variable's
+ * label (ensemble, service_code, node, instance, zk_host), and "any value" must keep excluding a
+ * series without it, as the alternation did; the topology provider reads it as any value too.
+ */
+export const ALL_VALUE = '.+';
+
+/**
+ * The longest query the dashboards send (characters of PromQL): what the stores must accept
+ * (`-search.maxQueryLen`, 16 KiB by default) and the query proxy's `max_query_length` of each store
+ * group. "All" keeps every query short; this is for many values selected one by one, the longest
+ * being the hosts dashboard with every one of 1,000 machines chosen (docs/dashboards.md).
+ */
+export const MAX_QUERY_LENGTH = 65_536;
+
 type VariableOptions = { label?: string; multi?: boolean; hide?: boolean; refreshOnTimeRange?: boolean };
 
 /** A template variable answered by the topology provider (the JSON datasource's string form). */
@@ -51,6 +68,7 @@ export function topologyVariable(name: string, query: string, options: VariableO
     .sort(VariableSort.Disabled)
     .multi(options.multi ?? false)
     .includeAll(options.multi ?? false);
+  if (options.multi) variable.allValue(ALL_VALUE);
   if (options.label) variable.label(options.label);
   if (options.hide) variable.hide(VariableHide.HideVariable);
   return variable;
@@ -109,16 +127,29 @@ export const memoryShortage = (matchers: readonly string[]) => gauge('arcus_sm_s
 
 /**
  * Hits over hits plus misses, summed by `by`: from the raw counters, or from the `level`'s
- * downsampled rates (`node:` or `service_code:`).
+ * downsampled rates (`node:` or `service_code:`). The misses are selected by store only: `+`
+ * pairs each chosen hits series with its misses twin (same labels) and drops the others, so the
+ * chosen values are written twice per half, not three times (a long selection stays shorter).
  */
 export function hitRatio(by: string, matchers: readonly string[], level: Level): string {
-  const rawRate = (counter: string) => `sum by (${by}) (rate(${counter}${raw(...matchers)}${RATE}))`;
-  const longRate = (series: string) => `sum by (${by}) (${level}:${series}:rate${long(...matchers)})`;
+  const ratio = (hits: string, misses: string) => `sum by (${by}) (${hits}) / sum by (${by}) (${hits} + ${misses})`;
+  const rawRate = (counter: string, m: readonly string[]) => `rate(${counter}${raw(...m)}${RATE})`;
+  const longRate = (series: string, m: readonly string[]) => `${level}:${series}:rate${long(...m)}`;
   return either(
-    `${rawRate('arcus_command_hits_total')} / (${rawRate('arcus_command_hits_total')} + ${rawRate('arcus_command_misses_total')})`,
-    `${longRate('arcus_command_hits')} / (${longRate('arcus_command_hits')} + ${longRate('arcus_command_misses')})`,
+    ratio(rawRate('arcus_command_hits_total', matchers), rawRate('arcus_command_misses_total', [])),
+    ratio(longRate('arcus_command_hits', matchers), longRate('arcus_command_misses', [])),
   );
 }
+
+/**
+ * Memory available over memory total per host exporter `instance`. Only the numerator carries
+ * the matchers: `/` keeps the instances found on both sides.
+ */
+export const memoryAvailable = (matchers: readonly string[]) =>
+  either(
+    `node_memory_MemAvailable_bytes${raw(...matchers)} / node_memory_MemTotal_bytes${raw()}`,
+    `instance:node_memory_available:ratio${long(...matchers)}`,
+  );
 
 /** Every query of a panel. */
 export interface PanelQuery {

@@ -6,6 +6,7 @@ import {
   gauge,
   hitRatio,
   long,
+  memoryAvailable,
   memoryShortage,
   nodeVariable,
   rate,
@@ -90,19 +91,7 @@ export const cacheNode: DashboardSpec = {
       ],
       { w: 6, unit: 'percentunit' },
     ),
-    timeseries(
-      'Memory available',
-      [
-        series(
-          either(
-            `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`,
-            `instance:node_memory_available:ratio${long(...HOST)}`,
-          ),
-          '{{instance}}',
-        ),
-      ],
-      { w: 6, unit: 'percentunit' },
-    ),
+    timeseries('Memory available', [series(memoryAvailable(HOST), '{{instance}}')], { w: 6, unit: 'percentunit' }),
     timeseries(
       'Load (1m)',
       [series(either(`node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`), '{{instance}}')],

@@ -3,6 +3,7 @@ import {
   either,
   ensembleVariable,
   long,
+  memoryAvailable,
   raw,
   row,
   series,
@@ -39,12 +40,7 @@ export const hosts: DashboardSpec = {
       `instance:node_cpu_busy:ratio${long(...HOST)}`,
       'percentunit',
     ),
-    host(
-      'Memory available',
-      `node_memory_MemAvailable_bytes${raw(...HOST)} / node_memory_MemTotal_bytes${raw(...HOST)}`,
-      `instance:node_memory_available:ratio${long(...HOST)}`,
-      'percentunit',
-    ),
+    timeseries('Memory available', [series(memoryAvailable(HOST), '{{instance}}')], { w: 8, unit: 'percentunit' }),
     host('Load (1m)', `node_load1${raw(...HOST)}`, `instance:node_load1:avg${long(...HOST)}`, 'short'),
     row('Disk and network'),
     timeseries(

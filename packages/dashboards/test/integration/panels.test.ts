@@ -7,6 +7,7 @@ import { startDemo, stopDemo } from '@cachemon/stack';
 import type { StackPorts } from '@cachemon/stack';
 import { builtDashboards, QUERY_PROXY, TOPOLOGY } from '../../src/index.js';
 import {
+  allOf,
   interpolatePromQL,
   interpolateTopology,
   panelQueries,
@@ -119,8 +120,8 @@ describe('every panel query of the shipped dashboards, against the demo', () => 
       for (const v of variablesOf(dashboard)) {
         const answer = await variable(interpolateTopology(variableQueryText(v), values), range);
         assert.ok(answer.length > 0, `${dashboard.title}: $${v.name} has no values`);
-        // All of a multi-value variable (its "All"), the first of a single-value one: what the dashboard opens with.
-        values.set(v.name, { values: v.multi ? answer : answer.slice(0, 1), multi: v.multi === true });
+        // "All" of a multi-value variable, the first value of a single-value one: what the dashboard opens with.
+        values.set(v.name, v.multi ? allOf(v, answer) : { values: answer.slice(0, 1), multi: false });
       }
       assert.deepEqual(
         [values.get('scrape')?.values, values.get('resolution')?.values],

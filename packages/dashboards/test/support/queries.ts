@@ -2,7 +2,7 @@
  * What the dashboard server does with a shipped dashboard's queries, for checking them without
  * it: every query of every panel, and variable values put in the way the dashboard server puts
  * them (Prometheus datasource: regex-escaped alternations inside PromQL strings; JSON datasource:
- * the `regex` format of its string queries).
+ * the `regex` format of its string queries; both: a custom all value as it is, unescaped).
  */
 import type { Dashboard, Panel, RowPanel, VariableModel } from '@grafana/grafana-foundation-sdk/dashboard';
 
@@ -75,6 +75,15 @@ const promEscape = (value: string) => value.replace(/\\/g, '\\\\').replace(/'/g,
 export interface VariableValue {
   readonly values: readonly string[];
   readonly multi: boolean;
+  /** "All" chosen: the variable's custom all value, which the dashboard server puts in unescaped. */
+  readonly allValue?: string;
+}
+
+/** "All" of a multi-value variable, as the dashboard opens: its custom all value, else every value. */
+export function allOf(variable: VariableModel, values: readonly string[]): VariableValue {
+  return variable.allValue
+    ? { values, multi: true, allValue: variable.allValue }
+    : { values, multi: variable.multi === true };
 }
 
 function replaceVariables(text: string, format: (name: string) => string | undefined): string {
@@ -89,6 +98,7 @@ export function interpolateTopology(text: string, variables: ReadonlyMap<string,
   return replaceVariables(text, (name) => {
     const v = variables.get(name);
     if (v === undefined) return undefined;
+    if (v.allValue !== undefined) return v.allValue;
     return v.values.length === 1 ? regexEscape(v.values[0]!) : `(${v.values.map(regexEscape).join('|')})`;
   });
 }
@@ -111,6 +121,7 @@ export function interpolatePromQL(
   return replaceVariables(withMacros, (name) => {
     const v = variables.get(name);
     if (v === undefined) return undefined;
+    if (v.allValue !== undefined) return v.allValue;
     if (!v.multi) return promEscape(v.values[0] ?? '');
     return v.values.length === 1 ? promRegexEscape(v.values[0]!) : `(${v.values.map(promRegexEscape).join('|')})`;
   });

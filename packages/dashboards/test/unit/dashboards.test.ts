@@ -4,7 +4,14 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { combiningProblem, loadQueryProxyConfig, planQuery } from '@cachemon/query-proxy';
-import { builtDashboards, QUERY_PROXY, renderDashboards, SCHEMA_VERSION, TOPOLOGY } from '../../src/index.js';
+import {
+  ALL_VALUE,
+  builtDashboards,
+  QUERY_PROXY,
+  renderDashboards,
+  SCHEMA_VERSION,
+  TOPOLOGY,
+} from '../../src/index.js';
 import {
   datasourceUids,
   interpolatePromQL,
@@ -123,6 +130,23 @@ describe('the shipped dashboards', () => {
     }
   });
 
+  it('give every "All" a custom all value matching any value of the label, so that no query grows with the fleet', () => {
+    let withAll = 0;
+    for (const d of dashboards) {
+      for (const v of variablesOf(d)) {
+        assert.equal(v.includeAll === true, v.multi === true, `${d.title}: $${v.name}: "All" exactly on multi-value`);
+        if (!v.includeAll) continue;
+        withAll++;
+        assert.equal(v.allValue, ALL_VALUE, `${d.title}: $${v.name}`);
+      }
+    }
+    assert.ok(withAll >= 5, 'multi-value variables');
+    // Any non-empty value, as a whole-value regex of PromQL and of the topology provider; not a missing label.
+    const any = new RegExp(`^(?:${ALL_VALUE})$`);
+    assert.ok(['svc-0001', '10.1.2.3:11211', 'cache-host-0001:9100'].every((value) => any.test(value)));
+    assert.equal(any.test(''), false);
+  });
+
   it('put variable values in as the dashboard server does', () => {
     const one = new Map<string, VariableValue>([['node', { values: ['10.0.0.1:11211'], multi: true }]]);
     const two = new Map<string, VariableValue>([['svc', { values: ['a.b', 'c'], multi: true }]]);
@@ -134,6 +158,9 @@ describe('the shipped dashboards', () => {
     );
     assert.equal(interpolatePromQL('up{svc=~"$svc"}', two, macros), 'up{svc=~"(a\\\\.b|c)"}');
     assert.equal(interpolatePromQL('up{scrape="$scrape"}', single, macros), 'up{scrape="short"}');
+    const all = new Map<string, VariableValue>([['svc', { values: ['a.b', 'c'], multi: true, allValue: '.+' }]]);
+    assert.equal(interpolatePromQL('up{svc=~"$svc"}', all, macros), 'up{svc=~".+"}');
+    assert.equal(interpolateTopology('nodes service_code=$svc', all), 'nodes service_code=.+');
     assert.equal(
       interpolateTopology('nodes service_code=$svc node=$node', new Map([...one, ...two])),
       'nodes service_code=(a\\.b|c) node=10\\.0\\.0\\.1:11211',
