@@ -28,6 +28,10 @@ export interface HttpServerOptions {
   readonly webConfigFile?: string;
   /** Largest accepted request body; default 1 MiB. */
   readonly bodyLimitBytes?: number;
+  /** How long a client may take to send its request's headers; default HEADERS_TIMEOUT_MS. */
+  readonly headersTimeoutMs?: number;
+  /** How long a client may take to send its whole request (not the answer's time); default REQUEST_TIMEOUT_MS. */
+  readonly requestTimeoutMs?: number;
   /** Resolves a listen address's host name (default: the system's resolver, as for any connection). */
   readonly resolveHost?: (host: string) => Promise<readonly LookupAddress[]>;
 }
@@ -57,6 +61,12 @@ export interface ErrorAnswer {
 }
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/**
+ * Every daemon's limits on a client sending its request: past them node answers 408 and closes the
+ * connection. The longest legitimate request is a 1 MiB body; answers (a slow scrape) are not timed.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
 /** How often close() sweeps connections that went idle after finishing their last request. */
 const CLOSE_SWEEP_MS = 50;
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -249,6 +259,10 @@ export function postWithoutBody(app: FastifyInstance, path: string, handler: Rou
 export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const { name, logger, webConfig } = options;
   const tls = webConfig?.tls;
+  const headersTimeoutMs = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  const requestTimeoutMs = Math.max(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, headersTimeoutMs);
+  // Node checks the timeouts every 30 s by default, which cut a slow client anywhere up to 30 s late.
+  const connectionsCheckingInterval = Math.max(10, Math.min(1000, headersTimeoutMs / 10));
   const app = Fastify({
     loggerInstance: logger,
     // A line per request at 5 s scrape intervals would drown what matters; errors are logged below.
@@ -262,8 +276,12 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     return503OnClosing: false,
     // Idle keep-alive sockets must not hold close() open; busy ones finish their request first.
     forceCloseConnections: 'idle',
-    ...(tls === undefined ? {} : { https: tlsContextOptions(tls) }),
+    requestTimeout: requestTimeoutMs,
+    ...(tls === undefined
+      ? { http: { connectionsCheckingInterval } }
+      : { https: { ...tlsContextOptions(tls), connectionsCheckingInterval } }),
   }) as unknown as FastifyInstance;
+  app.server.headersTimeout = headersTimeoutMs;
 
   let ready = false;
   let closing = false;

@@ -17,6 +17,8 @@ import {
 import type { ConfigFileIdentity, ConfigLocator, LoadedConfig } from '@cachemon/core';
 
 const DEFAULT_TIMEOUT = '5s';
+/** VictoriaMetrics' -search.maxQueryLen default: what a group's stores accept unless started with more. */
+export const DEFAULT_GROUP_MAX_QUERY_LENGTH = 16 * 1024;
 
 /**
  * A group's timeout in milliseconds: a Go duration as promxy reads it (`1.5s`, `1m30s`, `500ms`),
@@ -84,6 +86,7 @@ const groupSchema = z
       .regex(/^(\/[^\s?#]*)?$/, 'a path starting with /, without query or fragment')
       .optional(),
     timeout: timeoutSchema.optional(),
+    max_query_length: z.number().int('a whole number of characters').min(1, 'at least 1 character').optional(),
     query_params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
     labels: z.record(labelName, z.string()).optional(),
     label_filter: filterSchema.optional(),
@@ -104,6 +107,8 @@ export interface ServerGroup {
   /** Base URLs of the group's replicas: `<scheme>://<target><path_prefix>`, no trailing slash. */
   readonly targets: readonly string[];
   readonly timeoutMs: number;
+  /** Longest query the group's stores accept (their -search.maxQueryLen): a longer one is refused at once. */
+  readonly maxQueryLength: number;
   readonly queryParams: Readonly<Record<string, string>>;
   readonly labels: Readonly<Record<string, string>>;
   /** Label -> the values series of this group can have (its `labels` included); a label not listed is not filtered. */
@@ -191,6 +196,7 @@ export function parseQueryProxyConfig(source: string, raw: unknown, locate?: Con
       index,
       targets: group.static_configs.flatMap((c) => c.targets).map((t) => `${scheme}://${t}${prefix}`),
       timeoutMs: group.timeout ?? timeoutSchema.parse(DEFAULT_TIMEOUT),
+      maxQueryLength: group.max_query_length ?? DEFAULT_GROUP_MAX_QUERY_LENGTH,
       queryParams: group.query_params ?? {},
       labels,
       include,

@@ -3,6 +3,8 @@ export type { QueryProxyConfig, ServerGroup } from './config.js';
 export {
   combiningProblem,
   matchesForGroup,
+  MAX_NESTING_DEPTH,
+  nestingDepth,
   parseQuery,
   planMatches,
   planQuery,

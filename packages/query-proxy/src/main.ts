@@ -15,6 +15,7 @@ import {
 } from '@cachemon/core';
 import type { FlagSpec, LogLevel } from '@cachemon/core';
 import { loadQueryProxyConfig } from './config.js';
+import { DEFAULT_MAX_CONCURRENCY } from './query-gate.js';
 import { DEFAULT_MAX_QUERY_LENGTH, startQueryProxy } from './server.js';
 
 /** Where the proxy listens when neither --bind-addr nor PROXY_LISTEN_ADDRESS says. */
@@ -33,6 +34,11 @@ const FLAGS = {
     type: 'string',
     default: String(DEFAULT_MAX_QUERY_LENGTH),
     description: 'Longest query accepted, in characters; longer ones get a 400.',
+  },
+  'query.max-concurrency': {
+    type: 'string',
+    default: String(DEFAULT_MAX_CONCURRENCY),
+    description: 'Queries answered at once; as many more wait for a slot, past them a 503.',
   },
   'log.level': { type: 'string', default: 'info', description: `Log level: ${logLevels.join(', ')}.` },
   'log.file': {
@@ -63,6 +69,9 @@ async function main(argv: string[]): Promise<number> {
   const maxQueryLength = Number(values['query.max-length']);
   if (!/^\d+$/.test(values['query.max-length']) || maxQueryLength < 1)
     return refuse(`--query.max-length: "${values['query.max-length']}" is not a positive number of characters`);
+  const maxConcurrency = Number(values['query.max-concurrency']);
+  if (!/^\d+$/.test(values['query.max-concurrency']) || maxConcurrency < 1)
+    return refuse(`--query.max-concurrency: "${values['query.max-concurrency']}" is not a positive number of queries`);
   const listen = values['bind-addr'] ?? (process.env['PROXY_LISTEN_ADDRESS'] || DEFAULT_LISTEN_ADDRESS);
   const config = loadQueryProxyConfig(configFile);
   // Checked with the config (and by -check-config): a web config that would refuse the start.
@@ -85,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
     listen,
     loadConfig: () => loadQueryProxyConfig(configFile),
     maxQueryLength,
+    maxConcurrency,
     processMetrics: () => processMetrics.metrics(),
     ...(webConfig ? { webConfig, webConfigFile: values['web.config.file'] } : {}),
   });

@@ -14,6 +14,8 @@ import { Registry } from 'prom-client';
 import { ApiError, apiErrorHandler, errorBody, JSON_TYPE } from './api-answers.js';
 import type { QueryProxyConfig } from './config.js';
 import { Forwarder } from './forward.js';
+import { ParsePool } from './parse-pool.js';
+import { DEFAULT_MAX_CONCURRENCY, QueryGate } from './query-gate.js';
 import { installApiRoutes } from './routes/api.js';
 import { installUiRoutes } from './routes/ui.js';
 import { ProxyMetrics } from './self-metrics.js';
@@ -36,6 +38,8 @@ export interface QueryProxyOptions {
   readonly webConfigFile?: string;
   readonly bodyLimitBytes?: number;
   readonly maxQueryLength?: number;
+  /** Queries answered at once (--query.max-concurrency). */
+  readonly maxConcurrency?: number;
   /** The process_* and nodejs_* metrics, appended to GET /metrics. */
   readonly processMetrics?: () => Promise<string>;
 }
@@ -62,6 +66,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   const registry = new Registry();
   const metrics = new ProxyMetrics(registry, () => config, options.version);
   const upstreams = new Upstreams();
+  const parser = new ParsePool();
   let closing = false;
 
   const server = await createHttpServer({
@@ -86,6 +91,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     forwarder: new Forwarder(upstreams, metrics, logger, () => closing),
     metrics,
     maxQueryLength,
+    parser,
+    gate: new QueryGate(options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY),
     version: options.version,
     errorHandler: apiErrorHandler(bodyLimitBytes),
   });
@@ -118,6 +125,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     bound = await server.listen(options.listen);
   } catch (err) {
     await upstreams.close();
+    await parser.close();
     throw err;
   }
   server.setReady(true);
@@ -139,6 +147,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       closing = true;
       await server.close();
       await upstreams.close();
+      await parser.close();
     },
   };
 }

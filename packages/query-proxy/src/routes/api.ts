@@ -6,16 +6,18 @@ import type { QueryProxyConfig, ServerGroup } from '../config.js';
 import type { Forwarder } from '../forward.js';
 import { mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from '../merge.js';
 import type { GroupAnswer, Merged } from '../merge.js';
+import type { ParsePool } from '../parse-pool.js';
 import {
   combiningProblem,
   matchesForGroup,
-  parseQuery,
+  nestingError,
   planMatches,
   planQuery,
   PromQLParseError,
   queryForGroup,
 } from '../planner.js';
 import type { Plan, RouteDecision } from '../planner.js';
+import type { QueryGate } from '../query-gate.js';
 import type { ProxyMetrics } from '../self-metrics.js';
 import type { UpstreamRequest } from '../upstream.js';
 
@@ -29,6 +31,8 @@ interface ApiRoutesOptions {
   readonly forwarder: Forwarder;
   readonly metrics: ProxyMetrics;
   readonly maxQueryLength: number;
+  readonly parser: ParsePool;
+  readonly gate: QueryGate;
   /** The proxy's version, for /api/v1/status/buildinfo. */
   readonly version: string;
   readonly errorHandler: ReturnType<typeof apiErrorHandler>;
@@ -79,33 +83,57 @@ const labelName = (request: FastifyRequest) => (request.params as { name: string
 /** Installs /api/v1/*: GET and POST (form-encoded) alike. */
 /** Returns clearPlans: forgets the plans made for the config before (after a reload). */
 export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions): { clearPlans(): void } {
-  const { config, forwarder, metrics, maxQueryLength } = options;
+  const { config, forwarder, metrics, maxQueryLength, parser, gate } = options;
   const plans = new Map<string, Plan>();
 
-  const plan = (query: string): Plan => {
-    let cached = plans.get(query);
-    if (cached === undefined) {
-      cached = planQuery(parseQuery(query), config().groups);
-      if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value!);
-      plans.set(query, cached);
+  const plan = async (query: string): Promise<Plan> => {
+    const cached = plans.get(query);
+    if (cached !== undefined) return cached;
+    const groups = config().groups;
+    const made = planQuery(await parser.parse(query), groups);
+    // A reload meanwhile cleared the plans: this one, made for the groups before, is not kept.
+    if (config().groups !== groups) return made;
+    if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value!);
+    plans.set(query, made);
+    return made;
+  };
+
+  /** A query too long for the proxy or for every group is refused before any work is spent on it. */
+  const tooLong = (query: string, groups: readonly ServerGroup[]): ApiError | undefined => {
+    const said = `invalid parameter "query": the query is ${query.length} characters long`;
+    if (query.length > maxQueryLength)
+      return new ApiError('bad_data', `${said}; the proxy accepts at most ${maxQueryLength} (--query.max-length)`);
+    const longest = Math.max(...groups.map((g) => g.maxQueryLength));
+    if (query.length > longest) {
+      return new ApiError('bad_data', `${said}; the server groups accept at most ${longest} (max_query_length)`);
     }
-    return cached;
+    return undefined;
+  };
+  /** After planning: the query is longer than a group it goes to accepts, which would refuse it. */
+  const tooLongFor = (query: string, groups: readonly ServerGroup[]): ApiError | undefined => {
+    const short = groups.find((g) => query.length > g.maxQueryLength);
+    return short === undefined
+      ? undefined
+      : new ApiError(
+          'bad_data',
+          `invalid parameter "query": the query is ${query.length} characters long; ${short.name} accepts at most ${short.maxQueryLength} (max_query_length)`,
+        );
   };
 
   /**
    * Routes a request: a bad query or parameter is a 400 (`param` names it), counted as `invalid`;
    * a decision is counted, said in X-Cachemon-Route, and the answer timed when it is complete.
    */
-  const routed = <T extends { decision: RouteDecision }>(
+  const routed = async <T extends { decision: RouteDecision }>(
     reply: FastifyReply,
     endpoint: Endpoint,
     param: string,
-    decide: () => T,
-  ): T => {
+    decide: () => T | Promise<T>,
+  ): Promise<T> => {
     const started = performance.now();
     let result: T;
     try {
-      result = decide();
+      result = await decide();
     } catch (err) {
       metrics.requests.inc({ endpoint, decision: 'invalid' });
       if (err instanceof PromQLParseError)
@@ -120,16 +148,17 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
 
   const queryHandler = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
     const { search, body, params } = requestParams(request);
-    const planned = routed(reply, endpoint, 'query', () => {
+    const planned = await routed(reply, endpoint, 'query', async () => {
       const query = params.get('query');
       if (query === null) throw new ApiError('bad_data', 'invalid parameter "query": the parameter is missing');
-      if (query.length > maxQueryLength) {
-        throw new ApiError(
-          'bad_data',
-          `invalid parameter "query": the query is ${query.length} characters long; the proxy accepts at most ${maxQueryLength} (-query.max-length)`,
-        );
-      }
-      return plan(query);
+      const groups = config().groups;
+      const refused = tooLong(query, groups) ?? nestingError(query);
+      if (refused) throw refused;
+      await gate.enter(reply.raw, Math.max(...groups.map((g) => g.timeoutMs)));
+      const made = await plan(query);
+      const short = tooLongFor(query, made.groups);
+      if (short) throw short;
+      return made;
     });
     const empty = emptyResult(endpoint, planned.parsed);
     if (planned.decision === 'none') return forwarder.success(reply, endpoint, empty, []);
@@ -167,7 +196,7 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     ) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
       const { search, body, params } = requestParams(request);
-      const route = routed(reply, endpoint, 'match[]', () => {
+      const route = await routed(reply, endpoint, 'match[]', () => {
         const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
         if (endpoint === 'series' && matches.length === 0)
           throw new ApiError('bad_data', 'no match[] parameter provided');

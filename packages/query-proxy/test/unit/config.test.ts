@@ -92,6 +92,28 @@ describe('promxy.yml', () => {
     );
   });
 
+  it("reads a group's max_query_length, 16384 by default as VictoriaMetrics' -search.maxQueryLen", () => {
+    const config = parseQueryProxyConfig('promxy.yml', {
+      promxy: {
+        server_groups: [
+          { static_configs: [{ targets: ['a:1'] }] },
+          { static_configs: [{ targets: ['b:1'] }], max_query_length: 65536 },
+        ],
+      },
+    });
+    assert.deepEqual(
+      config.groups.map((g) => g.maxQueryLength),
+      [16384, 65536],
+    );
+    for (const bad of [0, 1.5, '16k']) {
+      assert.match(
+        refused({ promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], max_query_length: bad }] } }),
+        /server_groups\[0\]\.max_query_length: /,
+        String(bad),
+      );
+    }
+  });
+
   it('names the promxy settings it does not implement, once per load, and where that work is done here', () => {
     const config = parseQueryProxyConfig('promxy.yml', {
       global: { evaluation_interval: '5s' },

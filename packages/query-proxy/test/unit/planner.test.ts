@@ -4,6 +4,8 @@ import { seededRandom } from '@cachemon/testkit';
 import {
   combiningProblem,
   matchesForGroup,
+  MAX_NESTING_DEPTH,
+  nestingDepth,
   parseQuery,
   parseQueryProxyConfig,
   planMatches,
@@ -187,18 +189,34 @@ describe('planQuery', () => {
   });
 
   it('a query the proxy cannot read for its depth goes to every group, with a warning', () => {
-    const plan = planQuery(`${'('.repeat(30_000)}up${')'.repeat(30_000)}`, config.groups);
+    // Unary minus nests without brackets: bounded by the length only.
+    const deep = `${'-'.repeat(9000)}up`;
+    const plan = planQuery(deep, config.groups);
     assert.equal(plan.decision, 'several');
     assert.deepEqual(plan.groups, config.groups);
     assert.match(
       plan.warning!,
       /^the proxy could not read the query \(it is nested too deeply for the proxy to read\); it was sent to every server group/,
     );
-    assert.equal(
-      planQuery(`${'('.repeat(30_000)}up${')'.repeat(30_000)}`, [short]).warning,
-      undefined,
-      'one group: exact',
+    assert.equal(planQuery(deep, [short]).warning, undefined, 'one group: exact');
+  });
+
+  it('brackets nested deeper than the limit are refused by a scan, before any parse', () => {
+    const deep = `${'('.repeat(131_072)}up${')'.repeat(131_072)}`;
+    const started = performance.now();
+    assert.throws(
+      () => parseQuery(deep),
+      (err: unknown) =>
+        err instanceof PromQLParseError &&
+        err.message ===
+          `1:1: parse error: brackets nested more than ${MAX_NESTING_DEPTH} deep; the proxy reads at most ${MAX_NESTING_DEPTH} levels`,
     );
+    // The scan stops at the limit: microseconds; 50 ms leaves room for a busy machine.
+    assert.ok(performance.now() - started < 50, `${performance.now() - started} ms`);
+    const deepest = `${'('.repeat(MAX_NESTING_DEPTH - 1)}up{a="((("}${')'.repeat(MAX_NESTING_DEPTH - 1)}`;
+    assert.equal(nestingDepth(deepest), MAX_NESTING_DEPTH, 'brackets in strings do not count');
+    assert.equal(parseQuery(deepest).selectors.length, 1);
+    assert.equal(nestingDepth('up # ((((\n + x'), 0, 'nor in comments');
   });
 
   it('a query without selectors goes to the first group', () => {
