@@ -32,7 +32,7 @@ start_role() {
     return 1
   fi
   # Only the file's values count: unset what a previous role or the caller's environment set.
-  unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_LOG_LEVEL
+  unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_SEARCH_MAX_QUERY_LEN TS_LOG_LEVEL
   TS_EXTRA_FLAGS=$CALLER_EXTRA_FLAGS
   # shellcheck disable=SC1090
   . "$env_file"
@@ -52,6 +52,10 @@ start_role() {
     echo "store $role: $env_file: TS_RETENTION_PERIOD=$TS_RETENTION_PERIOD: at least 24h" >&2
     return 1
   fi
+  if [ -n "${TS_SEARCH_MAX_QUERY_LEN:-}" ] && ! [[ "$TS_SEARCH_MAX_QUERY_LEN" =~ ^[1-9][0-9]*$ ]]; then
+    echo "store $role: $env_file: TS_SEARCH_MAX_QUERY_LEN=$TS_SEARCH_MAX_QUERY_LEN: a whole number of characters (e.g. 65536)" >&2
+    return 1
+  fi
   case "$TS_LOG_LEVEL" in INFO | WARN | ERROR | FATAL | PANIC) ;; *)
     echo "store $role: $env_file: TS_LOG_LEVEL=$TS_LOG_LEVEL: one of INFO, WARN, ERROR, FATAL, PANIC" >&2
     return 1
@@ -64,6 +68,8 @@ start_role() {
     -storageDataPath="$(abs "$TS_STORAGE_DATA_PATH")"
     -loggerLevel="$TS_LOG_LEVEL"
   )
+  # Unset: the store's own default (16 KiB).
+  [ -z "${TS_SEARCH_MAX_QUERY_LEN:-}" ] || flags+=(-search.maxQueryLen="$TS_SEARCH_MAX_QUERY_LEN")
   if [ -n "${TS_PROMSCRAPE_CONFIG:-}" ]; then
     local scrape
     scrape=$(abs "$TS_PROMSCRAPE_CONFIG")

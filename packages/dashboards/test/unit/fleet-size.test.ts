@@ -1,5 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { STACK_DIR } from '@cachemon/stack';
 import { builtDashboards, MAX_QUERY_LENGTH, QUERY_PROXY } from '../../src/index.js';
 import { fleetVariables } from '../support/fleet.js';
 import type { Selection } from '../support/fleet.js';
@@ -57,5 +60,22 @@ describe('the dashboards at fleet size (2,000 nodes, 500 service codes, 1,000 ho
         assert.equal(put(fleet), put(one), `${d.title} / ${q.panel}`);
       }
     }
+  });
+
+  it("is what the shipped stores and the query proxy's store groups are set to accept", () => {
+    for (const role of ['short', 'long']) {
+      const env = readFileSync(`${STACK_DIR}/short_term_store/${role}.env`, 'utf8');
+      assert.match(env, new RegExp(`^TS_SEARCH_MAX_QUERY_LEN=${MAX_QUERY_LENGTH}$`, 'm'), `${role}.env`);
+    }
+    const groups = (
+      parse(readFileSync(`${STACK_DIR}/query_proxy/conf/promxy.yml`, 'utf8')) as {
+        promxy: { server_groups: Array<{ max_query_length?: number }> };
+      }
+    ).promxy.server_groups;
+    assert.deepEqual(
+      groups.map((g) => g.max_query_length),
+      groups.map(() => MAX_QUERY_LENGTH),
+      'promxy.yml max_query_length of each group',
+    );
   });
 });

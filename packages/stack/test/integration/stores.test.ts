@@ -34,6 +34,7 @@ describe('the stores as shipped', () => {
       TS_STORAGE_DATA_PATH: 'data/short',
       TS_PROMSCRAPE_CONFIG: 'conf/scrape.yml',
       TS_STREAMAGGR_CONFIG: 'conf/streamaggr.yml',
+      TS_SEARCH_MAX_QUERY_LEN: '65536',
       TS_LOG_LEVEL: 'INFO',
     });
     assert.deepEqual(readEnv(`${STACK_DIR}/short_term_store/long.env`), {
@@ -42,6 +43,7 @@ describe('the stores as shipped', () => {
       TS_STORAGE_DATA_PATH: 'data/long',
       TS_PROMSCRAPE_CONFIG: '',
       TS_STREAMAGGR_CONFIG: '',
+      TS_SEARCH_MAX_QUERY_LEN: '65536',
       TS_LOG_LEVEL: 'INFO',
     });
   });
@@ -128,6 +130,8 @@ describe('short_term_store start.sh / stop.sh', () => {
         'utf8',
       ).split('\0');
     assert.ok(args('short').includes('-search.latencyOffset=1s'), args('short').join(' '));
+    for (const role of ['short', 'long'])
+      assert.ok(args(role).includes('-search.maxQueryLen=65536'), args(role).join(' '));
     assert.ok(!args('long').some((arg) => arg.startsWith('-search.latencyOffset')), args('long').join(' '));
 
     const target = `127.0.0.1:${exporterPort}`;
@@ -199,6 +203,11 @@ describe('short_term_store start.sh / stop.sh', () => {
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /TS_RETENTION_PERIOD=30m: a number with unit y, w, d or h/);
     tree.edit('short_term_store/long.env', 'TS_RETENTION_PERIOD=30m', 'TS_RETENTION_PERIOD=2y');
+    tree.edit('short_term_store/long.env', 'TS_SEARCH_MAX_QUERY_LEN=65536', 'TS_SEARCH_MAX_QUERY_LEN=64k');
+    const badLength = tree.run('short_term_store', 'start.sh', ['long']);
+    assert.equal(badLength.status, 1);
+    assert.match(badLength.stderr, /long\.env: TS_SEARCH_MAX_QUERY_LEN=64k: a whole number of characters/);
+    tree.edit('short_term_store/long.env', 'TS_SEARCH_MAX_QUERY_LEN=64k', 'TS_SEARCH_MAX_QUERY_LEN=65536');
     assert.equal(tree.run('short_term_store', 'start.sh', ['long']).status, 0);
     assert.equal(tree.run('short_term_store', 'start.sh', ['medium']).status, 2);
   });
