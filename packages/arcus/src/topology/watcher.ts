@@ -23,15 +23,27 @@ export interface TopologyWatcherOptions {
   readonly debounceMs?: number;
   readonly logger?: WatcherLogger;
   readonly resolver?: Resolver;
+  /** The clock of updatedAt and aliveUntil (default Date.now). */
+  readonly now?: () => number;
 }
 
 export interface WatcherState {
-  /** Has a ZooKeeper session right now. */
+  /**
+   * Has a ZooKeeper session right now. A server that stops answering (hung, its TCP connection
+   * open) is dropped when a ping goes unanswered for a third of the session timeout: this turns
+   * false at most two thirds of the negotiated session timeout after the server last said anything.
+   */
   readonly connected: boolean;
   /** The first full read of the ensemble finished. */
   readonly synced: boolean;
-  /** Date.now() of the last topology update; 0 before the first. */
+  /** When the topology was last read (options.now); 0 before the first. */
   readonly updatedAt: number;
+  /**
+   * While not connected: when the lost connection was last known to stand (options.now). That is
+   * the moment it closed, or, when a request was waiting for an answer then (a server that stopped
+   * answering, or was dropped for it), the server's last reply. 0 until a connection is lost.
+   */
+  readonly aliveUntil: number;
   /** Sessions that expired or were given up, and were re-created. */
   readonly sessionExpirations: number;
   /** The addresses the client connects to. */
@@ -56,35 +68,125 @@ interface ConnectionManagerInternals {
   connectTimeoutHandler?: NodeJS.Timeout;
   /** The start of a frame whose rest has not arrived yet. */
   pendingBuffer: Buffer | null;
+  /** A third of the session timeout: the client pings after this long without traffic. */
+  pingTimeout: number;
   findNextServer(callback: (server: unknown) => void): void;
   onSocketClosed(hadError: boolean): void;
+  /** The socket is up: the connect request is written. */
+  onSocketConnected(): void;
+  /** Bytes from the server. */
+  onSocketData(buffer: Buffer): void;
+  /** No traffic for pingTimeout: a ping is queued (when connected). */
+  onSocketTimeout(): void;
 }
+const PATCHED_METHODS = [
+  'findNextServer',
+  'onSocketClosed',
+  'onSocketConnected',
+  'onSocketData',
+  'onSocketTimeout',
+] as const;
 const STATE_CLOSING = -1;
+const STATE_CONNECTED = 2;
+const STATE_CONNECTED_READ_ONLY = 3;
 const internals = (client: ZkClient) =>
   (client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager;
 /** Clients whose reconnecting has been stopped. */
 const stoppedClients = new WeakSet<ZkClient>();
 
+/** What a client's server answered, as the watcher needs it. */
+interface Replies {
+  /** When the server last sent anything (performance.now(): silences are durations, whatever the clock does). */
+  lastAt: number;
+  /** Since when a ping or the connect request waits for its answer (performance.now()); undefined when none does. */
+  awaitedSince: number | undefined;
+  /** Set as the socket closes: when that connection was last known to stand (WatcherState.aliveUntil, the watcher's clock). */
+  aliveUntil: number;
+}
+
+interface ClientHooks {
+  readonly now: () => number;
+  /** A server left a ping or the connect request unanswered for a third of the session timeout; its socket is dropped next. */
+  readonly onSilent: (client: ZkClient, fields: { silentMs: number; connected: boolean }) => void;
+}
+
 /**
  * A client whose reconnect loop can be stopped (close() cannot reach the timer that picks the next
- * server), and that drops a half-received frame when its socket closes: otherwise the next
- * session's answer is read as the rest of the old frame and the client hangs.
+ * server), that drops a half-received frame when its socket closes (otherwise the next session's
+ * answer is read as the rest of the old frame and the client hangs), and that drops a connection
+ * whose server stops answering. The client pings after a third of the session timeout without
+ * traffic but never times the answer out: a server that hangs with its TCP connection open (a
+ * stopped process, a stuck JVM) would keep it "connected" forever, and leave it waiting forever
+ * for the answer to a connect request. An answer not there a third of the session timeout later
+ * closes the socket, as the ZooKeeper Java client's read timeout (two thirds of the session
+ * timeout without a reply) does; the client then reconnects (to the next server) as after any
+ * connection loss.
  */
-function createStoppableClient(connectString: string, options: Partial<zookeeper.Option>): ZkClient {
+function createStoppableClient(
+  connectString: string,
+  options: Partial<zookeeper.Option>,
+  hooks: ClientHooks,
+): { client: ZkClient; replies: Replies } {
   const client = zookeeper.createClient(connectString, options);
   const manager = internals(client);
+  const missing: string[] = PATCHED_METHODS.filter((name) => typeof manager?.[name] !== 'function');
+  if (typeof manager?.pingTimeout !== 'number') missing.push('pingTimeout');
+  if (missing.length > 0)
+    throw new Error(
+      `node-zookeeper-client's connection manager lacks ${missing.join(', ')}: the topology watcher is written against 1.1.3`,
+    );
+  const replies: Replies = { lastAt: 0, awaitedSince: undefined, aliveUntil: 0 };
+  // Each socket binds these handlers when it is made (and the ping timer re-binds onSocketTimeout
+  // each time), so the patched ones are what every socket of the client calls.
   const findNextServer = manager.findNextServer.bind(manager);
   manager.findNextServer = (callback) =>
     findNextServer((server) => {
       if (!stoppedClients.has(client)) callback(server);
     });
-  // Each socket binds onSocketClosed when it is made, so this is what every socket of the client calls.
   const onSocketClosed = manager.onSocketClosed.bind(manager);
   manager.onSocketClosed = (hadError) => {
     manager.pendingBuffer = null;
+    replies.aliveUntil =
+      replies.awaitedSince === undefined ? hooks.now() : hooks.now() - (performance.now() - replies.lastAt);
+    replies.awaitedSince = undefined;
     onSocketClosed(hadError);
   };
-  return client;
+  const onSocketData = manager.onSocketData.bind(manager);
+  manager.onSocketData = (buffer) => {
+    replies.lastAt = performance.now();
+    replies.awaitedSince = undefined;
+    onSocketData(buffer);
+  };
+  const awaitAnswer = () => {
+    if (replies.awaitedSince !== undefined) return;
+    const since = (replies.awaitedSince = performance.now());
+    const socket = manager.socket;
+    const timeoutMs = manager.pingTimeout;
+    const timer = setTimeout(() => {
+      // Decided after the next poll phase: an answer that came while this process was too busy to
+      // read it has been read by then, and is not taken for silence.
+      setImmediate(() => {
+        if (replies.awaitedSince !== since || manager.socket !== socket || socket === undefined) return;
+        const connected = manager.state === STATE_CONNECTED || manager.state === STATE_CONNECTED_READ_ONLY;
+        // Connected, the server has said nothing since its last reply; connecting, since the request.
+        const silentMs = Math.round(performance.now() - (connected ? replies.lastAt : since));
+        hooks.onSilent(client, { silentMs, connected });
+        socket.destroy();
+      });
+    }, timeoutMs);
+    timer.unref();
+  };
+  const onSocketConnected = manager.onSocketConnected.bind(manager);
+  manager.onSocketConnected = () => {
+    onSocketConnected();
+    awaitAnswer();
+  };
+  const onSocketTimeout = manager.onSocketTimeout.bind(manager);
+  manager.onSocketTimeout = () => {
+    onSocketTimeout();
+    if (manager.state === STATE_CONNECTED || manager.state === STATE_CONNECTED_READ_ONLY) awaitAnswer();
+  };
+  return { client, replies };
 }
 
 /**
@@ -140,6 +242,7 @@ export class TopologyWatcher extends EventEmitter {
     connected: false,
     synced: false,
     updatedAt: 0,
+    aliveUntil: 0,
     sessionExpirations: 0,
     addresses: [],
   };
@@ -149,10 +252,12 @@ export class TopologyWatcher extends EventEmitter {
   /** One watch function per watched path (watchOf). */
   private readonly watches = new Map<string, () => void>();
   private requests = 0;
+  private readonly now: () => number;
 
   constructor(options: TopologyWatcherOptions) {
     super();
     this.options = options;
+    this.now = options.now ?? Date.now;
     this.serviceCodeFilter = options.serviceCodes ? new Set(options.serviceCodes) : undefined;
   }
 
@@ -233,11 +338,11 @@ export class TopologyWatcher extends EventEmitter {
     this.unresolvedLogged = unresolvedKey;
     if (this.closed) return;
     this.setState({ addresses });
-    const client = createStoppableClient(addresses.join(','), {
-      sessionTimeout: this.options.sessionTimeoutMs ?? 15_000,
-      spinDelay: 1000,
-      retries: 0,
-    });
+    const { client, replies } = createStoppableClient(
+      addresses.join(','),
+      { sessionTimeout: this.options.sessionTimeoutMs ?? 15_000, spinDelay: 1000, retries: 0 },
+      { now: this.now, onSilent: (silent, fields) => this.serverSilent(silent, fields) },
+    );
     this.client = client;
     // Giving up on a client that had a session ends that session.
     let hadSession = false;
@@ -251,7 +356,7 @@ export class TopologyWatcher extends EventEmitter {
         this.scan(client);
       } else if (state === zookeeper.State.DISCONNECTED) {
         this.options.logger?.warn({ addresses }, 'ZooKeeper connection lost; keeping the last topology');
-        this.setState({ connected: false });
+        this.setState({ connected: false, aliveUntil: replies.aliveUntil });
         this.replaceUnlessReconnected(client, hadSession);
       } else if (state === zookeeper.State.EXPIRED) {
         this.options.logger?.warn({ addresses }, 'ZooKeeper session expired; reconnecting with a new session');
@@ -261,6 +366,14 @@ export class TopologyWatcher extends EventEmitter {
     });
     this.replaceUnlessReconnected(client, false);
     client.connect();
+  }
+
+  private serverSilent(client: ZkClient, fields: { silentMs: number; connected: boolean }): void {
+    if (this.client !== client || this.closed) return;
+    const details = { addresses: this.stateValue.addresses, ...fields };
+    if (fields.connected)
+      this.options.logger?.warn(details, 'ZooKeeper server stopped answering; dropping the connection');
+    else this.options.logger?.debug(details, 'ZooKeeper server did not answer the connect request; trying again');
   }
 
   /**
@@ -460,7 +573,7 @@ export class TopologyWatcher extends EventEmitter {
     // The first topology waits for the lookup, or those nodes' series would start under hostname="".
     if (firstSync && this.joinLogReading) return;
     this.topologyValue = topology;
-    this.setState({ synced: true, updatedAt: Date.now() });
+    this.setState({ synced: true, updatedAt: this.now() });
     this.emit('topology', this.topologyValue);
     if (firstSync) {
       for (const waiter of this.syncedWaiters.splice(0)) waiter.done();
