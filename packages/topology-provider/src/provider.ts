@@ -87,16 +87,26 @@ export class TopologyProvider {
     connected: boolean;
     synced: boolean;
     updatedAt: number;
+    /** EnsembleView.confirmedAt, now while current. */
+    confirmedAt: number;
     sessionExpirations: number;
     requests: number;
     problems: number;
   }> {
-    return [...this.runtimes.values()].map((r) => ({
-      name: r.config.name,
-      ...r.watcher.state,
-      requests: r.requestsBefore + r.watcher.zookeeperRequests,
-      problems: r.watcher.topology.problems.length,
-    }));
+    const now = this.now();
+    return [...this.runtimes.values()].map((r) => {
+      const state = r.watcher.state;
+      return {
+        name: r.config.name,
+        connected: state.connected,
+        synced: state.synced,
+        updatedAt: state.updatedAt,
+        confirmedAt: !state.synced ? 0 : state.connected ? now : r.confirmedAt,
+        sessionExpirations: state.sessionExpirations,
+        requests: r.requestsBefore + r.watcher.zookeeperRequests,
+        problems: r.watcher.topology.problems.length,
+      };
+    });
   }
 
   get hostnameLookups(): { readonly ok: number; readonly failed: number } {
@@ -183,15 +193,19 @@ export class TopologyProvider {
       ...(this.options.zkSessionTimeoutMs ? { sessionTimeoutMs: this.options.zkSessionTimeoutMs } : {}),
       ...(this.options.debounceMs !== undefined ? { debounceMs: this.options.debounceMs } : {}),
       ...(this.options.resolver ? { resolver: this.options.resolver } : {}),
+      now: this.now,
     });
     const runtime: EnsembleRuntime = { config: ensemble, watcher, view: undefined, requestsBefore, confirmedAt: 0 };
     let wasStale = false;
     let wasConnected = false;
     watcher.on('state', (state: TopologyWatcher['state']) => {
       if (this.runtimes.get(ensemble.name) !== runtime) return;
-      // Up to the moment the session is lost its watches stood: the topology was confirmed then,
-      // however long ago it last changed.
-      if (state.connected || wasConnected) runtime.confirmedAt = this.now();
+      // While the session stands its watches do: the topology is confirmed, however long ago it
+      // last changed. Once lost, it was confirmed as long as the connection was known to stand:
+      // up to its close, or up to the last reply of a server that stopped answering (dropped for
+      // it within two thirds of the session timeout).
+      if (state.connected) runtime.confirmedAt = this.now();
+      else if (wasConnected) runtime.confirmedAt = state.aliveUntil;
       wasConnected = state.connected;
       const stale = state.synced && !state.connected;
       if (stale && !wasStale)
@@ -209,7 +223,8 @@ export class TopologyProvider {
         { serviceCodes: topology.serviceCodes.length, live, down: topology.nodes.length - live },
         'topology updated',
       );
-      runtime.confirmedAt = this.now();
+      // A publish just after a loss holds reads made before it: confirmed up to the loss only.
+      if (runtime.watcher.state.connected) runtime.confirmedAt = this.now();
       runtime.view = undefined;
       this.fleetValue = undefined;
       this.history.record((runtime.view = this.buildView(runtime)), this.now());

@@ -62,13 +62,18 @@ export class ProviderMetrics {
     );
     perEnsemble(
       'cachemon_topology_last_update_timestamp_seconds',
-      "When the ensemble's topology was last read; 0 before the first read.",
+      "When the ensemble's topology was last read: at each change, and once more after each reconnect; 0 before the first read.",
       (s) => s.updatedAt / 1000,
     );
     perEnsemble(
+      'cachemon_topology_last_confirmed_timestamp_seconds',
+      "When ZooKeeper last confirmed the ensemble's topology: now while its session is up (the watches stand), else the last moment the lost connection was known to stand; 0 before the first read.",
+      (s) => s.confirmedAt / 1000,
+    );
+    perEnsemble(
       'cachemon_topology_age_seconds',
-      "Seconds since the ensemble's topology was last read (it is re-read on every change, so a large age on a connected ensemble only means nothing changed); -1 before the first read.",
-      (s) => (s.updatedAt === 0 ? -1 : (now() - s.updatedAt) / 1000),
+      "Seconds since ZooKeeper last confirmed the ensemble's topology: 0 while its session is up, however long ago the topology changed; once the session is lost, counted from the last moment the connection was known to stand; -1 before the first read.",
+      (s) => (s.synced ? Math.max(0, now() - s.confirmedAt) / 1000 : -1),
     );
     perEnsemble(
       'cachemon_zookeeper_requests_total',

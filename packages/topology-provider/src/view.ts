@@ -22,7 +22,8 @@ export interface EnsembleView {
   readonly updatedAt: number;
   /**
    * When ZooKeeper last confirmed the topology: a read, or the session up with its watches set
-   * (nothing changed). While current that is now; once stale, the moment the session was lost.
+   * (nothing changed). While current that is now; once stale, when the lost connection was last
+   * known to stand: the moment it closed, or the last reply of a server that stopped answering.
    * 0 before the first read.
    */
   readonly confirmedAt: number;

@@ -37,6 +37,8 @@ export async function startHarness(
     resolver?: Resolver;
     now?: () => number;
     resolveIntervalMs?: number;
+    /** Default 4 s. */
+    zkSessionTimeoutMs?: number;
     webConfig?: WebConfig;
     webConfigFile?: string;
   } = {},
