@@ -32,6 +32,11 @@ export interface HttpServerOptions {
   readonly headersTimeoutMs?: number;
   /** How long a client may take to send its whole request (not the answer's time); default REQUEST_TIMEOUT_MS. */
   readonly requestTimeoutMs?: number;
+  /**
+   * Whether request.query is filled in (default true). A daemon that reads its request's URL itself
+   * turns it off, so a long query string is not decoded before its routes have judged its length.
+   */
+  readonly parseQueryString?: boolean;
   /** Resolves a listen address's host name (default: the system's resolver, as for any connection). */
   readonly resolveHost?: (host: string) => Promise<readonly LookupAddress[]>;
 }
@@ -277,6 +282,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     // Idle keep-alive sockets must not hold close() open; busy ones finish their request first.
     forceCloseConnections: 'idle',
     requestTimeout: requestTimeoutMs,
+    ...(options.parseQueryString === false ? { routerOptions: { querystringParser: () => ({}) } } : {}),
     ...(tls === undefined
       ? { http: { connectionsCheckingInterval } }
       : { https: { ...tlsContextOptions(tls), connectionsCheckingInterval } }),

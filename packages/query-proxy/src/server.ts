@@ -73,6 +73,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     name: 'query proxy',
     logger,
     bodyLimitBytes,
+    // The API reads its parameters from the URL itself, once their raw length has been judged.
+    parseQueryString: false,
     ...(options.webConfig
       ? {
           webConfig: options.webConfig,
@@ -81,7 +83,11 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       : {}),
   });
   const { app } = server;
-  allowLongRequestLines(app.server, headerRoom(maxQueryLength));
+  const headers = allowLongRequestLines(app.server);
+  // Room for the longest query any group accepts: a longer one is refused by its size alone.
+  const fitHeaders = (c: QueryProxyConfig) =>
+    headers.setRoom(headerRoom(Math.min(maxQueryLength, Math.max(...c.groups.map((g) => g.maxQueryLength)))));
+  fitHeaders(config);
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
     done(null, body),
   );
@@ -109,6 +115,7 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     // The web config after the config file is read, before anything is applied: refused, nothing changes.
     await reloadWebConfigFor(server, metrics.reload, logger);
     config = next;
+    fitHeaders(next);
     api.clearPlans();
     metrics.reload.succeeded(next.file);
     for (const warning of next.warnings) logger.warn({ warning }, 'configuration warning');
@@ -161,11 +168,15 @@ function headerRoom(maxQueryLength: number): number {
 }
 
 /**
- * Lets requests carry `maxHeaderBytes` of headers (read by node:http for each new connection), and
+ * Lets requests carry the room's bytes of headers (read by node:http for each new connection), and
  * answers one that carries more in the API's error shape rather than fastify's.
  */
-function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
-  (server as Server & { maxHeaderSize?: number }).maxHeaderSize = maxHeaderBytes;
+function allowLongRequestLines(server: Server): { setRoom(maxHeaderBytes: number): void } {
+  let maxHeaderBytes = 16 * 1024;
+  const setRoom = (bytes: number) => {
+    maxHeaderBytes = bytes;
+    (server as Server & { maxHeaderSize?: number }).maxHeaderSize = bytes;
+  };
   const others = server.listeners('clientError') as Array<(err: Error, socket: Duplex) => void>;
   server.removeAllListeners('clientError');
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -183,4 +194,5 @@ function allowLongRequestLines(server: Server, maxHeaderBytes: number): void {
     }
     socket.destroy(err);
   });
+  return { setRoom };
 }

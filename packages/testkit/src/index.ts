@@ -30,3 +30,5 @@ export type { ScriptRun } from './run-script.js';
 export { decodeQuotedPrintable, startSmtpSink } from './smtp-sink.js';
 export type { ReceivedMail, SmtpSink, SmtpSinkOptions } from './smtp-sink.js';
 export { helpAndVersionTests, runProgram } from './program.js';
+export { ManagedProcess } from './managed-process.js';
+export type { ExitStatus } from './managed-process.js';
