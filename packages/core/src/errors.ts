@@ -25,6 +25,8 @@ export const Errors = {
   UNAUTHORIZED: def('CACHEMON_UNAUTHORIZED', 401, 'authentication required'),
   FORBIDDEN: def('CACHEMON_FORBIDDEN', 403, 'client certificate refused'),
   BODY_TOO_LARGE: def('CACHEMON_BODY_TOO_LARGE', 413, 'request body too large'),
+  HEADERS_TOO_LARGE: def('CACHEMON_HEADERS_TOO_LARGE', 431, 'request headers too large'),
+  REQUEST_TIMEOUT: def('CACHEMON_REQUEST_TIMEOUT', 408, 'request not received in time'),
   NODE_TIMEOUT: def('CACHEMON_NODE_TIMEOUT', 504, 'server did not answer in time'),
   NODE_UNREACHABLE: def('CACHEMON_NODE_UNREACHABLE', 502, 'server unreachable'),
   NODE_PROTOCOL: def('CACHEMON_NODE_PROTOCOL', 502, 'server reply is malformed'),

@@ -1,8 +1,10 @@
 /** Every daemon's HTTP server: health, readiness, coded JSON errors, TLS and basic auth, graceful close. */
+import { STATUS_CODES } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import Fastify, {
   LogController,
@@ -37,6 +39,14 @@ export interface HttpServerOptions {
    * turns it off, so a long query string is not decoded before its routes have judged its length.
    */
   readonly parseQueryString?: boolean;
+  /**
+   * The body of every error answer the server gives outside its routes' own handlers (not found,
+   * a bad URL, a request that is not HTTP, too large or too slow, a thrown error), in the daemon's
+   * shape. Default: `{"status":"error","code":...,"error":...}`.
+   */
+  readonly errorBody?: (status: number, code: string, message: string) => string;
+  /** Said after "the request's headers are larger than N bytes" (e.g. how to send it instead). */
+  readonly headersTooLargeAdvice?: string;
   /** Resolves a listen address's host name (default: the system's resolver, as for any connection). */
   readonly resolveHost?: (host: string) => Promise<readonly LookupAddress[]>;
 }
@@ -79,6 +89,40 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 
 function answer(status: number, code: string, error: string): ErrorAnswer {
   return { status, body: { status: 'error', code, error } };
+}
+
+const codedBody = (_status: number, code: string, message: string) =>
+  JSON.stringify({ status: 'error', code, error: message });
+
+/** The socket errors after which nothing can be answered: the client is gone. */
+const GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/**
+ * What node:http cannot parse or gets too slowly, answered in the daemon's error shape (node's and
+ * fastify's own answers are bodies of their own), then the connection closed.
+ */
+function clientErrorAnswer(
+  err: NodeJS.ErrnoException & { reason?: string },
+  maxHeaderBytes: number,
+  limits: { headersTimeoutMs: number; requestTimeoutMs: number },
+  advice: string | undefined,
+): ErrorAnswer {
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    const said = `the request's headers are larger than ${maxHeaderBytes} bytes`;
+    return answer(431, Errors.HEADERS_TOO_LARGE.code, advice ? `${said}; ${advice}` : said);
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return answer(
+      408,
+      Errors.REQUEST_TIMEOUT.code,
+      `the request was not received in time: its headers within ${limits.headersTimeoutMs / 1000} s, the whole of it within ${limits.requestTimeoutMs / 1000} s`,
+    );
+  }
+  return answer(
+    400,
+    Errors.BAD_REQUEST.code,
+    `the request is not valid HTTP: ${err.reason ?? err.code ?? err.message}`,
+  );
 }
 
 function isFastifyError(err: unknown): err is FastifyError {
@@ -169,18 +213,24 @@ function installHealthRoutes(app: FastifyInstance, name: string, isReady: () => 
   });
 }
 
-function installErrorHandlers(app: FastifyInstance): void {
+function installErrorHandlers(app: FastifyInstance, errorBody: NonNullable<HttpServerOptions['errorBody']>): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toErrorAnswer(err);
     // "Not ready" is an answer, not a failure: a load balancer or a test polling /-/ready must not fill the log.
     if (status >= 500 && body.code !== Errors.NOT_READY.code)
       request.log.error({ err, url: request.url }, 'request failed');
-    return reply.code(status).type(JSON_TYPE).send(body);
+    return reply
+      .code(status)
+      .type(JSON_TYPE)
+      .send(errorBody(status, body.code, body.error));
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? request.url;
     const { status, body } = answer(404, Errors.NOT_FOUND.code, `no route for ${request.method} ${path}`);
-    return reply.code(status).type(JSON_TYPE).send(body);
+    return reply
+      .code(status)
+      .type(JSON_TYPE)
+      .send(errorBody(status, body.code, body.error));
   });
 }
 
@@ -268,6 +318,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
   const requestTimeoutMs = Math.max(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, headersTimeoutMs);
   // Node checks the timeouts every 30 s by default, which cut a slow client anywhere up to 30 s late.
   const connectionsCheckingInterval = Math.max(10, Math.min(1000, headersTimeoutMs / 10));
+  const errorBody = options.errorBody ?? codedBody;
   const app = Fastify({
     loggerInstance: logger,
     // A line per request at 5 s scrape intervals would drown what matters; errors are logged below.
@@ -282,6 +333,29 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     // Idle keep-alive sockets must not hold close() open; busy ones finish their request first.
     forceCloseConnections: 'idle',
     requestTimeout: requestTimeoutMs,
+    // A URL the router cannot decode (`%ff`) is a 400 in the daemon's shape, not fastify's.
+    frameworkErrors: (err: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      const body = errorBody(400, Errors.BAD_REQUEST.code, `the URL is not valid: ${err.message}`);
+      void reply.code(400).type(JSON_TYPE).send(body);
+    },
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (!socket.writable || (err.code !== undefined && GONE.has(err.code))) {
+        socket.destroy(err);
+        return;
+      }
+      const maxHeaderBytes = (app.server as { maxHeaderSize?: number }).maxHeaderSize ?? 16 * 1024;
+      const { status, body } = clientErrorAnswer(
+        err,
+        maxHeaderBytes,
+        { headersTimeoutMs, requestTimeoutMs },
+        options.headersTooLargeAdvice,
+      );
+      const text = errorBody(status, body.code, body.error);
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      );
+      socket.destroy(err);
+    },
     ...(options.parseQueryString === false ? { routerOptions: { querystringParser: () => ({}) } } : {}),
     ...(tls === undefined
       ? { http: { connectionsCheckingInterval } }
@@ -298,7 +372,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
   });
   let security = webConfig === undefined ? undefined : securityState(webConfig);
   if (security !== undefined) installSecurityHooks(app, () => security!);
-  installErrorHandlers(app);
+  installErrorHandlers(app, errorBody);
   installHealthRoutes(app, name, () => ready);
 
   return {

@@ -42,6 +42,11 @@ describe('every daemon times slow clients out alike', () => {
     // A byte every 50 ms: the headers would take 13 s.
     const { closedAfterMs, received } = await trickle(port, header, 50);
     assert.match(received, /^HTTP\/1\.1 408 /);
+    assert.deepEqual(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)), {
+      status: 'error',
+      code: 'CACHEMON_REQUEST_TIMEOUT',
+      error: 'the request was not received in time: its headers within 1 s, the whole of it within 3 s',
+    });
     // Checked every 100 ms (a tenth of the timeout); a busy machine may add some.
     assert.ok(closedAfterMs >= 950 && closedAfterMs < 2500, `cut after ${closedAfterMs.toFixed(0)} ms`);
   });

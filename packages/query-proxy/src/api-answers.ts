@@ -43,6 +43,22 @@ export function successBody(data: unknown, warnings: readonly string[]): string 
   return JSON.stringify(warnings.length > 0 ? { status: 'success', data, warnings } : { status: 'success', data });
 }
 
+/** Prometheus' errorType for an HTTP status, for answers made outside the API routes. */
+export function errorTypeFor(status: number): ErrorType {
+  if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
+  if (status === 408 || status === 504) return 'timeout';
+  if (status === 422) return 'execution';
+  if (status === 499) return 'canceled';
+  if (status === 503) return 'unavailable';
+  return status >= 500 ? 'internal' : 'bad_data';
+}
+
+/** Every error the server answers outside the API routes (core's `errorBody`), in the API's shape. */
+export function apiShapedBody(status: number, _code: string, message: string): string {
+  return JSON.stringify({ status: 'error', errorType: errorTypeFor(status), error: message });
+}
+
 /** An error in the API's shape. */
 export function errorBody(error: ApiError): string {
   return JSON.stringify({ status: 'error', errorType: error.errorType, error: error.message });

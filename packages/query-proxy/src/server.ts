@@ -1,6 +1,5 @@
 /** The proxy's HTTP server: wires the API (routes/api.ts, forward.ts), UI, own metrics and reload. */
 import type { Server } from 'node:http';
-import type { Duplex } from 'node:stream';
 import {
   createHttpServer,
   loadForReload,
@@ -11,7 +10,7 @@ import {
 } from '@cachemon/core';
 import type { Logger, WebConfig } from '@cachemon/core';
 import { Registry } from 'prom-client';
-import { ApiError, apiErrorHandler, errorBody, JSON_TYPE } from './api-answers.js';
+import { apiErrorHandler, apiShapedBody, JSON_TYPE } from './api-answers.js';
 import type { QueryProxyConfig } from './config.js';
 import { Forwarder } from './forward.js';
 import { ParsePool } from './parse-pool.js';
@@ -75,6 +74,8 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
     bodyLimitBytes,
     // The API reads its parameters from the URL itself, once their raw length has been judged.
     parseQueryString: false,
+    errorBody: apiShapedBody,
+    headersTooLargeAdvice: 'send a long query with POST, form-encoded',
     ...(options.webConfig
       ? {
           webConfig: options.webConfig,
@@ -167,32 +168,11 @@ function headerRoom(maxQueryLength: number): number {
   return 3 * maxQueryLength + 16 * 1024;
 }
 
-/**
- * Lets requests carry the room's bytes of headers (read by node:http for each new connection), and
- * answers one that carries more in the API's error shape rather than fastify's.
- */
+/** Lets requests carry the room's bytes of headers (read by node:http for each new connection). */
 function allowLongRequestLines(server: Server): { setRoom(maxHeaderBytes: number): void } {
-  let maxHeaderBytes = 16 * 1024;
-  const setRoom = (bytes: number) => {
-    maxHeaderBytes = bytes;
-    (server as Server & { maxHeaderSize?: number }).maxHeaderSize = bytes;
+  return {
+    setRoom: (bytes: number) => {
+      (server as Server & { maxHeaderSize?: number }).maxHeaderSize = bytes;
+    },
   };
-  const others = server.listeners('clientError') as Array<(err: Error, socket: Duplex) => void>;
-  server.removeAllListeners('clientError');
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code !== 'HPE_HEADER_OVERFLOW') {
-      for (const listener of others) listener.call(server, err, socket);
-      return;
-    }
-    // As node:http answers it: the answer written, the connection closed.
-    if (socket.writable) {
-      const message = `the request's headers are larger than ${maxHeaderBytes} bytes; send a long query with POST, form-encoded`;
-      const body = errorBody(new ApiError('bad_data', message, 431));
-      socket.write(
-        `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    }
-    socket.destroy(err);
-  });
-  return { setRoom };
 }

@@ -81,6 +81,8 @@ function asIs(request: FastifyRequest, path: string, search: string, body: strin
 }
 
 const labelName = (request: FastifyRequest) => (request.params as { name: string }).name;
+/** Prometheus' label names (model.LabelNameRE). */
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 /** Installs /api/v1/*: GET and POST (form-encoded) alike. */
 /** Returns clearPlans: forgets the plans made for the config before (after a reload). */
@@ -240,6 +242,9 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     async (request: FastifyRequest, reply: FastifyReply) => {
       const { search, body, params } = requestParams(request);
       const route = await routed(reply, endpoint, 'match[]', () => {
+        // As Prometheus: the store would answer a path it does not serve in plain text.
+        if (endpoint === 'label_values' && !LABEL_NAME.test(labelName(request)))
+          throw new ApiError('bad_data', `invalid label name: ${JSON.stringify(labelName(request))}`);
         const matches = endpoint === 'metadata' ? [] : params.getAll('match[]');
         if (endpoint === 'series' && matches.length === 0)
           throw new ApiError('bad_data', 'no match[] parameter provided');

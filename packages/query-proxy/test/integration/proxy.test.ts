@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, get } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -724,6 +724,46 @@ describe('query proxy against two real VictoriaMetrics stores', () => {
       await useGroups(normalGroups());
       await store.close();
     }
+  });
+
+  test('every error outside the API routes is in the API shape too: bad URLs, no route, not HTTP', async () => {
+    const raw = (text: string) =>
+      new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        const socket = connect(Number(new URL(proxy.url).port), '127.0.0.1', () => socket.write(text));
+        let received = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => (received += chunk));
+        socket.on('error', reject);
+        socket.on('close', () =>
+          resolve({
+            status: Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1]),
+            body: JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)),
+          }),
+        );
+      });
+    const get = (path: string) => raw(`GET ${path} HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`);
+    const bad = (error: string) => ({ status: 'error', errorType: 'bad_data', error });
+    assert.deepEqual(await get('/api/v1/label/%ff/values'), {
+      status: 400,
+      body: bad("the URL is not valid: '/api/v1/label/%ff/values' is not a valid url component"),
+    });
+    // The store would answer these in plain text.
+    assert.deepEqual(await get('/api/v1/label//values'), { status: 400, body: bad('invalid label name: ""') });
+    assert.deepEqual(await get('/api/v1/label/%2f/values'), { status: 400, body: bad('invalid label name: "/"') });
+    assert.deepEqual(await get('/nothing'), { status: 404, body: bad('no route for GET /nothing') });
+    assert.deepEqual(await raw('DELETE /api/v1/query HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n'), {
+      status: 404,
+      body: bad('no route for DELETE /api/v1/query'),
+    });
+    assert.deepEqual(await raw('GARBAGE\r\n\r\n'), {
+      status: 400,
+      body: bad('the request is not valid HTTP: Invalid method encountered'),
+    });
+    assert.deepEqual(await raw('GET /api/v1/query?query=up HTTP/1.1\r\nHost: proxy\r\nContent-Length: x\r\n\r\n'), {
+      status: 400,
+      body: bad('the request is not valid HTTP: Invalid character in Content-Length'),
+    });
+    assert.equal((await query('up')).status, 200);
   });
 
   test('garbage, huge and wrong requests get clear 400s in the Prometheus shape, and the proxy keeps serving', async () => {
