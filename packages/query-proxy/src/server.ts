@@ -15,6 +15,7 @@ import type { QueryProxyConfig } from './config.js';
 import { Forwarder } from './forward.js';
 import { ParsePool } from './parse-pool.js';
 import { DEFAULT_MAX_CONCURRENCY, QueryGate } from './query-gate.js';
+import { rawBoundFor, refuseOversizedQueries } from './raw-bound.js';
 import { installApiRoutes } from './routes/api.js';
 import { installUiRoutes } from './routes/ui.js';
 import { ProxyMetrics } from './self-metrics.js';
@@ -86,9 +87,13 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   const { app } = server;
   const headers = allowLongRequestLines(app.server);
   // Room for the longest query any group accepts: a longer one is refused by its size alone.
-  const fitHeaders = (c: QueryProxyConfig) =>
-    headers.setRoom(headerRoom(Math.min(maxQueryLength, Math.max(...c.groups.map((g) => g.maxQueryLength)))));
+  const fitHeaders = (c: QueryProxyConfig) => headers.setRoom(rawBoundFor(maxQueryLength, c.groups).bytes);
   fitHeaders(config);
+  refuseOversizedQueries(
+    app.server,
+    () => rawBoundFor(maxQueryLength, config.groups),
+    (endpoint) => metrics.requests.inc({ endpoint, decision: 'invalid' }),
+  );
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
     done(null, body),
   );
@@ -158,14 +163,6 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
       await parser.close();
     },
   };
-}
-
-/**
- * Room for a request's header section: node's own 16 KiB for the usual headers, and a GET's query
- * in the request line, each character up to 3 bytes percent-encoded (non-ASCII ones more: POST).
- */
-function headerRoom(maxQueryLength: number): number {
-  return 3 * maxQueryLength + 16 * 1024;
 }
 
 /** Lets requests carry the room's bytes of headers (read by node:http for each new connection). */

@@ -1,6 +1,6 @@
 /** The query API, routed by label filter; answers carry `X-Cachemon-Route` and `Server-Timing` per group. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from '@cachemon/core';
-import { ApiError, JSON_TYPE } from '../api-answers.js';
+import { ApiError } from '../api-answers.js';
 import type { apiErrorHandler, Endpoint } from '../api-answers.js';
 import type { QueryProxyConfig, ServerGroup } from '../config.js';
 import type { Forwarder } from '../forward.js';
@@ -18,11 +18,10 @@ import {
 } from '../planner.js';
 import type { Plan, RouteDecision } from '../planner.js';
 import type { QueryGate } from '../query-gate.js';
+import { rawBoundFor, rawProblem } from '../raw-bound.js';
 import type { ProxyMetrics } from '../self-metrics.js';
 import type { UpstreamRequest } from '../upstream.js';
 
-/** Room in a query's body for its parameters other than the query (time, step, timeout, ...). */
-const QUERY_BODY_ROOM_BYTES = 16 * 1024;
 /** Plans kept for queries seen again (dashboards repeat theirs every refresh). */
 const PLAN_CACHE_SIZE = 2048;
 /** The Prometheus version the API is compatible with, for the dashboard server's feature checks. */
@@ -125,42 +124,6 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   };
 
   /**
-   * A query string or body larger than the longest query a group accepts could need (each
-   * character percent-encoded, and room for the other parameters) is refused before it is read or
-   * decoded: a hostile neighbour's 200 KB query costs the proxy its headers, not a decode.
-   */
-  const rawProblem = (request: FastifyRequest, bodyBytes: number): string | undefined => {
-    const groups = Math.max(...config().groups.map((g) => g.maxQueryLength));
-    const longest = Math.min(maxQueryLength, groups);
-    const source = longest === groups ? 'max_query_length' : '--query.max-length';
-    const bound = 3 * longest + QUERY_BODY_ROOM_BYTES;
-    const at = request.url.indexOf('?');
-    const search = at === -1 ? 0 : request.url.length - at - 1;
-    const what =
-      search > bound
-        ? `the query string is ${search}`
-        : bodyBytes > bound
-          ? `the request body is ${bodyBytes}`
-          : undefined;
-    return what && `${what} bytes; a query of at most ${longest} characters (${source}) needs at most ${bound}`;
-  };
-  /**
-   * Before the body is read when its length is declared (a chunked one is judged once read, within
-   * bodyLimit). Answered here, without a throw: a burst of such requests must cost little each. The
-   * body is not read: the connection is closed once the answer is written.
-   */
-  const rawBound = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
-    const declared = Number(request.headers['content-length'] ?? 0);
-    const problem = rawProblem(request, declared);
-    if (problem === undefined) return;
-    metrics.requests.inc({ endpoint, decision: 'invalid' });
-    if (declared > 0) reply.header('Connection', 'close');
-    await reply
-      .code(400)
-      .type(JSON_TYPE)
-      .send(JSON.stringify({ status: 'error', errorType: 'bad_data', error: problem }));
-  };
-  /**
    * Routes a request: a bad query or parameter is a 400 (`param` names it), counted as `invalid`;
    * a decision is counted, said in X-Cachemon-Route, and the answer timed when it is complete.
    */
@@ -187,7 +150,11 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   };
 
   const queryHandler = (endpoint: 'query' | 'query_range') => async (request: FastifyRequest, reply: FastifyReply) => {
-    const chunked = typeof request.body === 'string' ? rawProblem(request, Buffer.byteLength(request.body)) : undefined;
+    // A chunked body, whose size was not declared: judged once read (within bodyLimit).
+    const chunked =
+      typeof request.body === 'string'
+        ? rawProblem(request.url, Buffer.byteLength(request.body), rawBoundFor(maxQueryLength, config().groups))
+        : undefined;
     if (chunked !== undefined) {
       metrics.requests.inc({ endpoint, decision: 'invalid' });
       throw new ApiError('bad_data', chunked);
@@ -270,15 +237,11 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     };
 
   const { errorHandler } = options;
-  const api = (
-    path: string,
-    handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
-    onRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
-  ) => {
-    app.route({ method: ['GET', 'POST'], url: path, handler, errorHandler, ...(onRequest ? { onRequest } : {}) });
+  const api = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => {
+    app.route({ method: ['GET', 'POST'], url: path, handler, errorHandler });
   };
-  api('/api/v1/query', queryHandler('query'), rawBound('query'));
-  api('/api/v1/query_range', queryHandler('query_range'), rawBound('query_range'));
+  api('/api/v1/query', queryHandler('query'));
+  api('/api/v1/query_range', queryHandler('query_range'));
   api('/api/v1/series', listHandler('series', mergeSeriesData, []));
   api(
     '/api/v1/labels',
