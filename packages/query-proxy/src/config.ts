@@ -17,6 +17,8 @@ import {
 import type { ConfigFileIdentity, ConfigLocator, LoadedConfig } from '@cachemon/core';
 
 const DEFAULT_TIMEOUT = '5s';
+/** promxy's default anti_affinity. */
+const DEFAULT_ANTI_AFFINITY = '10s';
 /** VictoriaMetrics' -search.maxQueryLen default: what a group's stores accept unless started with more. */
 export const DEFAULT_GROUP_MAX_QUERY_LENGTH = 16 * 1024;
 
@@ -43,6 +45,16 @@ const timeoutSchema = z.string().transform((text, ctx): number => {
   return ms;
 });
 
+/** A group's anti_affinity in milliseconds: a Go duration as promxy reads it; 0 merges only samples at the same instant. */
+const antiAffinitySchema = z.string().transform((text, ctx): number => {
+  try {
+    return parseGoDuration(text);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `${errorMessage(err)} (a Go duration such as 10s, 2.5s, 0s)` });
+    return z.NEVER;
+  }
+});
+
 /** promxy.yml top-level keys (of its rule engine) not implemented, with where this stack does that work. */
 const PROMXY_ONLY_TOP_KEYS: Readonly<Record<string, string>> = {
   global: "its evaluation settings and external labels serve promxy's rule engine; rules belong to the rule evaluator",
@@ -60,7 +72,7 @@ const PROMXY_ONLY_FILTER_KEYS: Readonly<Record<string, string>> = {
 /** promxy server-group keys that exist there and are ignored here (warned about). */
 const PROMXY_ONLY_GROUP_KEYS: Readonly<Record<string, string | undefined>> = Object.fromEntries(
   (
-    'remote_read remote_read_path http_client anti_affinity relabel_configs metrics_relabel_configs ' +
+    'remote_read remote_read_path http_client anti_affinity_dynamic relabel_configs metrics_relabel_configs ' +
     'kubernetes_sd_configs consul_sd_configs dns_sd_configs file_sd_configs hosts query_params_by_action ' +
     'prefer_max max_idle_conns max_idle_conns_per_host absent_metric_disabled instant_query_range'
   )
@@ -91,6 +103,12 @@ const groupSchema = z
     labels: z.record(labelName, z.string()).optional(),
     label_filter: filterSchema.optional(),
     ignore_error: z.boolean().optional(),
+    replicas: z
+      .enum(['merge', 'any'], {
+        error: 'expected merge (every replica asked, their answers merged) or any (one healthy replica answers)',
+      })
+      .optional(),
+    anti_affinity: antiAffinitySchema.optional(),
   })
   .passthrough();
 
@@ -116,6 +134,19 @@ export interface ServerGroup {
   /** Label -> values series of this group never have. */
   readonly exclude: Readonly<Record<string, readonly string[]>>;
   readonly ignoreError: boolean;
+  /**
+   * How the group's targets answer: `merge`, each healthy one asked and their answers merged (two
+   * stores scraping the same targets, as promxy merges them); `any`, one healthy target answers
+   * for all (they are one logical store, such as a VictoriaMetrics cluster's vmselect nodes).
+   */
+  readonly replicas: 'merge' | 'any';
+  /** promxy's anti_affinity: samples of two replicas closer than this are the same sample. */
+  readonly antiAffinityMs: number;
+}
+
+/** Whether a query to the group asks every replica and merges their answers. */
+export function mergesReplicas(group: ServerGroup): boolean {
+  return group.replicas === 'merge' && group.targets.length > 1;
 }
 
 export interface QueryProxyConfig {
@@ -202,6 +233,8 @@ export function parseQueryProxyConfig(source: string, raw: unknown, locate?: Con
       include,
       exclude: group.label_filter?.static_labels_exclude ?? {},
       ignoreError: group.ignore_error ?? false,
+      replicas: group.replicas ?? 'merge',
+      antiAffinityMs: group.anti_affinity ?? antiAffinitySchema.parse(DEFAULT_ANTI_AFFINITY),
     };
   });
   return { groups, warnings };

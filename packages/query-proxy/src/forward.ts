@@ -1,16 +1,20 @@
-/** Calls to the groups: one answer relayed as it is, or several merged; timed, cancelled with the client. */
+/**
+ * Calls to the groups: one answer relayed as it is, or several merged (several groups, or a group's
+ * replicas); timed, cancelled with the client.
+ */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '@cachemon/core';
 import type { FastifyReply, Logger } from '@cachemon/core';
 import { ApiError, errorBody, JSON_TYPE, serverTiming, successBody } from './api-answers.js';
 import type { Endpoint, Timing } from './api-answers.js';
+import { mergesReplicas } from './config.js';
 import type { ServerGroup } from './config.js';
 import { groupWarnings, MergeError } from './merge.js';
-import type { GroupAnswer, Merged } from './merge.js';
+import type { GroupAnswer, Merged, ReplicaAnswer, ReplicasMerged } from './merge.js';
 import type { ProxyMetrics } from './self-metrics.js';
-import { breakFailure, GroupCall, GroupFailure } from './upstream.js';
-import type { UpstreamRequest, Upstreams } from './upstream.js';
+import { breakFailure, GroupCall, GroupFailure, REPLICA_BACKOFF_MS, replicaSaid } from './upstream.js';
+import type { EachAnswer, JsonAnswer, UpstreamRequest, Upstreams } from './upstream.js';
 
 /** Most of a store's answer held back, to be sent in one write with its length; past it, streamed. */
 const RELAY_BUFFER_BYTES = 64 * 1024;
@@ -32,6 +36,55 @@ function failureAnswer(failure: GroupFailure): ApiError {
 /** The warning of an answer given without a group that failed (ignore_error). */
 function missingPart(failure: GroupFailure): string {
   return `${failure.message}; its part of the result is missing (ignore_error)`;
+}
+
+/** How an endpoint's answers are merged: a group's replicas' into the group's, then the groups'. */
+export interface AnswerMerge<T> {
+  readonly replicas: (answers: readonly ReplicaAnswer[], group: ServerGroup) => ReplicasMerged;
+  readonly groups: (answers: readonly GroupAnswer[]) => Merged<T>;
+}
+
+/** What a group gave on the merged path: its stores' answers (each replica's, if merged), or its failure. */
+interface GroupResult {
+  readonly group: ServerGroup;
+  readonly answers?: readonly JsonAnswer[];
+  readonly each?: EachAnswer;
+  readonly failure?: GroupFailure;
+}
+
+/** A store's answer body, as far as the proxy reads it. */
+interface StoreBody {
+  status?: string;
+  data?: unknown;
+  warnings?: unknown;
+  errorType?: string;
+  error?: string;
+}
+
+/** Why a merged group's answer lacks some replicas: they failed, or were passed over after a failure. */
+function replicaWarnings(group: ServerGroup, each: EachAnswer): string[] {
+  const without = 'answered without it by the other replicas';
+  return [
+    ...each.problems.map((p) => `${group.name}: replica ${replicaSaid(p)}; ${without}`),
+    ...each.passedOver.map(
+      (t) =>
+        `${group.name}: replica ${t} not asked, as it failed within the last ${REPLICA_BACKOFF_MS / 1000} s; ${without}`,
+    ),
+  ];
+}
+
+function storeWarnings(body: StoreBody): string[] {
+  return Array.isArray(body.warnings) ? body.warnings.filter((w): w is string => typeof w === 'string') : [];
+}
+
+/** Runs a merge, its failure (answers the proxy cannot read) said as the API's error. */
+function merging<R>(what: string, merge: () => R): R {
+  try {
+    return merge();
+  } catch (err) {
+    if (err instanceof MergeError) throw new ApiError('internal', `cannot merge ${what}: ${err.message}`, 502);
+    throw err;
+  }
 }
 
 export class Forwarder {
@@ -87,26 +140,34 @@ export class Forwarder {
     return reply;
   }
 
-  /** The several-group path: each group asked at once, the answers merged. */
+  /**
+   * The merged path: each group asked at once (each replica of a group that merges them), the
+   * replicas' answers merged into their group's, the groups' answers merged.
+   */
   async gather<T>(
     endpoint: Endpoint,
     groups: readonly ServerGroup[],
     requestFor: (group: ServerGroup) => UpstreamRequest,
-    merge: (answers: readonly GroupAnswer[]) => Merged<T>,
+    merge: AnswerMerge<T>,
     reply: FastifyReply,
   ): Promise<FastifyReply> {
     const timings: Timing[] = [];
     const calls: GroupCall[] = [];
     onClientGone(reply, calls);
     const results = await Promise.all(
-      groups.map(async (group) => {
+      groups.map(async (group): Promise<GroupResult> => {
         const started = performance.now();
         const call = new GroupCall(group.timeoutMs);
         calls.push(call);
         try {
-          const answer = await this.upstreams.json(group, requestFor(group), call);
+          let each: EachAnswer | undefined;
+          let answers: readonly JsonAnswer[];
+          if (mergesReplicas(group)) {
+            each = await this.upstreams.jsonEach(group, requestFor(group), call);
+            answers = each.answers;
+          } else answers = [await this.upstreams.json(group, requestFor(group), call)];
           timings.push(this.recordGroup(endpoint, group, started));
-          return { group, answer };
+          return { group, answers, ...(each ? { each } : {}) };
         } catch (err) {
           if (!(err instanceof GroupFailure)) throw err;
           timings.push(this.recordGroup(endpoint, group, started, err));
@@ -117,43 +178,39 @@ export class Forwarder {
     reply.header('Server-Timing', serverTiming(timings.sort((a, b) => a.group.index - b.group.index)));
     const warnings: string[] = [];
     const answers: GroupAnswer[] = [];
-    for (const result of results) {
-      if (result.failure) {
-        if (!result.group.ignoreError || result.failure.kind === 'canceled') throw failureAnswer(result.failure);
-        warnings.push(missingPart(result.failure));
+    for (const { group, answers: replies = [], each, failure } of results) {
+      if (failure) {
+        if (!group.ignoreError || failure.kind === 'canceled') throw failureAnswer(failure);
+        warnings.push(missingPart(failure));
         continue;
       }
-      const { status, body } = result.answer;
-      const parsed = body as {
-        status?: string;
-        data?: unknown;
-        warnings?: string[];
-        errorType?: string;
-        error?: string;
-      };
-      if (status >= 400 || parsed.status !== 'success') {
+      const bodies = replies.map((r) => ({ ...r, parsed: r.body as StoreBody }));
+      const refused = bodies.find((b) => b.status >= 400 || b.parsed.status !== 'success');
+      if (refused) {
         // The store refused the request (a query it cannot run): the same for every group; say it as it did.
-        const error = `${result.group.name}: ${parsed.error ?? 'answered without data'}`;
-        const refusal = JSON.stringify({ status: 'error', errorType: parsed.errorType ?? 'execution', error });
+        const error = `${group.name}: ${refused.parsed.error ?? 'answered without data'}`;
+        const refusal = JSON.stringify({ status: 'error', errorType: refused.parsed.errorType ?? 'execution', error });
         return reply
-          .code(status >= 400 ? status : 502)
+          .code(refused.status >= 400 ? refused.status : 502)
           .type(JSON_TYPE)
           .send(refusal);
       }
-      answers.push({
-        group: result.group,
-        data: parsed.data,
-        ...(Array.isArray(parsed.warnings) ? { warnings: parsed.warnings } : {}),
-      });
+      if (each) warnings.push(...replicaWarnings(group, each));
+      let data: unknown = bodies[0]?.parsed.data;
+      if (bodies.length > 1) {
+        const merged = merging(`the replicas' answers of ${group.name}`, () =>
+          merge.replicas(
+            bodies.map((b) => ({ replica: b.target, data: b.parsed.data })),
+            group,
+          ),
+        );
+        data = merged.data;
+        if (merged.filled > 0) this.metrics.samplesFilled.inc({ group: group.name }, merged.filled);
+      }
+      const said = [...new Set(bodies.flatMap((b) => storeWarnings(b.parsed)))];
+      answers.push({ group, data, ...(said.length > 0 ? { warnings: said } : {}) });
     }
-    let merged: Merged<T>;
-    try {
-      merged = merge(answers);
-    } catch (err) {
-      if (err instanceof MergeError)
-        throw new ApiError('internal', `cannot merge the server groups' answers: ${err.message}`, 502);
-      throw err;
-    }
+    const merged = merging("the server groups' answers", () => merge.groups(answers));
     return this.success(reply, endpoint, merged.data, [...groupWarnings(answers), ...warnings, ...merged.warnings]);
   }
 

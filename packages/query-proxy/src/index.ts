@@ -1,4 +1,4 @@
-export { loadQueryProxyConfig, parseQueryProxyConfig } from './config.js';
+export { loadQueryProxyConfig, mergesReplicas, parseQueryProxyConfig } from './config.js';
 export type { QueryProxyConfig, ServerGroup } from './config.js';
 export {
   combiningProblem,
@@ -13,6 +13,19 @@ export {
   unquote,
 } from './planner.js';
 export type { ParsedQuery, Plan } from './planner.js';
-export { MergeError, mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from './merge.js';
+export {
+  MergeError,
+  mergeMetadata,
+  mergeQueryData,
+  mergeReplicaMetadata,
+  mergeReplicaQueryData,
+  mergeReplicaSeries,
+  mergeReplicaStrings,
+  mergeSamples,
+  mergeSeriesData,
+  mergeStringLists,
+  sortByValue,
+} from './merge.js';
+export type { ReplicaAnswer, ReplicasMerged } from './merge.js';
 export { startQueryProxy } from './server.js';
 export type { QueryProxy, QueryProxyOptions, ReloadResult } from './server.js';

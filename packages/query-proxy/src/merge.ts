@@ -1,4 +1,8 @@
-/** Several groups' answers as one. A series two groups return is shown once, from the first, with a warning. */
+/**
+ * Several answers as one. Groups: a series two groups return is shown once, from the first, with a
+ * warning. Replicas of one group (two stores scraping the same targets): merged as promxy merges
+ * them, each series once, a hole in one filled from another.
+ */
 import type { ServerGroup } from './config.js';
 
 export interface GroupAnswer {
@@ -6,6 +10,20 @@ export interface GroupAnswer {
   /** The group's `data`. */
   readonly data: unknown;
   readonly warnings?: readonly string[];
+}
+
+/** One replica's answer, within a group that merges its replicas. */
+export interface ReplicaAnswer {
+  /** The replica's base URL. */
+  readonly replica: string;
+  /** Its `data`. */
+  readonly data: unknown;
+}
+
+/** A group's replicas' answers as the group's `data`; `filled` counts samples taken into a replica's holes. */
+export interface ReplicasMerged {
+  readonly data: unknown;
+  readonly filled: number;
 }
 
 export interface Merged<T> {
@@ -40,10 +58,10 @@ function formatLabels(labels: Labels): string {
 }
 
 /** A group's `labels` added to a series' labels (the series' own value wins, as in promxy). */
-function withGroupLabels(labels: Labels, group: ServerGroup): Labels {
-  if (Object.keys(group.labels).length === 0) return labels;
+function withLabels(labels: Labels, added: Readonly<Labels>): Labels {
+  if (Object.keys(added).length === 0) return labels;
   const out: Labels = { ...labels };
-  for (const [k, v] of Object.entries(group.labels)) out[k] ??= v;
+  for (const [k, v] of Object.entries(added)) out[k] ??= v;
   return out;
 }
 
@@ -105,7 +123,7 @@ export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryDat
     for (const series of part.result as unknown[]) {
       if (!isRecord(series) || !isRecord(series['metric']))
         throw new MergeError(`${part.group.name} answered a series without its metric labels`);
-      const labels = withGroupLabels(series['metric'] as Labels, part.group);
+      const labels = withLabels(series['metric'] as Labels, part.group.labels);
       const key = labelKey(labels);
       const earlier = seen.get(key);
       if (earlier !== undefined) {
@@ -119,6 +137,110 @@ export function mergeQueryData(answers: readonly GroupAnswer[]): Merged<QueryDat
   const warning = collisionWarning(collisions);
   if (warning !== undefined) warnings.push(warning);
   return { data: { resultType: first.resultType, result }, warnings };
+}
+
+/** A sample as the API writes it: `[seconds, value]` (a native histogram's second element is its buckets). */
+type Sample = readonly [number, unknown];
+
+function isSample(value: unknown): value is Sample {
+  return Array.isArray(value) && value.length === 2 && typeof value[0] === 'number';
+}
+
+/**
+ * One series' samples from two replicas, merged as promxy merges them (MergeSampleStream): the
+ * side with more samples is the base (`first` when they have as many), and the other side's
+ * samples are taken only where the base has none within `windowMs` of them: in its holes, before
+ * its first sample, after its last. Two samples closer than that are one scrape that the two
+ * replicas made at slightly different times, so the base's stands. `filled` counts the other's.
+ */
+export function mergeSamples(
+  first: readonly Sample[],
+  second: readonly Sample[],
+  windowMs: number,
+): { samples: Sample[]; filled: number } {
+  if (second.length === 0) return { samples: [...first], filled: 0 };
+  if (first.length === 0) return { samples: [...second], filled: 0 };
+  const [base, other] = second.length > first.length ? [second, first] : [first, second];
+  const ms = (sample: Sample) => Math.round(sample[0] * 1000);
+  const samples: Sample[] = [];
+  let filled = 0;
+  let next = 0;
+  const take = (sample: Sample) => {
+    samples.push(sample);
+    filled++;
+  };
+  const baseStart = ms(base[0]!) - windowMs;
+  while (next < other.length && ms(other[next]!) < baseStart) take(other[next++]!);
+  for (const sample of base) {
+    const at = ms(sample);
+    const last = samples.length === 0 ? -Infinity : ms(samples[samples.length - 1]!);
+    for (; next < other.length && ms(other[next]!) < at; next++) {
+      const t = ms(other[next]!);
+      if (t > last + windowMs && t < at - windowMs) take(other[next]!);
+    }
+    samples.push(sample);
+  }
+  const end = ms(base[base.length - 1]!) + windowMs;
+  for (; next < other.length; next++) if (ms(other[next]!) > end) take(other[next]!);
+  return { samples, filled };
+}
+
+/** A matrix series' lists of samples: floats, and native histograms. */
+const SAMPLE_LISTS = ['values', 'histograms'] as const;
+
+function samplesOf(series: Record<string, unknown>, key: 'values' | 'histograms', source: string): Sample[] {
+  const list = series[key];
+  if (list === undefined) return [];
+  if (!Array.isArray(list) || !list.every(isSample))
+    throw new MergeError(`${source} answered a series whose ${key} are not [time, value] pairs`);
+  return list;
+}
+
+/**
+ * The `data` of /query or /query_range from a group's replicas (in config order), as promxy merges
+ * them: a matrix's series united by label set, each series' samples merged (mergeSamples, within
+ * `windowMs`); an instant vector's series united, the first replica's sample where several have
+ * one; a scalar or string, the first replica's.
+ */
+export function mergeReplicaQueryData(answers: readonly ReplicaAnswer[], windowMs: number): ReplicasMerged {
+  const parts = answers.map((a) => {
+    if (!isRecord(a.data) || typeof a.data['resultType'] !== 'string' || !('result' in a.data))
+      throw new MergeError(`replica ${a.replica} answered without data.resultType and data.result`);
+    return { source: `replica ${a.replica}`, resultType: a.data['resultType'], result: a.data['result'] };
+  });
+  const first = parts[0];
+  if (first === undefined) throw new MergeError('no replica answered');
+  const types = new Set(parts.map((p) => p.resultType));
+  if (types.size > 1) throw new MergeError(`the replicas answered different result types (${[...types].join(', ')})`);
+  if (first.resultType !== 'vector' && first.resultType !== 'matrix') return { data: answers[0]!.data, filled: 0 };
+  const byKey = new Map<string, Record<string, unknown>>();
+  let filled = 0;
+  for (const part of parts) {
+    if (!Array.isArray(part.result))
+      throw new MergeError(`${part.source} answered a ${part.resultType} whose result is not a list`);
+    for (const series of part.result as unknown[]) {
+      if (!isRecord(series) || !isRecord(series['metric']))
+        throw new MergeError(`${part.source} answered a series without its metric labels`);
+      const key = labelKey(series['metric'] as Labels);
+      const earlier = byKey.get(key);
+      if (part.resultType === 'matrix') for (const list of SAMPLE_LISTS) samplesOf(series, list, part.source);
+      if (earlier === undefined) {
+        byKey.set(key, series);
+        continue;
+      }
+      if (part.resultType === 'vector') continue;
+      const merged: Record<string, unknown> = { ...earlier };
+      for (const list of SAMPLE_LISTS) {
+        const theirs = samplesOf(series, list, part.source);
+        if (theirs.length === 0) continue;
+        const both = mergeSamples(samplesOf(earlier, list, part.source), theirs, windowMs);
+        merged[list] = both.samples;
+        filled += both.filled;
+      }
+      byKey.set(key, merged);
+    }
+  }
+  return { data: { resultType: first.resultType, result: [...byKey.values()] }, filled };
 }
 
 /** A sample's value as the API writes it (`"1.5"`, `"NaN"`, `"+Inf"`, `"-Inf"`). */
@@ -144,23 +266,49 @@ export function sortByValue(data: QueryData, descending: boolean): QueryData {
   return { resultType: data.resultType, result: keyed.map((k) => k.series) };
 }
 
-/** /api/v1/series: the union of label sets (a listing, so a set two groups share is no conflict). */
-export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[]> {
+/** What a listing merge reads from each answer: who gave it (named in errors), its data, labels to add. */
+interface Listing {
+  readonly source: string;
+  readonly data: unknown;
+  readonly labels: Readonly<Record<string, string>>;
+}
+const groupListing = (a: GroupAnswer): Listing => ({ source: a.group.name, data: a.data, labels: a.group.labels });
+const replicaListing = (a: ReplicaAnswer): Listing => ({ source: `replica ${a.replica}`, data: a.data, labels: {} });
+
+function uniteLabelSets(parts: readonly Listing[]): Labels[] {
   const seen = new Set<string>();
   const data: Labels[] = [];
-  for (const answer of answers) {
-    if (!Array.isArray(answer.data))
-      throw new MergeError(`${answer.group.name} answered series data that is not a list`);
-    for (const item of answer.data as unknown[]) {
-      if (!isRecord(item)) throw new MergeError(`${answer.group.name} answered a series that is not a label set`);
-      const labels = withGroupLabels(item as Labels, answer.group);
+  for (const part of parts) {
+    if (!Array.isArray(part.data)) throw new MergeError(`${part.source} answered series data that is not a list`);
+    for (const item of part.data as unknown[]) {
+      if (!isRecord(item)) throw new MergeError(`${part.source} answered a series that is not a label set`);
+      const labels = withLabels(item as Labels, part.labels);
       const key = labelKey(labels);
       if (seen.has(key)) continue;
       seen.add(key);
       data.push(labels);
     }
   }
-  return { data, warnings: [] };
+  return data;
+}
+
+/** /api/v1/series: the union of label sets (a listing, so a set two groups share is no conflict). */
+export function mergeSeriesData(answers: readonly GroupAnswer[]): Merged<Labels[]> {
+  return { data: uniteLabelSets(answers.map(groupListing)), warnings: [] };
+}
+
+function uniteStrings(parts: readonly Listing[], extra: (index: number) => readonly string[]): string[] {
+  const all = new Set<string>();
+  parts.forEach((part, index) => {
+    if (part.data === null) return; // Prometheus answers null for "none"
+    if (!Array.isArray(part.data)) throw new MergeError(`${part.source} answered data that is not a list of strings`);
+    for (const value of part.data as unknown[]) {
+      if (typeof value !== 'string') throw new MergeError(`${part.source} answered a value that is not a string`);
+      all.add(value);
+    }
+    for (const value of extra(index)) all.add(value);
+  });
+  return [...all].sort();
 }
 
 /** /api/v1/labels and /label/<name>/values: the sorted union of strings. */
@@ -168,29 +316,17 @@ export function mergeStringLists(
   answers: readonly GroupAnswer[],
   extra: (group: ServerGroup) => readonly string[] = () => [],
 ): Merged<string[]> {
-  const all = new Set<string>();
-  for (const answer of answers) {
-    if (answer.data === null) continue; // Prometheus answers null for "none"
-    if (!Array.isArray(answer.data))
-      throw new MergeError(`${answer.group.name} answered data that is not a list of strings`);
-    for (const value of answer.data as unknown[]) {
-      if (typeof value !== 'string') throw new MergeError(`${answer.group.name} answered a value that is not a string`);
-      all.add(value);
-    }
-    for (const value of extra(answer.group)) all.add(value);
-  }
-  return { data: [...all].sort(), warnings: [] };
+  return { data: uniteStrings(answers.map(groupListing), (i) => extra(answers[i]!.group)), warnings: [] };
 }
 
-/** /api/v1/metadata: metric -> entries, the union of distinct entries. */
-export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<string, unknown[]>> {
+function uniteMetadata(parts: readonly Listing[]): Record<string, unknown[]> {
   const data: Record<string, unknown[]> = {};
   const seen = new Map<string, Set<string>>();
-  for (const answer of answers) {
-    if (!isRecord(answer.data)) throw new MergeError(`${answer.group.name} answered metadata that is not an object`);
-    for (const [metric, entries] of Object.entries(answer.data)) {
+  for (const part of parts) {
+    if (!isRecord(part.data)) throw new MergeError(`${part.source} answered metadata that is not an object`);
+    for (const [metric, entries] of Object.entries(part.data)) {
       if (!Array.isArray(entries))
-        throw new MergeError(`${answer.group.name} answered metadata of ${metric} that is not a list`);
+        throw new MergeError(`${part.source} answered metadata of ${metric} that is not a list`);
       const keys = seen.get(metric) ?? new Set<string>();
       seen.set(metric, keys);
       const list = (data[metric] ??= []);
@@ -202,7 +338,27 @@ export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<st
       }
     }
   }
-  return { data, warnings: [] };
+  return data;
+}
+
+/** /api/v1/metadata: metric -> entries, the union of distinct entries. */
+export function mergeMetadata(answers: readonly GroupAnswer[]): Merged<Record<string, unknown[]>> {
+  return { data: uniteMetadata(answers.map(groupListing)), warnings: [] };
+}
+
+/** A group's replicas' /series: the union of their label sets. */
+export function mergeReplicaSeries(answers: readonly ReplicaAnswer[]): ReplicasMerged {
+  return { data: uniteLabelSets(answers.map(replicaListing)), filled: 0 };
+}
+
+/** A group's replicas' /labels or /label/<name>/values: the sorted union. */
+export function mergeReplicaStrings(answers: readonly ReplicaAnswer[]): ReplicasMerged {
+  return { data: uniteStrings(answers.map(replicaListing), () => []), filled: 0 };
+}
+
+/** A group's replicas' /metadata: the union of distinct entries. */
+export function mergeReplicaMetadata(answers: readonly ReplicaAnswer[]): ReplicasMerged {
+  return { data: uniteMetadata(answers.map(replicaListing)), filled: 0 };
 }
 
 /** Warnings the groups themselves gave, each said once and attributed. */

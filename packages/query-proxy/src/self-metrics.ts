@@ -14,6 +14,8 @@ export class ProxyMetrics {
   readonly groupDuration: Histogram<'group' | 'endpoint'>;
   readonly groupErrors: Counter<'group' | 'kind'>;
   readonly warnings: Counter<'endpoint'>;
+  readonly replicaErrors: Counter<'group' | 'replica' | 'kind'>;
+  readonly samplesFilled: Counter<'group'>;
   readonly reload: ReloadMetrics;
 
   constructor(registry: Registry, config: () => QueryProxyConfig, version: string) {
@@ -49,6 +51,18 @@ export class ProxyMetrics {
       name: 'cachemon_query_proxy_answers_with_warnings_total',
       help: 'Answers that carried warnings (series in two groups, cross-group aggregation, a failed group with ignore_error, a spanning query), by endpoint.',
       labelNames: ['endpoint'],
+      registers,
+    });
+    this.replicaErrors = new Counter({
+      name: 'cachemon_query_proxy_replica_errors_total',
+      help: 'Requests a replica (a target of a server group) failed, by group, replica and kind: timeout (no answer in its time), unavailable (refused, 5xx, broken off); whether or not another replica answered for the group.',
+      labelNames: ['group', 'replica', 'kind'],
+      registers,
+    });
+    this.samplesFilled = new Counter({
+      name: 'cachemon_query_proxy_replica_samples_filled_total',
+      help: "Samples of merged answers taken from a replica into another's hole (a restart, a lost scrape), by group.",
+      labelNames: ['group'],
       registers,
     });
     this.reload = createReloadMetrics(registry, config().file);

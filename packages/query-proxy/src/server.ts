@@ -65,7 +65,9 @@ export async function startQueryProxy(initial: QueryProxyConfig, options: QueryP
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const registry = new Registry();
   const metrics = new ProxyMetrics(registry, () => config, options.version);
-  const upstreams = new Upstreams();
+  const upstreams = new Upstreams({
+    replicaFailed: (group, replica, kind) => metrics.replicaErrors.inc({ group: group.name, replica, kind }),
+  });
   const parser = new ParsePool();
   let closing = false;
 

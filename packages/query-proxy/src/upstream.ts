@@ -1,7 +1,8 @@
 /**
- * A group's replicas, tried in turn from after the last used, within its `timeout`: a failed or 5xx
- * one is passed over a while; one silent for timeout / replicas is raced by the next. The first 2xx
- * or 4xx answers for the group.
+ * A group's replicas, within its `timeout`. Either tried in turn from after the last used (`send`,
+ * `json`): a failed or 5xx one is passed over a while; one silent for timeout / replicas is raced
+ * by the next; the first 2xx or 4xx answers for the group. Or each asked at once (`jsonEach`), for
+ * their answers to be merged.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -11,7 +12,7 @@ import { errorMessage } from '@cachemon/core';
 import type { ServerGroup } from './config.js';
 
 /** How long a replica that failed is passed over while its group has others. */
-const REPLICA_BACKOFF_MS = 5000;
+export const REPLICA_BACKOFF_MS = 5000;
 /** Most of a failed answer's body read into the error message. */
 const ERROR_BODY_BYTES = 4096;
 /** Connections per store; dashboards run a panel's queries at once, so not one. */
@@ -26,6 +27,8 @@ const AGENT_OPTIONS = {
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-length'] as const;
 
 type GroupFailureKind = 'timeout' | 'unavailable' | 'canceled';
+/** How one replica failed: no answer in its time, or refused, 5xx, broken off, not JSON. */
+export type ReplicaFailureKind = 'timeout' | 'unavailable';
 
 /** A group gave no usable answer: every replica failed, or the time ran out. */
 export class GroupFailure extends Error {
@@ -108,10 +111,32 @@ interface UpstreamAnswer {
   readonly target: string;
 }
 
-interface JsonAnswer {
+export interface JsonAnswer {
   readonly status: number;
   readonly body: unknown;
   readonly target: string;
+}
+
+/** A replica of a merged group that gave no answer, and why. */
+export interface ReplicaProblem {
+  readonly target: string;
+  readonly kind: ReplicaFailureKind;
+  readonly detail: string;
+}
+
+/** What each replica of a merged group answered, in config order. */
+export interface EachAnswer {
+  readonly answers: readonly JsonAnswer[];
+  /** Replicas asked that failed. */
+  readonly problems: readonly ReplicaProblem[];
+  /** Replicas not asked: they failed a moment ago, and others were left. */
+  readonly passedOver: readonly string[];
+}
+
+export interface UpstreamsOptions {
+  readonly now?: () => number;
+  /** Told of every replica that failed a request, whether or not another answered for it. */
+  readonly replicaFailed?: (group: ServerGroup, target: string, kind: ReplicaFailureKind) => void;
 }
 
 /**
@@ -173,7 +198,23 @@ export class Upstreams {
   /** Per group (a reload makes new ones): the next replica to start with. */
   private readonly next = new WeakMap<ServerGroup, number>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  private readonly now: () => number;
+  private readonly replicaFailed: NonNullable<UpstreamsOptions['replicaFailed']>;
+
+  constructor(options: UpstreamsOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.replicaFailed = options.replicaFailed ?? (() => undefined);
+  }
+
+  /** A replica failed: passed over for a while, and counted. */
+  private failed(group: ServerGroup, target: string, kind: ReplicaFailureKind): void {
+    this.failedAt.set(target, this.now());
+    this.replicaFailed(group, target, kind);
+  }
+
+  private healthy(target: string, now: number): boolean {
+    return now - (this.failedAt.get(target) ?? -Infinity) >= REPLICA_BACKOFF_MS;
+  }
 
   /**
    * One HTTP request to a replica; resolves with the answer's head, its body unread. `started`
@@ -221,7 +262,7 @@ export class Upstreams {
     this.next.set(group, (start + 1) % group.targets.length);
     const rotated = group.targets.map((_, i) => group.targets[(start + i) % group.targets.length]!);
     const now = this.now();
-    const healthy = (t: string) => now - (this.failedAt.get(t) ?? -Infinity) >= REPLICA_BACKOFF_MS;
+    const healthy = (t: string) => this.healthy(t, now);
     return [...rotated.filter(healthy), ...rotated.filter((t) => !healthy(t))];
   }
 
@@ -231,15 +272,20 @@ export class Upstreams {
    * 2xx or 4xx answer, its body unread (the caller reads it, and says when the call is done); the
    * requests still waiting are given up, and those asked before the winner passed over for a while.
    */
-  send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
+  /** A function asking one replica for `req`, within `call`. */
+  private asker(group: ServerGroup, req: UpstreamRequest, call: GroupCall) {
     const search = groupSearch(group, req.search);
     const pathAndQuery = search === '' ? req.path : `${req.path}?${search}`;
     const headers: Record<string, string> = {};
     if (req.acceptEncoding) headers['accept-encoding'] = req.acceptEncoding;
     if (req.method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const body = req.method === 'POST' ? (req.body ?? '') : undefined;
-    const ask = (target: string, started: (request: ClientRequest) => void) =>
+    return (target: string, started: (request: ClientRequest) => void) =>
       this.requestOnce(target, pathAndQuery, req.method, headers, body, call, started);
+  }
+
+  send(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<UpstreamAnswer> {
+    const ask = this.asker(group, req, call);
     const targets = this.order(group);
     return new Promise((resolve, reject) => {
       const share = group.timeoutMs / targets.length;
@@ -273,7 +319,7 @@ export class Upstreams {
             }
             if (status >= 500) {
               waiting.delete(target);
-              this.failedAt.set(target, this.now());
+              this.failed(group, target, 'unavailable');
               const text = await readPrefix(answer, ERROR_BODY_BYTES);
               problems.push(`${target} answered ${status}: ${errorText(text)}`);
               if (!settled) askNext();
@@ -284,7 +330,7 @@ export class Upstreams {
             // Give up the others; the ones asked before it had longer and gave nothing: pass them over.
             const rank = targets.indexOf(target);
             for (const [other, request] of waiting) {
-              if (targets.indexOf(other) < rank) this.failedAt.set(other, this.now());
+              if (targets.indexOf(other) < rank) this.failed(group, other, 'timeout');
               request?.destroy();
             }
             if (this.failedAt.size > 0) this.failedAt.delete(target);
@@ -292,13 +338,14 @@ export class Upstreams {
           },
           (err: unknown) => {
             waiting.delete(target);
+            if (call.timedOut && !call.canceled) this.replicaFailed(group, target, 'timeout');
             if (settled) return;
             if (call.canceled || call.timedOut) {
               settle();
               reject(callFailure(group, call, problems));
               return;
             }
-            this.failedAt.set(target, this.now());
+            this.failed(group, target, 'unavailable');
             problems.push(`${target}: ${errorMessage(err)}`);
             askNext();
           },
@@ -332,10 +379,108 @@ export class Upstreams {
     }
   }
 
+  /**
+   * Asks every replica of the group at once and reads each answer as JSON, for the caller to merge.
+   * Replicas that failed a moment ago are passed over, and asked only if all the others fail. Each
+   * has until the group's timeout; but once one has answered, the others only until their share of
+   * it (timeout / replicas asked), or as long again as the first took if that is later: a hung
+   * replica costs its share, not the answer. Those that fail are passed over for a while. Rejects
+   * when none answered.
+   */
+  async jsonEach(group: ServerGroup, req: UpstreamRequest, call: GroupCall): Promise<EachAnswer> {
+    const ask = this.asker(group, { ...req, acceptEncoding: 'identity' }, call);
+    const now = this.now();
+    let passedOver = group.targets.filter((t) => !this.healthy(t, now));
+    const answers = new Map<string, JsonAnswer>();
+    const problems = new Map<string, ReplicaProblem>();
+    const round = async (targets: readonly string[]): Promise<void> => {
+      const started = performance.now();
+      const share = group.timeoutMs / targets.length;
+      const requests = new Map<string, ClientRequest>();
+      const cut = new Set<string>();
+      let rest: NodeJS.Timeout | undefined;
+      /** Gives up the replicas still asked, once one has answered and they have had their time. */
+      const cutTheRest = (took: number) => {
+        rest = setTimeout(
+          () => {
+            for (const target of targets) {
+              if (answers.has(target) || problems.has(target)) continue;
+              cut.add(target);
+              requests.get(target)?.destroy(new Error('given up'));
+            }
+          },
+          Math.max(share, 2 * took) - took,
+        );
+      };
+      const askOne = async (target: string): Promise<void> => {
+        let status = 0;
+        let text = '';
+        const problem = (kind: ReplicaFailureKind, detail: string) => problems.set(target, { target, kind, detail });
+        try {
+          const answer = await ask(target, (request) => requests.set(target, request));
+          status = answer.statusCode ?? 0;
+          if (status >= 500) {
+            problem('unavailable', `answered ${status}: ${errorText(await readPrefix(answer, ERROR_BODY_BYTES))}`);
+            return;
+          }
+          text = await answer.setEncoding('utf8').reduce((all: string, chunk: string) => all + chunk, '');
+        } catch (err) {
+          if (call.canceled) return;
+          if (cut.has(target)) {
+            const waited = Math.round(performance.now() - started);
+            problem('timeout', `no answer within ${waited} ms, while another replica had answered`);
+          } else if (call.timedOut) problem('timeout', `no answer within the group's timeout of ${group.timeoutMs} ms`);
+          else problem('unavailable', errorMessage(err));
+          return;
+        }
+        try {
+          answers.set(target, { status, body: JSON.parse(text) as unknown, target });
+        } catch {
+          problem('unavailable', `answered ${status} with a body that is not JSON: ${errorText(text)}`);
+          return;
+        }
+        if (rest === undefined && targets.length > 1) cutTheRest(performance.now() - started);
+      };
+      try {
+        await Promise.all(targets.map(askOne));
+      } finally {
+        clearTimeout(rest);
+      }
+    };
+    try {
+      const healthy = group.targets.filter((t) => !passedOver.includes(t));
+      await round(healthy.length > 0 ? healthy : passedOver);
+      if (healthy.length === 0) passedOver = [];
+      else if (answers.size === 0 && passedOver.length > 0 && !call.canceled && !call.timedOut) {
+        await round(passedOver);
+        passedOver = [];
+      }
+    } finally {
+      call.done();
+    }
+    if (call.canceled) throw new GroupFailure(group, 'canceled', 'the client went away');
+    for (const problem of problems.values()) this.failed(group, problem.target, problem.kind);
+    for (const target of answers.keys()) this.failedAt.delete(target);
+    if (answers.size === 0) {
+      // The group's timeout says itself; what else went wrong is told beside it.
+      const said = [...problems.values()].filter((p) => !(call.timedOut && p.kind === 'timeout')).map(replicaSaid);
+      throw callFailure(group, { canceled: false, timedOut: call.timedOut }, said);
+    }
+    const inOrder = <V>(found: Map<string, V>) => group.targets.filter((t) => found.has(t)).map((t) => found.get(t)!);
+    return { answers: inOrder(answers), problems: inOrder(problems), passedOver };
+  }
+
   async close(): Promise<void> {
     this.http.destroy();
     this.https.destroy();
   }
+}
+
+/** A replica's problem as a phrase naming it: `http://a:8428 answered 500: ...`, `http://a:8428: connect ECONNREFUSED ...`. */
+export function replicaSaid(problem: ReplicaProblem): string {
+  return problem.detail.startsWith('answered ')
+    ? `${problem.target} ${problem.detail}`
+    : `${problem.target}: ${problem.detail}`;
 }
 
 /** Why a call failed before its answer began: the client gone, the timeout, or (when neither) every replica's problem. */

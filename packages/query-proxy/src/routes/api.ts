@@ -1,11 +1,23 @@
 /** The query API, routed by label filter; answers carry `X-Cachemon-Route` and `Server-Timing` per group. */
+import { parseGoDuration } from '@cachemon/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from '@cachemon/core';
 import { ApiError } from '../api-answers.js';
 import type { apiErrorHandler, Endpoint } from '../api-answers.js';
+import { mergesReplicas } from '../config.js';
 import type { QueryProxyConfig, ServerGroup } from '../config.js';
-import type { Forwarder } from '../forward.js';
-import { mergeMetadata, mergeQueryData, mergeSeriesData, mergeStringLists, sortByValue } from '../merge.js';
-import type { GroupAnswer, Merged } from '../merge.js';
+import type { AnswerMerge, Forwarder } from '../forward.js';
+import {
+  mergeMetadata,
+  mergeQueryData,
+  mergeReplicaMetadata,
+  mergeReplicaQueryData,
+  mergeReplicaSeries,
+  mergeReplicaStrings,
+  mergeSeriesData,
+  mergeStringLists,
+  sortByValue,
+} from '../merge.js';
+import type { GroupAnswer, Merged, ReplicaAnswer, ReplicasMerged } from '../merge.js';
 import type { ParsePool } from '../parse-pool.js';
 import {
   combiningProblem,
@@ -61,10 +73,36 @@ function emptyResult(endpoint: 'query' | 'query_range', parsed: Plan['parsed']) 
   return { resultType, result: [] };
 }
 
-/** The one group asked, when its store's answer can be relayed as it is (no labels of its own to add). */
+/**
+ * The one group asked, when one store's answer can be relayed as it is: no labels of its own to
+ * add, and one target or `replicas: any` (else its replicas' answers are merged).
+ */
 function relayable(groups: readonly ServerGroup[]): ServerGroup | undefined {
   const [only, ...more] = groups;
-  return only && more.length === 0 && Object.keys(only.labels).length === 0 ? only : undefined;
+  return only && more.length === 0 && Object.keys(only.labels).length === 0 && !mergesReplicas(only) ? only : undefined;
+}
+
+/** A query_range `step` (float seconds or a duration, as Prometheus reads it) in milliseconds, if it is one. */
+function stepMs(step: string | null): number | undefined {
+  if (step === null || step.trim() === '') return undefined;
+  const seconds = Number(step);
+  if (Number.isFinite(seconds)) return seconds * 1000;
+  try {
+    return parseGoDuration(step);
+  } catch {
+    return undefined; // the store refuses it and says why
+  }
+}
+
+/**
+ * The window within which two replicas' samples are one (merge.ts mergeSamples): the group's
+ * anti_affinity. On /query_range, every sample of either replica lies on the request's step grid,
+ * so samples at different steps are never one: at most half the step, so that a replica's missing
+ * step is filled however short the step is.
+ */
+function replicaWindow(group: ServerGroup, endpoint: 'query' | 'query_range', params: URLSearchParams): number {
+  const step = endpoint === 'query_range' ? stepMs(params.get('step')) : undefined;
+  return step === undefined || step <= 0 ? group.antiAffinityMs : Math.min(group.antiAffinityMs, step / 2);
 }
 
 /** The client's request as the single path forwards it: same method, parameters and body. */
@@ -179,7 +217,9 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     const only = relayable(planned.groups);
     if (only) return forwarder.forward(endpoint, only, asIs(request, path, search, body), reply, empty);
     const warnings = [planned.warning, combiningProblem(planned.parsed, planned.groups)].filter((w) => w !== undefined);
-    const sortedBy = endpoint === 'query' && planned.groups.length > 1 ? planned.parsed.sortedBy : undefined;
+    // Each group (each replica) sorted its own series: the merged list is sorted again, as one store would have.
+    const mergedMany = planned.groups.length > 1 || planned.groups.some(mergesReplicas);
+    const sortedBy = endpoint === 'query' && mergedMany ? planned.parsed.sortedBy : undefined;
     const requestFor = (group: ServerGroup): UpstreamRequest => {
       const form = new URLSearchParams(params);
       form.set('query', queryForGroup(planned.parsed, group));
@@ -189,11 +229,13 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
       endpoint,
       planned.groups,
       requestFor,
-      (answers) => {
-        const merged = mergeQueryData(answers);
-        // Each group sorted its own series: the merged list is sorted again, as one store would have.
-        const data = sortedBy === undefined ? merged.data : sortByValue(merged.data, sortedBy === 'value descending');
-        return { data, warnings: [...merged.warnings, ...warnings] };
+      {
+        replicas: (answers, group) => mergeReplicaQueryData(answers, replicaWindow(group, endpoint, params)),
+        groups: (answers) => {
+          const merged = mergeQueryData(answers);
+          const data = sortedBy === undefined ? merged.data : sortByValue(merged.data, sortedBy === 'value descending');
+          return { data, warnings: [...merged.warnings, ...warnings] };
+        },
       },
       reply,
     );
@@ -204,6 +246,7 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
     <T>(
       endpoint: Exclude<Endpoint, 'query' | 'query_range'>,
       merge: (answers: readonly GroupAnswer[], request: FastifyRequest) => Merged<T>,
+      mergeReplicas: (answers: readonly ReplicaAnswer[]) => ReplicasMerged,
       empty: unknown,
     ) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
@@ -233,7 +276,8 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
         }
         return { path: upstreamPath, method: 'POST', search: '', body: form.toString() };
       };
-      return forwarder.gather(endpoint, route.groups, requestFor, (answers) => merge(answers, request), reply);
+      const merging: AnswerMerge<T> = { replicas: mergeReplicas, groups: (answers) => merge(answers, request) };
+      return forwarder.gather(endpoint, route.groups, requestFor, merging, reply);
     };
 
   const { errorHandler } = options;
@@ -242,18 +286,23 @@ export function installApiRoutes(app: FastifyInstance, options: ApiRoutesOptions
   };
   api('/api/v1/query', queryHandler('query'));
   api('/api/v1/query_range', queryHandler('query_range'));
-  api('/api/v1/series', listHandler('series', mergeSeriesData, []));
+  api('/api/v1/series', listHandler('series', mergeSeriesData, mergeReplicaSeries, []));
   api(
     '/api/v1/labels',
-    listHandler('labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), []),
+    listHandler('labels', (a) => mergeStringLists(a, (g) => Object.keys(g.labels)), mergeReplicaStrings, []),
   );
   // A group's own labels are not in its store: their value is the group's.
   const ownValue = (group: ServerGroup, name: string) => (group.labels[name] === undefined ? [] : [group.labels[name]]);
   api(
     '/api/v1/label/:name/values',
-    listHandler('label_values', (a, request) => mergeStringLists(a, (g) => ownValue(g, labelName(request))), []),
+    listHandler(
+      'label_values',
+      (a, request) => mergeStringLists(a, (g) => ownValue(g, labelName(request))),
+      mergeReplicaStrings,
+      [],
+    ),
   );
-  api('/api/v1/metadata', listHandler('metadata', mergeMetadata, {}));
+  api('/api/v1/metadata', listHandler('metadata', mergeMetadata, mergeReplicaMetadata, {}));
   const buildInfo = { version: PROMETHEUS_COMPATIBLE_VERSION, revision: `cachemon query proxy ${options.version}` };
   const unknownBuild = { branch: '', buildUser: '', buildDate: '', goVersion: '' };
   api('/api/v1/status/buildinfo', async (_request, reply) =>

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CachemonError } from '@cachemon/core';
 import { tempDir } from '@cachemon/testkit';
-import { loadQueryProxyConfig, parseQueryProxyConfig } from '../../src/index.js';
+import { loadQueryProxyConfig, mergesReplicas, parseQueryProxyConfig } from '../../src/index.js';
 
 function refused(raw: unknown): string {
   try {
@@ -40,7 +40,7 @@ describe('promxy.yml', () => {
       label_filter:
         static_labels_include: { scrape: [long] }
       ignore_error: true
-      anti_affinity: 10s
+      anti_affinity: 30s
       surprise: 1
 `,
     );
@@ -58,10 +58,47 @@ describe('promxy.yml', () => {
         ],
       ],
     );
-    assert.deepEqual(config.warnings, [
-      'promxy.server_groups[1].anti_affinity: a promxy setting this proxy does not implement; ignored',
-      'promxy.server_groups[1].surprise: unknown key; ignored',
-    ]);
+    assert.deepEqual(
+      config.groups.map((g) => [g.replicas, g.antiAffinityMs]),
+      [
+        ['merge', 10_000],
+        ['merge', 30_000],
+      ],
+    );
+    assert.deepEqual(config.warnings, ['promxy.server_groups[1].surprise: unknown key; ignored']);
+  });
+
+  it("reads replicas (merge by default, as promxy; any) and anti_affinity (promxy's 10s by default)", () => {
+    const config = parseQueryProxyConfig('promxy.yml', {
+      promxy: {
+        server_groups: [
+          { static_configs: [{ targets: ['a:1', 'a:2'] }] },
+          { static_configs: [{ targets: ['b:1', 'b:2'] }], replicas: 'any', anti_affinity: '0s' },
+          { static_configs: [{ targets: ['c:1'] }], replicas: 'merge', anti_affinity: '1m2.5s' },
+        ],
+      },
+    });
+    assert.deepEqual(
+      config.groups.map((g) => [g.replicas, g.antiAffinityMs, mergesReplicas(g)]),
+      [
+        ['merge', 10_000, true],
+        ['any', 0, false],
+        ['merge', 62_500, false],
+      ],
+    );
+    const group = (extra: Record<string, unknown>) => ({
+      promxy: { server_groups: [{ static_configs: [{ targets: ['a:1'] }], ...extra }] },
+    });
+    assert.match(
+      refused(group({ replicas: 'one' })),
+      /promxy\.server_groups\[0\]\.replicas: expected merge \(every replica asked, their answers merged\) or any/,
+    );
+    assert.match(refused(group({ anti_affinity: '-1s' })), /server_groups\[0\]\.anti_affinity: .*negative/);
+    assert.match(
+      refused(group({ anti_affinity: 'soon' })),
+      /server_groups\[0\]\.anti_affinity: .*a Go duration such as 10s/,
+    );
+    assert.match(refused(group({ anti_affinity: 10 })), /server_groups\[0\]\.anti_affinity: /);
   });
 
   it('reads timeouts as promxy does (Go durations, fractions included) and refuses zero', () => {

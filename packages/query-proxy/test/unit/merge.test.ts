@@ -4,6 +4,11 @@ import {
   MergeError,
   mergeMetadata,
   mergeQueryData,
+  mergeReplicaMetadata,
+  mergeReplicaQueryData,
+  mergeReplicaSeries,
+  mergeReplicaStrings,
+  mergeSamples,
   mergeSeriesData,
   mergeStringLists,
   parseQueryProxyConfig,
@@ -158,6 +163,192 @@ describe('the listing endpoints', () => {
         x: [entry, { ...entry, help: 'other' }],
         y: [entry],
       },
+    );
+  });
+});
+
+/** Samples `[seconds, value]` at each of `seconds`, valued by `value`. */
+const at = (seconds: number[], value: (s: number) => string = (s) => String(s)) =>
+  seconds.map((s) => [s, value(s)] as [number, string]);
+const range = (from: number, to: number, step: number) =>
+  Array.from({ length: Math.floor((to - from) / step) + 1 }, (_, i) => from + i * step);
+const matrix = (...series: Array<[Record<string, string>, Array<[number, string]>]>) => ({
+  resultType: 'matrix',
+  result: series.map(([metric, values]) => ({ metric, values })),
+});
+
+describe("merging a group's replicas (promxy's MergeSampleStream)", () => {
+  const full = range(0, 600, 60);
+  const holed = full.filter((s) => s < 180 || s > 300);
+
+  it("fills a hole in one replica from the other; where both have a sample, the fuller replica's stands", () => {
+    const a = at(holed, (s) => `a${s}`);
+    const b = at(full, (s) => `b${s}`);
+    // The fuller side is the base, whichever comes first; the other adds only what the base lacks.
+    assert.deepEqual(mergeSamples(a, b, 10_000), { samples: b, filled: 0 });
+    assert.deepEqual(mergeSamples(b, a, 10_000), { samples: b, filled: 0 });
+    // Holes in both: each fills the other's.
+    const c = at(
+      full.filter((s) => s !== 480),
+      (s) => `c${s}`,
+    );
+    const merged = mergeSamples(a, c, 10_000);
+    assert.deepEqual(
+      merged.samples.map(([s, v]) => `${s}:${String(v)}`),
+      full.map((s) => (s === 480 ? `${s}:a${s}` : `${s}:c${s}`)),
+    );
+    assert.equal(merged.filled, 1);
+    // As many samples on each side: the first one given is the base.
+    const d = at(full, (s) => `d${s}`);
+    assert.deepEqual(mergeSamples(d, b, 10_000).samples, d);
+  });
+
+  it('takes two samples closer than anti_affinity as one scrape seen by both replicas at different times', () => {
+    // b scraped 3 s after a, every 15 s, and stopped early; a lost a minute (a restart) and has more.
+    const a = at([...range(0, 120, 15), ...range(195, 300, 15)], () => 'a');
+    const b = at(range(3, 213, 15), () => 'b');
+    const merged = mergeSamples(a, b, 10_000);
+    // b's samples within 10 s of one of a's are left out (123 after 120, 198 after 195); in a's
+    // gap those more than 10 s from both ends are taken (183 is 12 s before 195).
+    assert.deepEqual(
+      merged.samples.map(([s, v]) => `${s}${String(v)}`),
+      [
+        ...range(0, 120, 15).map((s) => `${s}a`),
+        '138b',
+        '153b',
+        '168b',
+        '183b',
+        ...range(195, 300, 15).map((s) => `${s}a`),
+      ],
+    );
+    assert.equal(merged.filled, 4);
+    // With a window of 0 every distinct instant is kept, a shared one once.
+    const exact = mergeSamples(at([0, 10, 20]), at([10, 15, 30]), 0);
+    assert.deepEqual(
+      exact.samples.map(([s]) => s),
+      [0, 10, 15, 20, 30],
+    );
+    assert.equal(exact.filled, 2);
+  });
+
+  it("takes the other's samples from before the base begins and after it ends, beyond the window", () => {
+    const merged = mergeSamples(at(range(100, 200, 10)), at([50, 60, 95, 205, 215]), 4000);
+    assert.deepEqual(
+      merged.samples.map(([s]) => s),
+      [50, 60, 95, ...range(100, 200, 10), 205, 215],
+    );
+    assert.deepEqual(
+      mergeSamples(at(range(100, 200, 10)), at([50, 97, 203, 250]), 4000).samples.map(([s]) => s),
+      [50, ...range(100, 200, 10), 250],
+    );
+  });
+
+  it('a range answer: series united by label set, each once, holes filled, counted', () => {
+    const up = { __name__: 'up', node: 'n1' };
+    const other = { __name__: 'up', node: 'n2' };
+    const merged = mergeReplicaQueryData(
+      [
+        { replica: 'http://a', data: matrix([up, at(holed)], [other, at(full)]) },
+        { replica: 'http://b', data: matrix([other, at(full, () => 'b')], [up, at(full)]) },
+        { replica: 'http://c', data: matrix([{ __name__: 'up', node: 'n3' }, at([60])]) },
+      ],
+      10_000,
+    );
+    assert.deepEqual(
+      merged.data,
+      matrix([up, at(full)], [other, at(full)], [{ __name__: 'up', node: 'n3' }, at([60])]),
+    );
+    assert.equal(merged.filled, 0, "b's fuller series is the base: nothing of a is taken into it");
+    const both = mergeReplicaQueryData(
+      [
+        { replica: 'http://a', data: matrix([up, at(holed)]) },
+        { replica: 'http://b', data: matrix([up, at(full.filter((s) => s !== 600))]) },
+      ],
+      10_000,
+    );
+    assert.deepEqual(both.data, matrix([up, at(full)]));
+    assert.equal(both.filled, 1);
+  });
+
+  it("an instant vector: each series once, the first replica's sample where several have one; a scalar the first's", () => {
+    const merged = mergeReplicaQueryData(
+      [
+        { replica: 'http://a', data: vector([{ n: '1' }, '0'], [{ n: '2' }, '5']) },
+        { replica: 'http://b', data: vector([{ n: '2' }, '6'], [{ n: '3' }, '7'], [{ n: '1' }, '1']) },
+      ],
+      10_000,
+    );
+    assert.deepEqual(merged.data, vector([{ n: '1' }, '0'], [{ n: '2' }, '5'], [{ n: '3' }, '7']));
+    const scalar = (v: string) => ({ resultType: 'scalar', result: [100, v] });
+    assert.deepEqual(
+      mergeReplicaQueryData(
+        [
+          { replica: 'http://a', data: scalar('1') },
+          { replica: 'http://b', data: scalar('2') },
+        ],
+        10_000,
+      ).data,
+      scalar('1'),
+    );
+    assert.throws(
+      () =>
+        mergeReplicaQueryData(
+          [
+            { replica: 'http://a', data: vector() },
+            { replica: 'http://b', data: matrix() },
+          ],
+          10_000,
+        ),
+      (err: unknown) => err instanceof MergeError && /replicas answered different result types/.test(err.message),
+    );
+    assert.throws(
+      () =>
+        mergeReplicaQueryData(
+          [
+            { replica: 'http://a', data: { resultType: 'matrix', result: [{ metric: {}, values: [1] }] } },
+            { replica: 'http://b', data: matrix([{}, at([1])]) },
+          ],
+          0,
+        ),
+      /replica http:\/\/a answered a series whose values are not \[time, value\] pairs/,
+    );
+  });
+
+  it('series, labels, label values, metadata: the union of the replicas, each entry once', () => {
+    assert.deepEqual(
+      mergeReplicaSeries([
+        { replica: 'http://a', data: [{ __name__: 'x', n: '1' }] },
+        {
+          replica: 'http://b',
+          data: [
+            { n: '1', __name__: 'x' },
+            { __name__: 'x', n: '2' },
+          ],
+        },
+      ]).data,
+      [
+        { __name__: 'x', n: '1' },
+        { __name__: 'x', n: '2' },
+      ],
+    );
+    assert.deepEqual(
+      mergeReplicaStrings([
+        { replica: 'http://a', data: ['n', '__name__'] },
+        { replica: 'http://b', data: ['job', 'n'] },
+      ]).data,
+      ['__name__', 'job', 'n'],
+    );
+    const entry = { type: 'gauge', help: 'h', unit: '' };
+    assert.deepEqual(
+      mergeReplicaMetadata([
+        { replica: 'http://a', data: { x: [entry] } },
+        { replica: 'http://b', data: { x: [entry], y: [entry] } },
+      ]).data,
+      { x: [entry], y: [entry] },
+    );
+    assert.throws(
+      () => mergeReplicaSeries([{ replica: 'http://a', data: {} }]),
+      /replica http:\/\/a answered series data that is not a list/,
     );
   });
 });

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { Server, ServerResponse } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { parseQueryProxyConfig } from '../../src/index.js';
-import { GroupCall, Upstreams } from '../../src/upstream.js';
+import { GroupCall, GroupFailure, Upstreams } from '../../src/upstream.js';
 
 /** Requests as the stores got them, in order: the store's name each. */
 const arrivals: string[] = [];
@@ -80,5 +80,102 @@ describe("a group's replicas", () => {
     assert.deepEqual(arrivals, ['a', 'b', 'b']);
     b.answer();
     assert.equal(await second, `http://${b.target}`);
+  });
+});
+
+/** A store answering every request at once: 200 with `data`, or 500 while `failing()`. */
+async function scriptedStore(
+  failing: () => boolean,
+  data: unknown,
+): Promise<{ server: Server; target: string; asked: () => number }> {
+  let asked = 0;
+  const server = createServer((_req, res) => {
+    asked++;
+    if (failing()) res.writeHead(500).end('out of order');
+    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'success', data }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return { server, target: `127.0.0.1:${address.port}`, asked: () => asked };
+}
+
+describe("a merged group's replicas, each asked", () => {
+  const servers: Server[] = [];
+  const failures: string[] = [];
+  const upstreams = new Upstreams({ replicaFailed: (_group, target, kind) => failures.push(`${target} ${kind}`) });
+  after(async () => {
+    await upstreams.close();
+    for (const server of servers) server.closeAllConnections();
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+  const groupOf = (targets: string[], timeout: string) =>
+    parseQueryProxyConfig('promxy.yml', { promxy: { server_groups: [{ static_configs: [{ targets }], timeout }] } })
+      .groups[0]!;
+  const each = (group: ReturnType<typeof groupOf>) =>
+    upstreams.jsonEach(group, { path: '/api/v1/labels', method: 'GET', search: '' }, new GroupCall(group.timeoutMs));
+
+  it('a replica silent past its share, once another answered, is given up, counted, then passed over', async () => {
+    const healthy = await scriptedStore(() => false, ['a']);
+    const silent = await heldStore('silent');
+    servers.push(healthy.server, silent.server);
+    // Each replica's share of the 2 s timeout is 1 s.
+    const group = groupOf([silent.target, healthy.target], '2s');
+    const started = performance.now();
+    const first = await each(group);
+    const took = performance.now() - started;
+    assert.ok(took >= 950 && took < 1900, `answered after ${Math.round(took)} ms`);
+    assert.deepEqual(
+      first.answers.map((a) => [a.target, a.body]),
+      [[`http://${healthy.target}`, { status: 'success', data: ['a'] }]],
+    );
+    assert.deepEqual(
+      first.problems.map((p) => [p.target, p.kind]),
+      [[`http://${silent.target}`, 'timeout']],
+    );
+    assert.match(first.problems[0]!.detail, /^no answer within \d+ ms, while another replica had answered$/);
+    assert.deepEqual(failures, [`http://${silent.target} timeout`]);
+    // Passed over now: not asked, and the answer does not wait for it.
+    const before = arrivals.length;
+    const again = performance.now();
+    const second = await each(group);
+    assert.ok(performance.now() - again < 500);
+    assert.deepEqual(second.passedOver, [`http://${silent.target}`]);
+    assert.equal(second.answers.length, 1);
+    assert.equal(arrivals.length, before, 'the silent replica was not asked');
+    silent.answer();
+  });
+
+  it('a replica passed over is asked all the same when every other fails', async () => {
+    let firstFails = true;
+    const one = await scriptedStore(() => firstFails, ['one']);
+    const two = await scriptedStore(() => !firstFails, ['two']);
+    servers.push(one.server, two.server);
+    const group = groupOf([one.target, two.target], '2s');
+    const first = await each(group);
+    assert.deepEqual(
+      first.answers.map((a) => a.target),
+      [`http://${two.target}`],
+    );
+    assert.equal(first.problems[0]?.detail, 'answered 500: out of order');
+    firstFails = false;
+    const second = await each(group);
+    assert.deepEqual(
+      second.answers.map((a) => a.target),
+      [`http://${one.target}`],
+    );
+    assert.deepEqual(second.passedOver, []);
+    assert.deepEqual([one.asked(), two.asked()], [2, 2]);
+    // Every replica failing is the group's failure, naming each.
+    const dead = groupOf(['127.0.0.1:1', '127.0.0.1:2'], '2s');
+    await assert.rejects(each(dead), (err: unknown) => {
+      assert.ok(err instanceof GroupFailure);
+      assert.equal(err.kind, 'unavailable');
+      assert.match(
+        err.message,
+        /^group 0: no replica answered \(http:\/\/127\.0\.0\.1:\d: .*; http:\/\/127\.0\.0\.1:\d: .*\)$/,
+      );
+      return true;
+    });
   });
 });
