@@ -5,7 +5,14 @@
  * a burst of them costs the proxy about what it costs a bare node:http server.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ServerGroup } from './config.js';
+
+/**
+ * How long a refused request's connection stays open, unread, after its answer: the client reads
+ * the answer before the reset that closing on unread data brings (Go's net/http waits as long).
+ */
+const LINGER_MS = 500;
 
 /** Room in a query's request for its parameters other than the query (time, step, timeout, ...). */
 const OTHER_PARAMETERS_BYTES = 16 * 1024;
@@ -52,7 +59,7 @@ const QUERY_ENDPOINTS: Readonly<Record<string, 'query' | 'query_range'>> = {
 /**
  * Answers a request to the query endpoints whose query string or declared body is too large, in
  * the API's error shape, ahead of the server's own request listener. Its body is not read: the
- * connection is closed once the answer is written. Ahead of the web config's checks too: the
+ * connection is closed shortly after the answer is written. Ahead of the web config's checks too: the
  * answer says nothing but the size, whoever asks.
  */
 export function refuseOversizedQueries(
@@ -73,6 +80,7 @@ export function refuseOversizedQueries(
       return;
     }
     refused(endpoint);
+    linger(request.socket);
     const body = JSON.stringify({ status: 'error', errorType: 'bad_data', error: problem });
     response.writeHead(400, {
       'Content-Type': 'application/json',
@@ -81,4 +89,19 @@ export function refuseOversizedQueries(
     });
     response.end(body);
   });
+}
+
+/**
+ * The connection of a refused request: read no more of it (node:http would read the whole body
+ * to discard it), and once the answer is written, half-close it and close it LINGER_MS later.
+ */
+function linger(socket: Socket): void {
+  // node:http's own flag for a socket it paused: its request stream then never resumes it.
+  (socket as Socket & { _paused?: boolean })._paused = true;
+  socket.pause();
+  // Called by node:http once an answer with `Connection: close` is written.
+  socket.destroySoon = function destroySoon(this: Socket) {
+    this.end();
+    setTimeout(() => this.destroy(), LINGER_MS).unref();
+  };
 }
