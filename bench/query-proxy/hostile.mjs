@@ -26,12 +26,20 @@ export function childPid(script, role) {
 
 /**
  * Every answer of a burst must be a 400 in the Prometheus API's error shape; throws naming the first
- * that is not and how many are not. Returns the distinct messages (numbers elided).
+ * that is not and how many are not. Returns the distinct messages (numbers elided), and the errors
+ * of the connections that ended without an answer where those are allowed (`lostAllowed`: the bare
+ * refuser, whose closing a connection with its body unread may reset it before the client reads the
+ * 400; the proxy is held to every answer).
  */
-export function checkRefusals(answers, expected, where) {
+export function checkRefusals(answers, expected, where, { lostAllowed = false } = {}) {
   const bad = [];
+  const lost = [];
   const messages = new Set();
   for (const { status, body, error } of answers) {
+    if (lostAllowed && status === 0 && body === '' && error !== undefined) {
+      lost.push(error);
+      continue;
+    }
     let parsed;
     try {
       parsed = JSON.parse(body);
@@ -54,7 +62,7 @@ export function checkRefusals(answers, expected, where) {
         `{"status":"error","errorType":"bad_data","error":...}${bad.length ? `; the first: ${bad[0]}` : ''}`,
     );
   }
-  return messages;
+  return { messages, lost };
 }
 
 const rotate = (list, by) => list.map((_, i) => list[(i + by) % list.length]);
@@ -71,8 +79,8 @@ function newPhase() {
  *
  * subjects: [{ name, port, pid, target }]; plain(target): one plain query, resolves with its ms;
  * pids: { refuser, neighbour } (CPU read through `cpuMs`; a missing one reads as NaN).
- * Returns per subject { idle, refuser, hostile }, the refusals' messages by who answered, and the
- * hostile requests each subject answered.
+ * Returns per subject { idle, refuser, hostile }, the refusals' messages by who answered, the
+ * hostile requests each subject answered, and what the refuser was sent and did not answer.
  */
 export async function measureHostile({ subjects, neighbour, refuser, connections, bursts, plain, cpuMs, pids, log }) {
   const read = (pid) => {
@@ -93,6 +101,8 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
   /** The refusals' distinct messages, by who answered: a subject's name or `refuser`. */
   const messages = {};
   const hostileSent = Object.fromEntries(subjects.map((s) => [s.name, 0]));
+  /** Bursts to the refuser: requests sent, and the errors of those that ended without an answer. */
+  const toRefuser = { sent: 0, lost: [] };
   let burstMs = 0;
   let burstCount = 0;
 
@@ -114,9 +124,14 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
       while (!answered) ms.push(await plain(subject.target));
       const answers = await burst;
       const who = kind === 'hostile' ? subject.name : 'refuser';
+      const checked = checkRefusals(answers, connections, who, { lostAllowed: kind === 'refuser' });
       messages[who] ??= new Set();
-      for (const m of checkRefusals(answers, connections, who)) messages[who].add(m);
+      for (const m of checked.messages) messages[who].add(m);
       if (kind === 'hostile') hostileSent[subject.name] += answers.length;
+      else {
+        toRefuser.sent += answers.length;
+        toRefuser.lost.push(...checked.lost);
+      }
       burstMs += performance.now() - t0;
       burstCount++;
     }
@@ -143,6 +158,7 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
     stats,
     messages: Object.fromEntries(Object.entries(messages).map(([who, set]) => [who, [...set]])),
     hostileSent,
+    toRefuser,
   };
 }
 

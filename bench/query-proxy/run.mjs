@@ -752,7 +752,10 @@ async function hostileRow(proxy, proxyPort, baseline, baselinePort) {
     `hostile: done in ${seconds.toFixed(0)} s; every hostile answer a 400 bad_data: ` +
       Object.entries(measured.messages)
         .map(([who, m]) => `${label(who)}: ${m.join(' | ')}`)
-        .join('; '),
+        .join('; ') +
+      (measured.toRefuser.lost.length
+        ? `; ${measured.toRefuser.lost.length} of the refuser's ${measured.toRefuser.sent} connections reset before their answer was read`
+        : ''),
   );
   return { ...measured, seconds, refuserPid: refuser.pid, neighbourPid: neighbour.pid };
 }
@@ -1210,7 +1213,7 @@ if (result.hostile) {
   out(
     `Each round: (a) the plain query alone for as long as a burst takes, (b) during a burst to a bare node:http server that refuses every request with a 400 and closes, ` +
       `(c) during a burst to the proxy; order rotated every round, one round before unrecorded. ` +
-      `Every hostile answer (${Object.values(h.hostileSent).reduce((a, b) => a + b, 0)} from ${subjectsSaid}, as many from the refuser) was a 400 {"status":"error","errorType":"bad_data","error":...}, ` +
+      `Every hostile answer (${Object.values(h.hostileSent).reduce((a, b) => a + b, 0)} from ${subjectsSaid}, ${h.toRefuser.sent - h.toRefuser.lost.length} of ${h.toRefuser.sent} from the refuser${h.toRefuser.lost.length ? `, whose other ${h.toRefuser.lost.length} connections were reset before their answer was read (${[...new Set(h.toRefuser.lost)].join(', ')})` : ''}) was a 400 {"status":"error","errorType":"bad_data","error":...}, ` +
       `${Object.entries(h.messages)
         .map(([who, m]) => `${label(who)}: ${m.map((s) => `"${s}"`).join(', ')}`)
         .join('; ')}. ` +
@@ -1253,6 +1256,7 @@ if (OPTS.out) {
         plainQuery: HOSTILE_PLAIN.name,
         seconds: result.hostile.seconds,
         messages: result.hostile.messages,
+        toRefuser: { sent: result.hostile.toRefuser.sent, lost: result.hostile.toRefuser.lost.length },
         ...hostileFigures,
       },
       totalS,
