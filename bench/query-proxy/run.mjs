@@ -8,7 +8,7 @@
 //   node bench/query-proxy/run.mjs [--ensembles=2] [--service-codes=10] [--nodes=20] [--seed=1]
 //        [--requests=1000] [--round=200] [--warmup=3000] [--concurrency=32] [--window=2]
 //        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-piped] [--profile]
-//        [--baseline=COMMIT | --baseline-tree=DIR] [--no-hostile] [--hostile-bursts=20]
+//        [--baseline=COMMIT | --baseline-tree=DIR] [--no-hostile] [--hostile-bursts=40]
 //        [--hostile-connections=200] [--hostile-length=200000] [--out=PATH]
 //
 // --baseline-tree=DIR: a built checkout whose bin/query-proxy is measured too, as the path
@@ -90,7 +90,7 @@ const OPTS = {
   profile: args.profile !== undefined,
   hostile: args['no-hostile'] === undefined,
   /** Rounds of the hostile row: each has an idle stretch, a burst to the refuser and one to the proxy. */
-  hostileBursts: int('hostile-bursts', 20),
+  hostileBursts: int('hostile-bursts', 40),
   hostileConnections: int('hostile-connections', 200),
   hostileLength: int('hostile-length', 200_000),
   out: args.out,
@@ -1213,7 +1213,7 @@ if (result.hostile) {
   out(
     `Each round: (a) the plain query alone for as long as a burst takes, (b) during a burst to a bare node:http server that refuses every request with a 400 and closes, ` +
       `(c) during a burst to the proxy; order rotated every round, one round before unrecorded. ` +
-      `Every hostile answer (${Object.values(h.hostileSent).reduce((a, b) => a + b, 0)} from ${subjectsSaid}, ${h.toRefuser.sent - h.toRefuser.lost.length} of ${h.toRefuser.sent} from the refuser${h.toRefuser.lost.length ? `, whose other ${h.toRefuser.lost.length} connections were reset before their answer was read (${[...new Set(h.toRefuser.lost)].join(', ')})` : ''}) was a 400 {"status":"error","errorType":"bad_data","error":...}, ` +
+      `Every hostile answer (${Object.values(h.hostileSent).reduce((a, b) => a + b, 0)} from ${subjectsSaid}, ${h.toRefuser.sent - h.toRefuser.lost.length} of ${h.toRefuser.sent} from the refuser${h.toRefuser.lost.length ? ` (${h.toRefuser.lost.length} reset before the 400 was read: ${[...new Set(h.toRefuser.lost)].join(', ')})` : ''}) was a 400 {"status":"error","errorType":"bad_data","error":...}, ` +
       `${Object.entries(h.messages)
         .map(([who, m]) => `${label(who)}: ${m.map((s) => `"${s}"`).join(', ')}`)
         .join('; ')}. ` +
