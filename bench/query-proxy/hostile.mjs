@@ -26,17 +26,17 @@ export function childPid(script, role) {
 
 /**
  * Every answer of a burst must be a 400 in the Prometheus API's error shape; throws naming the first
- * that is not and how many are not. Returns the distinct messages (numbers elided), and the errors
- * of the connections that ended without an answer where those are allowed (`lostAllowed`: the bare
- * refuser, whose closing a connection with its body unread may reset it before the client reads the
- * 400; the proxy is held to every answer).
+ * that is not and how many are not. A connection that ended in an error with nothing read is lost,
+ * not wrong: the server closed it with the body unread, and the reset made the neighbour's write
+ * fail before it read the 400 (the caller counts those). Returns the distinct messages (numbers
+ * elided) and the errors of the connections lost.
  */
-export function checkRefusals(answers, expected, where, { lostAllowed = false } = {}) {
+export function checkRefusals(answers, expected, where) {
   const bad = [];
   const lost = [];
   const messages = new Set();
   for (const { status, body, error } of answers) {
-    if (lostAllowed && status === 0 && body === '' && error !== undefined) {
+    if (status === 0 && body === '' && error !== undefined) {
       lost.push(error);
       continue;
     }
@@ -79,8 +79,8 @@ function newPhase() {
  *
  * subjects: [{ name, port, pid, target }]; plain(target): one plain query, resolves with its ms;
  * pids: { refuser, neighbour } (CPU read through `cpuMs`; a missing one reads as NaN).
- * Returns per subject { idle, refuser, hostile }, the refusals' messages by who answered, the
- * hostile requests each subject answered, and what the refuser was sent and did not answer.
+ * Returns per subject { idle, refuser, hostile }, and by who answered (each subject, `refuser`):
+ * { sent, messages, lost }.
  */
 export async function measureHostile({ subjects, neighbour, refuser, connections, bursts, plain, cpuMs, pids, log }) {
   const read = (pid) => {
@@ -98,11 +98,10 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
   const stats = Object.fromEntries(
     subjects.map((s) => [s.name, { idle: newPhase(), refuser: newPhase(), hostile: newPhase() }]),
   );
-  /** The refusals' distinct messages, by who answered: a subject's name or `refuser`. */
-  const messages = {};
-  const hostileSent = Object.fromEntries(subjects.map((s) => [s.name, 0]));
-  /** Bursts to the refuser: requests sent, and the errors of those that ended without an answer. */
-  const toRefuser = { sent: 0, lost: [] };
+  /** By who answered (a subject's name or `refuser`): queries sent, the refusals' distinct messages, the errors of the connections lost. */
+  const refusals = Object.fromEntries(
+    [...subjects.map((s) => s.name), 'refuser'].map((who) => [who, { sent: 0, messages: new Set(), lost: [] }]),
+  );
   let burstMs = 0;
   let burstCount = 0;
 
@@ -115,23 +114,19 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
       while (performance.now() < until) ms.push(await plain(subject.target));
     } else {
       const port = kind === 'hostile' ? subject.port : refuser.port;
-      let answered = false;
+      let over = false;
       const burst = neighbour.burst(port);
       burst.then(
-        () => (answered = true),
-        () => (answered = true),
+        () => (over = true),
+        () => (over = true),
       );
-      while (!answered) ms.push(await plain(subject.target));
+      while (!over) ms.push(await plain(subject.target));
       const answers = await burst;
       const who = kind === 'hostile' ? subject.name : 'refuser';
-      const checked = checkRefusals(answers, connections, who, { lostAllowed: kind === 'refuser' });
-      messages[who] ??= new Set();
-      for (const m of checked.messages) messages[who].add(m);
-      if (kind === 'hostile') hostileSent[subject.name] += answers.length;
-      else {
-        toRefuser.sent += answers.length;
-        toRefuser.lost.push(...checked.lost);
-      }
+      const checked = checkRefusals(answers, connections, who);
+      refusals[who].sent += answers.length;
+      for (const m of checked.messages) refusals[who].messages.add(m);
+      refusals[who].lost.push(...checked.lost);
       burstMs += performance.now() - t0;
       burstCount++;
     }
@@ -156,9 +151,9 @@ export async function measureHostile({ subjects, neighbour, refuser, connections
   }
   return {
     stats,
-    messages: Object.fromEntries(Object.entries(messages).map(([who, set]) => [who, [...set]])),
-    hostileSent,
-    toRefuser,
+    answered: Object.fromEntries(
+      Object.entries(refusals).map(([who, a]) => [who, { sent: a.sent, messages: [...a.messages], lost: a.lost }]),
+    ),
   };
 }
 

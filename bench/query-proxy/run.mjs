@@ -687,6 +687,18 @@ async function routedBy(port) {
   return routed;
 }
 
+/** What each side answered to the hostile queries, in a sentence. */
+function answersSaid(answered) {
+  return Object.entries(answered)
+    .map(
+      ([who, a]) =>
+        `${who === 'refuser' ? 'the refuser' : label(who)}: ${a.sent - a.lost.length} of ${a.sent} hostile queries answered with a 400 bad_data ` +
+        `(${a.messages.map((m) => `"${m}"`).join(', ')})` +
+        (a.lost.length ? `, ${a.lost.length} reset before the 400 was read (${[...new Set(a.lost)].join(', ')})` : ''),
+    )
+    .join('; ');
+}
+
 /**
  * The hostile-neighbour row: the plain query through each proxy, idle, while the neighbour's bursts
  * go to the bare refuser, and while they go to that proxy (hostile.mjs). The neighbour and the
@@ -748,15 +760,7 @@ async function hostileRow(proxy, proxyPort, baseline, baselinePort) {
     for (const entry of forked) if (entry.pid === p.pid) forked.delete(entry);
   }
   const seconds = (performance.now() - t0) / 1000;
-  log(
-    `hostile: done in ${seconds.toFixed(0)} s; every hostile answer a 400 bad_data: ` +
-      Object.entries(measured.messages)
-        .map(([who, m]) => `${label(who)}: ${m.join(' | ')}`)
-        .join('; ') +
-      (measured.toRefuser.lost.length
-        ? `; ${measured.toRefuser.lost.length} of the refuser's ${measured.toRefuser.sent} connections reset before their answer was read`
-        : ''),
-  );
+  log(`hostile: done in ${seconds.toFixed(0)} s; ${answersSaid(measured.answered)}`);
   return { ...measured, seconds, refuserPid: refuser.pid, neighbourPid: neighbour.pid };
 }
 
@@ -922,7 +926,7 @@ try {
   // every one refused as invalid.
   for (const [name, port] of [['proxy', proxyPort], ...(baseline ? [['baseline', baselinePort]] : [])]) {
     const routed = await routedBy(port);
-    const refused = hostile?.hostileSent[name] ?? 0;
+    const refused = hostile?.answered[name].sent ?? 0;
     const other = Object.entries(routed).filter(([d, n]) => d !== 'single' && d !== 'invalid' && n > 0);
     if (other.length > 0 || routed.single !== sentTo[name] || (routed.invalid ?? 0) !== refused) {
       throw new Error(
@@ -1157,12 +1161,13 @@ if (paths.includes('baseline')) {
   );
 }
 let hostileFigures;
+/** The proxies some of whose hostile connections ended before their 400 was read: [[name, answered]]. */
+let hostileLost = [];
 if (result.hostile) {
   const h = result.hostile;
   hostileFigures = Object.fromEntries(Object.entries(h.stats).map(([name, s]) => [name, summarizeHostile(s, pct)]));
   const lat = (v) => `${f(v.p50, 2)} / ${f(v.p99, 2)} (${v.n})`;
   const both = (r) => `${x(r.p50)} / ${x(r.p99)}`;
-  const subjectsSaid = Object.keys(h.stats).length > 1 ? 'the proxies' : 'the proxy';
   out();
   out(
     `### hostile neighbour: "${HOSTILE_PLAIN.name}" at c=1 beside bursts of ${OPTS.hostileConnections} nested ${f(OPTS.hostileLength / 1000, 0)} K character queries`,
@@ -1212,12 +1217,22 @@ if (result.hostile) {
   out();
   out(
     `Each round: (a) the plain query alone for as long as a burst takes, (b) during a burst to a bare node:http server that refuses every request with a 400 and closes, ` +
-      `(c) during a burst to the proxy; order rotated every round, one round before unrecorded. ` +
-      `Every hostile answer (${Object.values(h.hostileSent).reduce((a, b) => a + b, 0)} from ${subjectsSaid}, ${h.toRefuser.sent - h.toRefuser.lost.length} of ${h.toRefuser.sent} from the refuser${h.toRefuser.lost.length ? ` (${h.toRefuser.lost.length} reset before the 400 was read: ${[...new Set(h.toRefuser.lost)].join(', ')})` : ''}) was a 400 {"status":"error","errorType":"bad_data","error":...}, ` +
-      `${Object.entries(h.messages)
-        .map(([who, m]) => `${label(who)}: ${m.map((s) => `"${s}"`).join(', ')}`)
-        .join('; ')}. ` +
+      `(c) during a burst to the proxy; order rotated every round, one round before unrecorded (counted below). ` +
       `Proxy CPU refusing: its CPU during (c) less its plain queries at what each cost it during (b). The neighbour runs at nice 19.`,
+  );
+  out();
+  out(
+    `Answers (every one read must be a 400 {"status":"error","errorType":"bad_data","error":...}): ${answersSaid(h.answered)}.`,
+  );
+  hostileLost = Object.entries(h.answered).filter(([who, a]) => who !== 'refuser' && a.lost.length > 0);
+  out();
+  out(
+    `- every hostile query to ${Object.keys(h.stats)
+      .map((p) => `the ${label(p)}`)
+      .join(' and ')} answered with its 400: ` +
+      (hostileLost.length === 0
+        ? '**yes**'
+        : `**NO**: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent}`).join(', ')} connections reset before the 400 was read (the proxy closes with the body unread)`),
   );
 }
 const report = lines.join('\n');
@@ -1255,8 +1270,8 @@ if (OPTS.out) {
       hostile: hostileFigures && {
         plainQuery: HOSTILE_PLAIN.name,
         seconds: result.hostile.seconds,
-        messages: result.hostile.messages,
-        toRefuser: { sent: result.hostile.toRefuser.sent, lost: result.hostile.toRefuser.lost.length },
+        answered: result.hostile.answered,
+        every400: hostileLost.length === 0,
         ...hostileFigures,
       },
       totalS,
@@ -1264,5 +1279,12 @@ if (OPTS.out) {
     writeFileSync(OPTS.out, `${JSON.stringify(json, null, 2)}\n`);
   } else writeFileSync(OPTS.out, `${report}\n`);
   log(`report written to ${OPTS.out}`);
+}
+if (hostileLost.length > 0) {
+  // The figures stand, but a client of the proxy lost its answer: that is a failure of the run.
+  log(
+    `FAILED: not every hostile query got its 400: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent} reset before the answer was read`).join(', ')}`,
+  );
+  process.exit(1);
 }
 process.exit(0);
