@@ -1232,7 +1232,7 @@ if (result.hostile) {
       .join(' and ')} answered with its 400: ` +
       (hostileLost.length === 0
         ? '**yes**'
-        : `**NO**: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent}`).join(', ')} connections reset before the 400 was read (the proxy closes with the body unread)`),
+        : `**NO**: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent}`).join(', ')} connections reset before the 400 was read`),
   );
 }
 const report = lines.join('\n');
