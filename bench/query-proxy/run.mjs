@@ -8,7 +8,8 @@
 //   node bench/query-proxy/run.mjs [--ensembles=2] [--service-codes=10] [--nodes=20] [--seed=1]
 //        [--requests=1000] [--round=200] [--warmup=3000] [--concurrency=32] [--window=2]
 //        [--windows=10] [--layout=shared|split] [--no-floor] [--floor-piped] [--profile]
-//        [--baseline=COMMIT | --baseline-tree=DIR] [--out=PATH]
+//        [--baseline=COMMIT | --baseline-tree=DIR] [--no-hostile] [--hostile-bursts=40]
+//        [--hostile-connections=200] [--hostile-length=200000] [--out=PATH]
 //
 // --baseline-tree=DIR: a built checkout whose bin/query-proxy is measured too, as the path
 // "proxy (baseline)", alternated with this checkout's proxy and the direct store on the same data.
@@ -26,6 +27,9 @@
 // request, the load generator's CPU, the proxy's peak RSS; what ran on which core; one verdict line
 // per goal: c=1 latency through the proxy <= 1.25x direct (p50 and p99), c=32 throughput >= 0.9x
 // direct; with a baseline, both proxies against direct and against each other.
+// Then the hostile-neighbour row (hostile.mjs): one of the queries timed at c=1 through the proxy
+// idle, while bursts of --hostile-connections nested --hostile-length character queries go to a
+// bare node:http refuser, and while they go to the proxy; --no-hostile skips it.
 // --out=PATH also writes the report there (.json: every figure as JSON instead).
 import { spawn, spawnSync } from 'node:child_process';
 import {
@@ -53,6 +57,9 @@ const ROOT = join(HERE, '..', '..');
 const { freePort, seededRandom } = await import(join(ROOT, 'packages/testkit/dist/src/index.js'));
 const { cpuMs, percentile: pct, statusKb } = await import(join(HERE, '..', 'lib', 'process.mjs'));
 const { summarizeProfile } = await import(join(HERE, '..', 'cache-exporter', 'profile-summary.mjs'));
+const { childPid, measureHostile, summarizeHostile } = await import(join(HERE, 'hostile.mjs'));
+/** The hostile neighbour and the bare refuser: the query proxy's test support, built. */
+const HOSTILE_MODULE = join(ROOT, 'packages/query-proxy/dist/test/support/hostile-neighbour.js');
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -81,6 +88,11 @@ const OPTS = {
   /** The floor pipes each answer chunk by chunk (floor.mjs --pipe) instead of relaying it as the proxy does. */
   floorPiped: args['floor-piped'] !== undefined,
   profile: args.profile !== undefined,
+  hostile: args['no-hostile'] === undefined,
+  /** Rounds of the hostile row: each has an idle stretch, a burst to the refuser and one to the proxy. */
+  hostileBursts: int('hostile-bursts', 40),
+  hostileConnections: int('hostile-connections', 200),
+  hostileLength: int('hostile-length', 200_000),
   out: args.out,
 };
 if (!['split', 'shared'].includes(OPTS.layout)) throw new Error('--layout must be split or shared');
@@ -123,6 +135,8 @@ const RANGE_STEP_S = 15;
 const SERIES_PER_BATCH = 100; // 72,000 sample lines (~10 MB) per import
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const BASELINE = baselineBuild();
+if (OPTS.hostile && !existsSync(HOSTILE_MODULE))
+  throw new Error(`no ${HOSTILE_MODULE}: build first (npx tsc -b), or skip the hostile row (--no-hostile)`);
 const COMMIT = commitOf(ROOT);
 
 // ---------------------------------------------------------------------------------------------
@@ -142,6 +156,8 @@ const onCore0 = (argv) => (PIN ? ['taskset', ['-c', '0', ...argv]] : [argv[0], a
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-query-proxy-'));
 const children = new Set();
+/** The hostile neighbour and the refuser, forked by the support module: { pid, close() }. */
+const forked = new Set();
 let cleaning;
 
 function track(child, name) {
@@ -167,12 +183,20 @@ async function stopChild(p, graceMs = 5000) {
 function cleanUp() {
   cleaning ??= (async () => {
     await Promise.allSettled([...children].map((p) => stopChild(p)));
+    await Promise.allSettled([...forked].map((p) => p.close()));
     rmSync(dir, { recursive: true, force: true });
   })();
   return cleaning;
 }
 process.on('exit', () => {
   for (const p of children) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  for (const { pid } of forked) {
+    try {
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 let interrupted = false;
@@ -418,6 +442,9 @@ const QUERIES = [
   return { ...q, body: Buffer.from(form.toString()) };
 });
 
+/** The plain query of the hostile row: a dashboard panel's, small answer, one of the cheaper for the store. */
+const HOSTILE_PLAIN = QUERIES.find((q) => q.name === 'top 10 memory');
+
 // ---------------------------------------------------------------------------------------------
 // HTTP: what the dashboard server sends; timed from the call to the last body byte.
 
@@ -660,6 +687,83 @@ async function routedBy(port) {
   return routed;
 }
 
+/** What each side answered to the hostile queries, in a sentence. */
+function answersSaid(answered) {
+  return Object.entries(answered)
+    .map(
+      ([who, a]) =>
+        `${who === 'refuser' ? 'the refuser' : label(who)}: ${a.sent - a.lost.length} of ${a.sent} hostile queries answered with a 400 bad_data ` +
+        `(${a.messages.map((m) => `"${m}"`).join(', ')})` +
+        (a.lost.length ? `, ${a.lost.length} reset before the 400 was read (${[...new Set(a.lost)].join(', ')})` : ''),
+    )
+    .join('; ');
+}
+
+/**
+ * The hostile-neighbour row: the plain query through each proxy, idle, while the neighbour's bursts
+ * go to the bare refuser, and while they go to that proxy (hostile.mjs). The neighbour and the
+ * refuser are started here, after the other phases, so that they weigh on nothing else.
+ */
+async function hostileRow(proxy, proxyPort, baseline, baselinePort) {
+  const { startHostileNeighbour, startRefuser } = await import(HOSTILE_MODULE);
+  const start = async (role, started) => {
+    const handle = await started;
+    const entry = { pid: childPid('hostile-neighbour.js', role), close: () => handle.close() };
+    forked.add(entry);
+    return { handle, pid: entry.pid };
+  };
+  const refuser = await start('refuser', startRefuser());
+  const neighbour = await start(
+    'neighbour',
+    startHostileNeighbour({ connections: OPTS.hostileConnections, queryLength: OPTS.hostileLength }),
+  );
+  if (PIN) {
+    // Placed as the processes they stand beside: the refuser as the proxy, the neighbour as the load generator.
+    for (const [pid, core] of [
+      [refuser.pid, '0'],
+      [neighbour.pid, '1'],
+    ]) {
+      const r = spawnSync('taskset', ['-a', '-p', '-c', core, String(pid)], { encoding: 'utf8' });
+      if (pid === undefined || r.status !== 0) throw new Error(`taskset -a -p -c ${core} ${pid}: ${r.stderr}`);
+    }
+  }
+  log(
+    `hostile neighbour pid ${neighbour.pid ?? '?'} (nice 19: ${OPTS.hostileConnections} connections, queries of ${OPTS.hostileLength} characters), ` +
+      `bare refuser pid ${refuser.pid ?? '?'} on 127.0.0.1:${refuser.handle.port}; ${OPTS.hostileBursts} rounds of idle, a burst to the refuser and one to the proxy, ` +
+      `"${HOSTILE_PLAIN.name}" timed back to back`,
+  );
+  const subject = (name, p, port) => ({
+    name,
+    port,
+    pid: p.pid,
+    target: { name, port, search: '', proxy: true, agent: new Agent({ keepAlive: true, maxSockets: 1 }) },
+  });
+  const subjects = [
+    subject('proxy', proxy, proxyPort),
+    ...(baseline ? [subject('baseline', baseline, baselinePort)] : []),
+  ];
+  const t0 = performance.now();
+  const measured = await measureHostile({
+    subjects,
+    neighbour: neighbour.handle,
+    refuser: refuser.handle,
+    connections: OPTS.hostileConnections,
+    bursts: OPTS.hostileBursts,
+    plain: async (target) => (await send(target, HOSTILE_PLAIN)).ms,
+    cpuMs,
+    pids: { refuser: refuser.pid, neighbour: neighbour.pid },
+    log,
+  });
+  for (const s of subjects) s.target.agent.destroy();
+  for (const p of [neighbour, refuser]) {
+    await p.handle.close();
+    for (const entry of forked) if (entry.pid === p.pid) forked.delete(entry);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  log(`hostile: done in ${seconds.toFixed(0)} s; ${answersSaid(measured.answered)}`);
+  return { ...measured, seconds, refuserPid: refuser.pid, neighbourPid: neighbour.pid };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Run
 
@@ -816,17 +920,21 @@ try {
   }
   for (const t of par) t.agent.destroy();
 
-  // Each proxy's own count: every API request it served was routed single.
+  const hostile = OPTS.hostile ? await hostileRow(proxy, proxyPort, baseline, baselinePort) : undefined;
+
+  // Each proxy's own count: every API request it served was routed single, but the hostile ones,
+  // every one refused as invalid.
   for (const [name, port] of [['proxy', proxyPort], ...(baseline ? [['baseline', baselinePort]] : [])]) {
     const routed = await routedBy(port);
-    const nonSingle = Object.entries(routed).filter(([d, n]) => d !== 'single' && n > 0);
-    if (nonSingle.length > 0 || routed.single !== sentTo[name]) {
+    const refused = hostile?.answered[name].sent ?? 0;
+    const other = Object.entries(routed).filter(([d, n]) => d !== 'single' && d !== 'invalid' && n > 0);
+    if (other.length > 0 || routed.single !== sentTo[name] || (routed.invalid ?? 0) !== refused) {
       throw new Error(
-        `${label(name)} counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo[name]}, all meant to route single`,
+        `${label(name)} counted ${JSON.stringify(routed)} requests by route decision; the bench sent ${sentTo[name]}, all meant to route single, and ${refused} hostile ones, meant to be invalid`,
       );
     }
     log(
-      `${label(name)}: cachemon_query_proxy_requests_total ${routed.single} single, as many as sent, no other decision`,
+      `${label(name)}: cachemon_query_proxy_requests_total ${routed.single} single, as many as sent${hostile ? `, and ${refused} invalid, as many as the hostile ones` : ''}; no other decision`,
     );
   }
 
@@ -861,7 +969,7 @@ try {
     profile = profile.join('\n\n');
   }
 
-  result = { data, loadS, settleS, sizes, unstable, c1, cN, memory, profile, routedSingle: sentTo.proxy };
+  result = { data, loadS, settleS, sizes, unstable, c1, cN, memory, profile, hostile, routedSingle: sentTo.proxy };
 } catch (err) {
   // Interrupted: the requests in flight fail as the processes stop; that is no failure to report.
   if (interrupted) await cleanUp().finally(() => process.exit(130));
@@ -933,7 +1041,7 @@ out(`Layout: ${layoutNote}.`);
 out(
   `Paths: direct = POST /api/v1/<endpoint>?nocache=1 to the store; proxy = bin/query-proxy of this checkout (${COMMIT})` +
     `${BASELINE ? `; proxy (baseline) = bin/query-proxy of ${BASELINE.commit} (${BASELINE.dir}), same config and stores` : ''}` +
-    ` (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; each proxy's own counter: as many requests as sent, all single)` +
+    ` (answers checked once: X-Cachemon-Route single, body byte-equal to the store's${result.unstable.length ? `, except for ${result.unstable.length} aggregations whose last float digits the store itself changes from call to call (sample values compared to 1e-9)` : ''}; each proxy's own counter: as many requests as sent, all single${result.hostile ? ', but the hostile ones, all invalid' : ''})` +
     `${paths.includes('floor') ? `; floor = bare node:http pass-through (floor.mjs${OPTS.floorPiped ? ' --pipe: answers piped chunk by chunk' : ', answers relayed as the proxy does: held up to 64 KB, written once'}), placed like the proxy` : ''}.`,
 );
 out(
@@ -1052,6 +1160,81 @@ if (paths.includes('baseline')) {
     ['l', 'r', 'r', 'r'],
   );
 }
+let hostileFigures;
+/** The proxies some of whose hostile connections ended before their 400 was read: [[name, answered]]. */
+let hostileLost = [];
+if (result.hostile) {
+  const h = result.hostile;
+  hostileFigures = Object.fromEntries(Object.entries(h.stats).map(([name, s]) => [name, summarizeHostile(s, pct)]));
+  const lat = (v) => `${f(v.p50, 2)} / ${f(v.p99, 2)} (${v.n})`;
+  const both = (r) => `${x(r.p50)} / ${x(r.p99)}`;
+  out();
+  out(
+    `### hostile neighbour: "${HOSTILE_PLAIN.name}" at c=1 beside bursts of ${OPTS.hostileConnections} nested ${f(OPTS.hostileLength / 1000, 0)} K character queries`,
+  );
+  out();
+  table(
+    [
+      '',
+      '(a) idle p50 / p99 ms (n)',
+      '(b) bursts to the refuser',
+      '(c) bursts to the proxy',
+      '(c)/(a) p50 / p99',
+      '(c)/(b) p50 / p99',
+    ],
+    Object.entries(hostileFigures).map(([name, v]) => [
+      label(name),
+      lat(v.idle),
+      lat(v.refuser),
+      lat(v.hostile),
+      both(v.ratios.c_a),
+      both(v.ratios.c_b),
+    ]),
+    ['l', 'r', 'r', 'r', 'r', 'r'],
+  );
+  out();
+  table(
+    [
+      'per burst (mean)',
+      'bursts',
+      'ms to the last answer, (b) / (c)',
+      'proxy CPU ms, (b) / (c)',
+      'proxy CPU ms refusing',
+      'refuser CPU ms',
+      'neighbour CPU ms',
+    ],
+    Object.entries(hostileFigures).map(([name, v]) => [
+      label(name),
+      v.perBurst.bursts,
+      `${f(v.perBurst.refuserBurstMs, 0)} / ${f(v.perBurst.proxyBurstMs, 0)}`,
+      `${f(v.perBurst.proxyCpuAtRefuserMs, 0)} / ${f(v.perBurst.proxyCpuMs, 0)}`,
+      f(v.perBurst.proxyRefusingCpuMs, 0),
+      f(v.perBurst.refuserCpuMs, 0),
+      f(v.perBurst.neighbourCpuMs, 0),
+    ]),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r'],
+  );
+  out();
+  out(
+    `Each round: (a) the plain query alone for as long as a burst takes, (b) during a burst to a bare node:http server that refuses every request with a 400 and closes, ` +
+      `(c) during a burst to the proxy; order rotated every round, one round before unrecorded (counted below). ` +
+      `Proxy CPU refusing: its CPU during (c) less its plain queries at what each cost it during (b). The neighbour runs at nice 19.`,
+  );
+  out();
+  out(
+    `Answers (every one read must be a 400 {"status":"error","errorType":"bad_data","error":...}): ${answersSaid(h.answered)}.`,
+  );
+  hostileLost = Object.entries(h.answered).filter(([who, a]) => who !== 'refuser' && a.lost.length > 0);
+  out();
+  out(
+    `- every hostile query to ${Object.keys(h.stats)
+      .map((p) => `the ${label(p)}`)
+      .join(' and ')} answered with its 400: ` +
+      (hostileLost.length === 0
+        ? '**yes**'
+        : `**NO**: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent}`).join(', ')} connections reset before the 400 was read`),
+  );
+}
 const report = lines.join('\n');
 const totalS = (performance.now() - started) / 1000;
 process.stdout.write(`\n${report}\n\n(run took ${totalS.toFixed(0)} s)\n`);
@@ -1084,10 +1267,24 @@ if (OPTS.out) {
       memory,
       goals: { latency: latOk, throughput: tputOk },
       versus,
+      hostile: hostileFigures && {
+        plainQuery: HOSTILE_PLAIN.name,
+        seconds: result.hostile.seconds,
+        answered: result.hostile.answered,
+        every400: hostileLost.length === 0,
+        ...hostileFigures,
+      },
       totalS,
     };
     writeFileSync(OPTS.out, `${JSON.stringify(json, null, 2)}\n`);
   } else writeFileSync(OPTS.out, `${report}\n`);
   log(`report written to ${OPTS.out}`);
+}
+if (hostileLost.length > 0) {
+  // The figures stand, but a client of the proxy lost its answer: that is a failure of the run.
+  log(
+    `FAILED: not every hostile query got its 400: ${hostileLost.map(([who, a]) => `${label(who)} ${a.lost.length} of ${a.sent} reset before the answer was read`).join(', ')}`,
+  );
+  process.exit(1);
 }
 process.exit(0);
