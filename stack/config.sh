@@ -44,5 +44,28 @@
 : "${DASHBOARD_SERVER_SHA256:=}"
 : "${DASHBOARD_PLUGIN_REPO:=https://grafana.com/api/plugins}"
 
+# Past one store (docs/scaling.md). install.sh writes what is set here into the installed tree
+# (collector/collector.env, short_term_store/short.env, rule_evaluator/rule_evaluator.env,
+# query_proxy/conf/promxy.yml); left empty, a setting changes nothing there, and the shipped layout is
+# one short-term store scraping every target.
+# vmagent shards that scrape the short-term store's jobs in its place, each about 1/STORE_SHARDS of
+# the targets (1: none; the store scrapes).
+: "${STORE_SHARDS:=}"
+# How many shards scrape each target (1 .. STORE_SHARDS); above 1, the short-term store
+# deduplicates (TS_DEDUP_MIN_SCRAPE_INTERVAL=5s).
+: "${STORE_REPLICAS:=}"
+# Where the shards write, a remote write URL: one for all (a store's http://<host>:8428/api/v1/write,
+# a VictoriaMetrics cluster's vminsert http://<host>:8480/insert/0/prometheus/api/v1/write), or one
+# per shard, space-separated (a store per shard). Empty: this tree's short-term store.
+: "${STORE_WRITE_URL:=}"
+# Where the short-term data is read (the rule evaluator's datasource, the query proxy's scrape=short
+# group): a store's http://<host>:8428, or a cluster's vmselect http://<host>:8481/select/0/prometheus.
+: "${STORE_QUERY_URL:=}"
+# The long-term store's: where the rule evaluator writes the downsampled series (a remote write
+# URL, e.g. http://<host>:8480/insert/1/prometheus/api/v1/write) and where the query proxy's
+# scrape=long group reads them (e.g. http://<host>:8481/select/1/prometheus).
+: "${LONG_STORE_WRITE_URL:=}"
+: "${LONG_STORE_QUERY_URL:=}"
+
 # Machine architecture of the downloads (amd64, arm64).
 : "${ARCH:=$(case "$(uname -m)" in aarch64 | arm64) echo arm64 ;; *) echo amd64 ;; esac)}"

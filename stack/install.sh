@@ -2,7 +2,8 @@
 # Installs the whole stack into INSTALL_DIR (config.sh; INSTALL_DIR=<dir> stack/install.sh
 # overrides it), without prompting:
 #   - cachemon's own daemons (built from this checkout) and their docs into $INSTALL_DIR/cachemon
-#   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>
+#   - every component's folder (start.sh, stop.sh, configs) into $INSTALL_DIR/<component>, with the
+#     scale-out settings of config.sh (STORE_SHARDS, ...; docs/scaling.md) written into them
 #   - the off-the-shelf programs: the system's packages when present, else pinned, verified
 #     release downloads into $INSTALL_DIR/bin
 #   - the dashboard server: Grafana into $DASHBOARD_INSTALL_DIR and its JSON datasource plugin;
@@ -31,6 +32,15 @@ for pkg in "$ROOT"/packages/*/; do
     exit 1
   fi
 done
+
+# The scale-out settings of config.sh (docs/scaling.md) into the tree, by cachemon's own helper:
+# checked before anything is installed, written once the components' files are in place.
+scale_out() { # [--check]
+  STORE_SHARDS=$STORE_SHARDS STORE_REPLICAS=$STORE_REPLICAS STORE_WRITE_URL=$STORE_WRITE_URL \
+    STORE_QUERY_URL=$STORE_QUERY_URL LONG_STORE_WRITE_URL=$LONG_STORE_WRITE_URL LONG_STORE_QUERY_URL=$LONG_STORE_QUERY_URL \
+    node "$ROOT/packages/stack/dist/src/apply-scale-out.js" "$@" "$INSTALL_DIR"
+}
+scale_out --check
 
 echo "install: into $INSTALL_DIR"
 mkdir -p "$INSTALL_DIR/lib"
@@ -75,9 +85,10 @@ if [ -n "$missing" ]; then
   apt_install install $missing || true
   export CACHEMON_APT_TRIED=1
 fi
-for component in short_term_store rule_evaluator alert_router host_exporter; do
+for component in short_term_store collector rule_evaluator alert_router host_exporter; do
   "$STACK/$component/install.sh"
 done
+scale_out
 # The dashboard server: its folder always; Grafana and the JSON datasource plugin when they can be
 # had (DASHBOARD_SERVER_DOWNLOAD=0 skips them). Offline, the rest of the stack is installed anyway.
 status=0

@@ -25,6 +25,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "rule_evaluator: $env_file: ${missing[*]} not set" >&2
   exit 1
 fi
+# The store URLs are bases: vmalert puts /api/v1/query and /api/v1/write after them itself. A
+# single store: http://<host>:8428; a VictoriaMetrics cluster: vmselect's
+# http://<host>:8481/select/<tenant>/prometheus and vminsert's http://<host>:8480/insert/<tenant>/prometheus.
+for name in RULER_DATASOURCE_URL RULER_REMOTEWRITE_URL RULER_NOTIFIER_URL; do
+  value=${!name}
+  if ! [[ "$value" =~ ^https?://[^/?#[:space:]]+(/[^[:space:]]*)?$ ]]; then
+    echo "rule_evaluator: $env_file: $name=$value: not an http:// or https:// URL" >&2
+    exit 1
+  fi
+  if [ "$name" != RULER_NOTIFIER_URL ] && [[ "$value" =~ ^(.*)(/api/v1/(write|query|query_range|import[^[:space:]]*))/?$ ]]; then
+    echo "rule_evaluator: $env_file: $name=$value: give the store's base, without ${BASH_REMATCH[2]} (vmalert adds the API path itself): $name=${BASH_REMATCH[1]}" >&2
+    exit 1
+  fi
+done
 case "$RULER_RULE" in /*) rules=$RULER_RULE ;; *) rules="$DIR/$RULER_RULE" ;; esac
 bin=$(system_bin "$DIR" vmalert "${RULER_BINARY:-}")
 can_start rule_evaluator "$DIR/run/rule_evaluator.pid" "$RULER_LISTEN_ADDRESS" "by another process; change RULER_LISTEN_ADDRESS in $env_file" || exit 1

@@ -7,7 +7,9 @@
 # run/<short|long>.pid and logs to log/<short|long>.log. The binary is bin/victoria-metrics of the
 # installed tree, else victoria-metrics on PATH (TS_BINARY overrides); extra flags go in
 # TS_EXTRA_FLAGS: from the caller's environment for both stores, or in an env file for that store
-# (which then replaces the caller's).
+# (which then replaces the caller's). When the collector's shards scrape a store's
+# TS_PROMSCRAPE_CONFIG (../collector/collector.env: STORE_SHARDS above 1, or STORE_WRITE_URL set),
+# that store scrapes nothing and takes what they write.
 set -euo pipefail
 DIR=$(cd "$(dirname "$0")" && pwd)
 LIB="$DIR/lib/daemon.sh"; [ -f "$LIB" ] || LIB="$DIR/../lib/daemon.sh"
@@ -25,6 +27,21 @@ supports_streamaggr() { "$bin" -help 2>&1 | grep -q -- '-streamAggr.config'; }
 # Absolute path of a setting relative to this directory.
 abs() { case "$1" in /*) echo "$1" ;; *) echo "$DIR/$1" ;; esac; }
 
+# The scrape config the collector's shards run in a store's place (../collector/collector.env),
+# as an absolute path; fails when no shard is configured to run (STORE_SHARDS=1, no STORE_WRITE_URL).
+collector_scrape_config() {
+  local env="$DIR/../collector/collector.env" out shards url config
+  [ -f "$env" ] || return 1
+  # shellcheck disable=SC1090
+  out=$(unset STORE_SHARDS STORE_WRITE_URL COLLECTOR_SCRAPE_CONFIG && . "$env" >/dev/null 2>&1 &&
+    echo "${STORE_SHARDS:-1}|${STORE_WRITE_URL:-}|${COLLECTOR_SCRAPE_CONFIG:-}") || return 1
+  IFS='|' read -r shards url config <<<"$out"
+  { [[ "$shards" =~ ^[0-9]+$ ]] && [ "$shards" -gt 1 ]; } || [ -n "$url" ] || return 1
+  [ -n "$config" ] || return 1
+  case "$config" in /*) ;; *) config="$DIR/../collector/$config" ;; esac
+  realpath -m "$config"
+}
+
 start_role() {
   local role=$1 env_file="$DIR/$1.env"
   if [ ! -f "$env_file" ]; then
@@ -32,7 +49,7 @@ start_role() {
     return 1
   fi
   # Only the file's values count: unset what a previous role or the caller's environment set.
-  unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_SEARCH_MAX_QUERY_LEN TS_LOG_LEVEL
+  unset TS_LISTEN_ADDRESS TS_RETENTION_PERIOD TS_STORAGE_DATA_PATH TS_PROMSCRAPE_CONFIG TS_STREAMAGGR_CONFIG TS_SEARCH_MAX_QUERY_LEN TS_DEDUP_MIN_SCRAPE_INTERVAL TS_LOG_LEVEL
   TS_EXTRA_FLAGS=$CALLER_EXTRA_FLAGS
   # shellcheck disable=SC1090
   . "$env_file"
@@ -56,6 +73,10 @@ start_role() {
     echo "store $role: $env_file: TS_SEARCH_MAX_QUERY_LEN=$TS_SEARCH_MAX_QUERY_LEN: a whole number of characters (e.g. 65536)" >&2
     return 1
   fi
+  if [ -n "${TS_DEDUP_MIN_SCRAPE_INTERVAL:-}" ] && ! [[ "$TS_DEDUP_MIN_SCRAPE_INTERVAL" =~ ^[1-9][0-9]*(ms|s|m|h)$ ]]; then
+    echo "store $role: $env_file: TS_DEDUP_MIN_SCRAPE_INTERVAL=$TS_DEDUP_MIN_SCRAPE_INTERVAL: a duration such as 5s (the shortest scrape interval)" >&2
+    return 1
+  fi
   case "$TS_LOG_LEVEL" in INFO | WARN | ERROR | FATAL | PANIC) ;; *)
     echo "store $role: $env_file: TS_LOG_LEVEL=$TS_LOG_LEVEL: one of INFO, WARN, ERROR, FATAL, PANIC" >&2
     return 1
@@ -70,9 +91,19 @@ start_role() {
   )
   # Unset: the store's own default (16 KiB).
   [ -z "${TS_SEARCH_MAX_QUERY_LEN:-}" ] || flags+=(-search.maxQueryLen="$TS_SEARCH_MAX_QUERY_LEN")
+  # Samples of one series closer than this are one: several collector shards scraping each target
+  # (STORE_REPLICAS) write every sample more than once.
+  [ -z "${TS_DEDUP_MIN_SCRAPE_INTERVAL:-}" ] || flags+=(-dedup.minScrapeInterval="$TS_DEDUP_MIN_SCRAPE_INTERVAL")
+  local scrape='' sharded=''
   if [ -n "${TS_PROMSCRAPE_CONFIG:-}" ]; then
-    local scrape
     scrape=$(abs "$TS_PROMSCRAPE_CONFIG")
+    # Scraped by the collector's shards: the store only receives what they write.
+    if sharded=$(collector_scrape_config) && [ "$(realpath -m "$scrape")" = "$sharded" ]; then
+      echo "store $role: the collector's shards scrape $TS_PROMSCRAPE_CONFIG (collector/collector.env); this store scrapes nothing and takes what they write"
+      scrape=''
+    fi
+  fi
+  if [ -n "$scrape" ]; then
     if ! "$bin" -promscrape.config="$scrape" -promscrape.config.dryRun >"$DIR/log/$role.check" 2>&1; then
       echo "store $role: $scrape is not a valid scrape config:" >&2
       grep -v '^$' "$DIR/log/$role.check" | tail -n 5 >&2

@@ -86,16 +86,18 @@ export function cachemon(dir: string, args: readonly string[]): Promise<ScriptRe
 }
 
 /**
- * stack/install.sh into dir, as an operator runs it (Grafana not downloaded). Blocks: call it
- * before any ARCUS double or ZooKeeper session of the test starts.
+ * stack/install.sh into dir, as an operator runs it (Grafana not downloaded), with config.sh's
+ * settings in env. Blocks: call it before any ARCUS double or ZooKeeper session of the test
+ * starts. Returns what it printed.
  */
-export function installStack(dir: string): void {
+export function installStack(dir: string, env: Record<string, string> = {}): string {
   const installed = spawnSync('bash', [join(STACK_DIR, 'install.sh')], {
     encoding: 'utf8',
-    env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0' },
+    env: { ...process.env, INSTALL_DIR: dir, DASHBOARD_SERVER_DOWNLOAD: '0', ...env },
     timeout: 120_000,
   });
   if (installed.status !== 0) throw new Error(`install.sh failed (${installed.status}): ${installed.stderr}`);
+  return installed.stdout;
 }
 
 /** A free loopback port for every component of the stack (configureTree's ports). */
