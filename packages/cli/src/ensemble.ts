@@ -20,10 +20,11 @@ import {
   providerEnsembles,
   reachable,
   reloadProvider,
+  reloadActions,
   reloadStore,
+  scrapers,
   startInstance,
   stopInstance,
-  storeAddress,
   waitUntil,
 } from './stack-state.js';
 import { connectAddress, portOf, readJsonc } from './tree.js';
@@ -210,7 +211,7 @@ export async function planAdd(
     checkJsonc(providerConf, text);
     return text;
   });
-  const store = await storeAddress(tree);
+  const store = await scrapers(tree);
   const provider = await providerAddress(tree);
   await instanceOf(tree, 'short_term_store:short');
   say(
@@ -222,7 +223,7 @@ export async function planAdd(
     actions: [
       `cache_exporter/start.sh ${name}`,
       `coordination_exporter/start.sh ${name}`,
-      `POST http://${store}/-/reload`,
+      ...reloadActions(store),
       `POST http://${provider}/reload/config`,
       `wait until the store scrapes ${cacheTarget} and ${coordTarget} and the topology provider lists ${name}`,
     ],
@@ -296,14 +297,14 @@ export async function planRemove(tree: Tree, name: string, options: { wait: numb
     removeTargets(coordTargets, t, (a, labels) => labels['ensemble'] === name || coordAddresses.has(a)),
   );
   const removals = [cacheConf, coordEnv].filter((f) => existsSync(f)).map((f) => planEdit(f, () => null));
-  const store = await storeAddress(tree);
+  const store = await scrapers(tree);
   const provider = await providerAddress(tree);
   const changed = (e: FileEdit) => e.before === null || e.after === null || !e.before.equals(Buffer.from(e.after));
   return {
     edits: [providerEdit, cacheTargetsEdit, coordTargetsEdit, ...removals].filter(changed),
     actions: [
       `POST http://${provider}/reload/config`,
-      `POST http://${store}/-/reload`,
+      ...reloadActions(store),
       ...(cache ? [`cache_exporter/stop.sh ${name}`] : []),
       ...(coord ? [`coordination_exporter/stop.sh ${name}`] : []),
       `wait until the store no longer scrapes ${[...cacheAddresses, ...coordAddresses].join(', ') || 'them'} and the provider no longer lists ${name}`,
@@ -352,7 +353,7 @@ export async function listEnsembles(tree: Tree): Promise<EnsembleRow[]> {
   const provider = providerEnsembleConfig(tree);
   let targets: Awaited<ReturnType<typeof activeTargets>> | undefined;
   try {
-    targets = await activeTargets(await storeAddress(tree));
+    targets = await activeTargets(await scrapers(tree));
   } catch {
     targets = undefined;
   }

@@ -12,7 +12,7 @@ import { addTargetEntry, readTargets, removeTargets } from './edits.js';
 import type { Plan } from './ensemble.js';
 import { inspectInstallDirs, isThisMachine, lossText, onMachine, quote, why } from './machines.js';
 import { bash } from './sh.js';
-import { activeTargets, reachable, reloadStore, storeAddress, waitUntil } from './stack-state.js';
+import { activeTargets, reachable, reloadActions, reloadStore, scrapers, waitUntil } from './stack-state.js';
 import { portOf } from './tree.js';
 import type { Tree } from './tree.js';
 
@@ -128,7 +128,7 @@ export async function planHosts(
 ): Promise<Plan> {
   const file = tree.path('short_term_store/conf/exporter/host_exporter.yml');
   const entries = readTargets(file, readFileSync(file, 'utf8'));
-  const store = await storeAddress(tree);
+  const store = await scrapers(tree);
   const remoteDir = checkRemoteDir(tree, options.remoteDir);
   return op === 'add'
     ? planHostsAdd(tree, machines, options, say, { file, entries, store, remoteDir })
@@ -138,7 +138,8 @@ export async function planHosts(
 interface Context {
   readonly file: string;
   readonly entries: ReturnType<typeof readTargets>;
-  readonly store: string;
+  /** What scrapes the store's jobs (stack-state.ts scrapers). */
+  readonly store: readonly string[];
   readonly remoteDir: string;
 }
 
@@ -211,7 +212,7 @@ async function planHostsAdd(
       `WARNING: ${warning}`,
       ...losses.map((l) => `WARNING: ${l}, which the install deletes`),
       `host_exporter/batch_install.sh over SSH on ${count} (${list}): install into ${exporterDir} and start the exporter`,
-      `POST http://${store}/-/reload`,
+      ...reloadActions(store),
       `wait until the store's system_resource targets ${targets.join(', ')} are up`,
     ],
     run: async (change) => {
@@ -333,7 +334,7 @@ async function planHostsRemove(
   return {
     edits: changed(edit) ? [edit] : [],
     actions: [
-      `POST http://${store}/-/reload`,
+      ...reloadActions(store),
       `over SSH on ${list}: ${exporterDir}/stop.sh; where systemd has host_exporter.socket/.service: disable --now, remove the unit files from /etc/systemd/system, daemon-reload`,
       `wait until the store no longer scrapes ${removed.join(', ') || 'them'} and nothing answers on ${silent.join(', ')}`,
     ],
@@ -359,7 +360,7 @@ async function planHostsRemove(
               if (restored.status !== 0) throw new Error(`${machine}: ${why(restored)}`);
             };
           },
-          `Each machine must take SSH from here without a prompt (set SSH for its options). A machine that is gone for good: take its targets out of ${file} by hand and POST http://${store}/-/reload.`,
+          `Each machine must take SSH from here without a prompt (set SSH for its options). A machine that is gone for good: take its targets out of ${file} by hand and ${reloadActions(store).join(', ')}.`,
         );
       await change.step(`verify: the store no longer scrapes ${list} and their exporters are stopped`, () =>
         waitUntil(options.wait, async () => {

@@ -24,13 +24,34 @@ export async function storeAddress(tree: Tree): Promise<string> {
   return connectAddress((await instanceOf(tree, 'short_term_store:short')).listen);
 }
 
+/**
+ * What scrapes the short-term store's jobs: the collector's shards when they are configured to run
+ * (the store then scrapes nothing), else the store itself.
+ */
+export async function scrapers(tree: Tree): Promise<string[]> {
+  const collector = await tree.collector();
+  if (!collector) return [await storeAddress(tree)];
+  return Array.from({ length: collector.shards }, (_, i) => connectAddress(collector.listen(i)));
+}
+
+/** The reload of each scraper, as the procedures' actions say it. */
+export function reloadActions(addresses: readonly string[]): string[] {
+  return addresses.map((a) => `POST http://${a}/-/reload`);
+}
+
 export async function providerAddress(tree: Tree): Promise<string> {
   return connectAddress((await instanceOf(tree, 'topology_provider')).listen);
 }
 
-export async function activeTargets(store: string): Promise<ActiveTarget[]> {
-  const answer = await request(store, '/api/v1/targets', { timeoutMs: 10_000 });
-  if (answer.status !== 200) throw new Error(`the short-term store's /api/v1/targets answers ${answer.status}`);
+/** The active targets of every scraper together: each collector shard scrapes a part of them. */
+export async function activeTargets(addresses: string | readonly string[]): Promise<ActiveTarget[]> {
+  const all = await Promise.all((typeof addresses === 'string' ? [addresses] : addresses).map(targetsOf));
+  return all.flat();
+}
+
+async function targetsOf(address: string): Promise<ActiveTarget[]> {
+  const answer = await request(address, '/api/v1/targets', { timeoutMs: 10_000 });
+  if (answer.status !== 200) throw new Error(`http://${address}/api/v1/targets answers ${answer.status}`);
   const body = JSON.parse(answer.text) as {
     data?: { activeTargets?: Array<{ labels?: Record<string, string>; health?: string; lastError?: string }> };
   };
@@ -55,8 +76,9 @@ export async function providerEnsembles(provider: string): Promise<Map<string, s
   return new Map(values.map((v) => [v.__value, v.__text]));
 }
 
+/** Reloads what scrapes the store's jobs: the store, or every collector shard (each scrapes a part). */
 export async function reloadStore(tree: Tree): Promise<void> {
-  await post(await storeAddress(tree), '/-/reload');
+  for (const address of await scrapers(tree)) await post(address, '/-/reload');
 }
 
 export async function reloadProvider(tree: Tree): Promise<void> {

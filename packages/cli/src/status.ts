@@ -36,6 +36,7 @@ export interface InstanceStatus {
 const VERSION_METRIC: Record<Kind, string | undefined> = {
   cachemon: 'cachemon_build_info',
   store: 'vm_app_version',
+  vmagent: 'vm_app_version',
   vmalert: 'vm_app_version',
   alertmanager: 'alertmanager_build_info',
   node_exporter: 'node_exporter_build_info',
@@ -135,6 +136,10 @@ function configState(instance: Instance, samples: readonly Sample[], started: nu
   return newer.length > 0 ? `edited, not reloaded: ${newer.join(', ')}` : 'loaded';
 }
 
+/** What scrapes: a store with a scrape config, a collector shard; both answer /config and /api/v1/targets. */
+const scrapes = (instance: Instance) =>
+  (instance.kind === 'store' || instance.kind === 'vmagent') && instance.reloadable.length > 0;
+
 /** Scrape targets of a store per job, from its /api/v1/targets. */
 async function storeTargets(address: string): Promise<TargetCount[]> {
   const answer = await request(address, '/api/v1/targets', { timeoutMs: 10_000 });
@@ -187,7 +192,7 @@ export async function instanceStatus(tree: Tree, instance: Instance): Promise<In
         samples = parseMetrics((await request(address, '/metrics', { timeoutMs: 10_000 })).text);
         const build = samples.find((s) => s.name === VERSION_METRIC[instance.kind]);
         version = (build?.labels['short_version'] || build?.labels['version'] || '').replace(
-          /^victoria-metrics-|^vmalert-/,
+          /^victoria-metrics-|^vmalert-|^vmagent-/,
           '',
         );
         if (version === '') version = packageVersion(pid);
@@ -197,12 +202,12 @@ export async function instanceStatus(tree: Tree, instance: Instance): Promise<In
     }
   }
   let config = problem === '' ? configState(instance, samples, processStart(pid)) : '';
-  if (config === 'loaded' && instance.kind === 'store' && instance.reloadable[0])
+  if (config === 'loaded' && scrapes(instance) && instance.reloadable[0])
     config = await storeConfigState(address, instance.reloadable[0]).catch(
       (error: Error) => `unknown (${error.message})`,
     );
   let targets: TargetCount[] | undefined;
-  if (problem === '' && instance.kind === 'store' && instance.reloadable.length > 0) {
+  if (problem === '' && scrapes(instance)) {
     try {
       targets = await storeTargets(address);
     } catch (error) {

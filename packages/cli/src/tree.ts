@@ -10,7 +10,7 @@ import type { ParseError } from 'jsonc-parser';
 import { readEnv } from './sh.js';
 
 /** What serves an instance: decides where its health, version and reload state are read. */
-export type Kind = 'cachemon' | 'store' | 'vmalert' | 'alertmanager' | 'node_exporter' | 'grafana';
+export type Kind = 'cachemon' | 'store' | 'vmagent' | 'vmalert' | 'alertmanager' | 'node_exporter' | 'grafana';
 
 export interface Instance {
   readonly component: string;
@@ -31,9 +31,13 @@ export interface Instance {
   readonly healthPath: string;
 }
 
-/** Start order: stores, exporters, topology provider, query proxy, rule evaluator, alert router, dashboard server. */
+/**
+ * Start order: stores, the collector's shards (which write to the short-term store), exporters,
+ * topology provider, query proxy, rule evaluator, alert router, dashboard server.
+ */
 export const COMPONENTS = [
   'short_term_store',
+  'collector',
   'host_exporter',
   'cache_exporter',
   'coordination_exporter',
@@ -98,6 +102,15 @@ function envString(values: Map<string, string | string[]>, name: string): string
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** The collector's shards as collector.env configures them to run (collector/collector.sh). */
+export interface Collector {
+  readonly shards: number;
+  /** Listen address of shard i. */
+  readonly listen: (shard: number) => string;
+  /** The scrape config the shards run, absolute. */
+  readonly scrapeConfig: string;
+}
+
 export class Tree {
   constructor(readonly dir: string) {}
 
@@ -122,9 +135,43 @@ export class Tree {
     return confNames(this.path('coordination_exporter/conf'), '.env');
   }
 
+  /**
+   * The collector when it is installed and configured to run (STORE_SHARDS above 1, or
+   * STORE_WRITE_URL set), else undefined: then the short-term store scrapes itself.
+   */
+  async collector(): Promise<Collector | undefined> {
+    const env = this.path('collector/collector.env');
+    if (!existsSync(this.path('collector/start.sh')) || !existsSync(env)) return undefined;
+    const values = await readEnv(env, [
+      'STORE_SHARDS',
+      'STORE_WRITE_URL',
+      'COLLECTOR_LISTEN_ADDRESS',
+      'COLLECTOR_SCRAPE_CONFIG',
+    ]);
+    const shardsText = envString(values, 'STORE_SHARDS') ?? '1';
+    const shards = Number(shardsText);
+    if (!/^[1-9][0-9]{0,2}$/.test(shardsText))
+      throw new TreeError(`${env}: STORE_SHARDS=${shardsText}: a whole number from 1 (no shards) to 999`);
+    if (shards === 1 && (envString(values, 'STORE_WRITE_URL') ?? '').trim() === '') return undefined;
+    const listen = envString(values, 'COLLECTOR_LISTEN_ADDRESS') ?? '';
+    const match = /^(.*):([0-9]{1,5})$/.exec(listen);
+    if (!match || Number(match[2]) + shards - 1 > 65535)
+      throw new TreeError(
+        `${env}: COLLECTOR_LISTEN_ADDRESS=${listen}: host:port or :port, the port + STORE_SHARDS - 1 at most 65535`,
+      );
+    const scrape = envString(values, 'COLLECTOR_SCRAPE_CONFIG');
+    if (!scrape) throw new TreeError(`${env}: COLLECTOR_SCRAPE_CONFIG not set`);
+    return {
+      shards,
+      listen: (i) => `${match[1]!}:${Number(match[2]) + i}`,
+      scrapeConfig: resolve(this.path('collector'), scrape),
+    };
+  }
+
   /** Every instance of the tree, in start order. */
   async instances(): Promise<Instance[]> {
     const out: Instance[] = [];
+    const collector = await this.collector();
     const single = (
       component: string,
       kind: Kind,
@@ -174,7 +221,10 @@ export class Tree {
             const env = this.path(component, `${role}.env`);
             if (!existsSync(env)) continue;
             const values = await readEnv(env, ['TS_LISTEN_ADDRESS', 'TS_PROMSCRAPE_CONFIG']);
-            const scrape = envString(values, 'TS_PROMSCRAPE_CONFIG');
+            const given = envString(values, 'TS_PROMSCRAPE_CONFIG');
+            const scrape = given ? resolve(base, given) : undefined;
+            // Scraped by the collector's shards: the store runs without it (its start.sh).
+            const scraped = scrape !== undefined && collector?.scrapeConfig !== scrape;
             out.push(
               named(
                 component,
@@ -182,11 +232,27 @@ export class Tree {
                 'store',
                 envString(values, 'TS_LISTEN_ADDRESS') ?? '',
                 '/health',
-                scrape ? [resolve(base, scrape)] : [],
+                scraped ? [scrape] : [],
                 [env],
               ),
             );
           }
+          break;
+        case 'collector':
+          // One instance per shard, named by its number as start.sh and stop.sh take it.
+          for (let i = 0; i < (collector?.shards ?? 0); i++)
+            out.push({
+              component,
+              name: String(i),
+              id: `${component}:${i}`,
+              kind: 'vmagent',
+              startArgs: [String(i)],
+              pidfile: this.path(component, 'run', `shard-${i}.pid`),
+              listen: collector!.listen(i),
+              reloadable: [collector!.scrapeConfig],
+              startFiles: [this.path(component, 'collector.env')],
+              healthPath: '/health',
+            });
           break;
         case 'host_exporter': {
           const env = this.path(component, 'host_exporter.env');
