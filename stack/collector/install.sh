@@ -8,6 +8,4 @@ DIR=$(cd "$(dirname "$0")" && pwd)
 . "$DIR/../config.sh"
 # shellcheck source=../lib/download.sh
 . "$DIR/../lib/download.sh"
-# vmagent comes in the same Debian package as the stores.
-OFFSHELF_PROGRAMS+=("vmagent victoria-metrics vmagent")
 install_offshelf_component "$DIR" collector vmagent vmagent

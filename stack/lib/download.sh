@@ -24,6 +24,7 @@ have_system() {
 OFFSHELF_PROGRAMS=(
   "victoria-metrics victoria-metrics victoria-metrics"
   "vmalert victoria-metrics vmalert"
+  "vmagent victoria-metrics vmagent"
   "alertmanager prometheus-alertmanager prometheus-alertmanager alertmanager"
   "node_exporter prometheus-node-exporter prometheus-node-exporter node_exporter"
 )
