@@ -4,7 +4,7 @@
 //
 //   node bench/cache-exporter/steady.mjs [--nodes=10] [--baseline=<commit>] [--pairs=1]
 //        [--window-s=60] [--settle-s=20] [--interval-s=5] [--warmup=20] [--traffic]
-//        [--per-process=1000] [--profile] [--exporter-flags="..."] [--exporter-node-flags="..."]
+//        [--per-process=1000] [--profile] [--phases] [--idle-only] [--exporter-flags="..."] [--exporter-node-flags="..."]
 //        [--out=bench/cache-exporter/results/steady.json]
 // --nodes: N values (e.g. 10,1000,2000,5000), the doubles spread over processes of --per-process.
 // --baseline: also measure that commit's exporter (built in a worktree, bench/lib/baseline.mjs),
@@ -13,6 +13,8 @@
 // window of --window-s (CPU from /proc/<pid>/stat), --warmup scrapes, then a scraped window of
 // --window-s with a scrape every --interval-s (CPU, RSS, latency, body size).
 // --profile: the current side's exporter under node --cpu-prof; the top functions of each window.
+// --phases: the exporter logs at debug; the medians of its collect / render / total ms a scrape.
+// --idle-only: the idle window alone (no scrapes), for changes to the background work.
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -47,6 +49,8 @@ const OPTS = {
   traffic: args.traffic === 'true',
   perProcess: Number(args['per-process'] ?? 1000),
   profile: args.profile === 'true',
+  phases: args.phases === 'true',
+  idleOnly: args['idle-only'] === 'true',
   exporterFlags: words(args['exporter-flags']),
   exporterNodeFlags: words(args['exporter-node-flags']),
   out: args.out ?? join(HERE, 'results', 'steady.json'),
@@ -161,7 +165,14 @@ async function startExporter(tree, label, profile) {
   const dir = await tempDir('bench-steady-');
   const port = await freePort();
   const configFile = join(dir, 'exporter.json');
-  writeFileSync(configFile, JSON.stringify({ listen: `127.0.0.1:${port}`, ensembleByName: { bench: [zk.address] } }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      listen: `127.0.0.1:${port}`,
+      ensembleByName: { bench: [zk.address] },
+      ...(OPTS.phases ? { log: { level: 'debug' } } : {}),
+    }),
+  );
   const bin = join(tree, 'bin', 'cache-exporter');
   const nodeFlags = [...shebangNodeFlags(bin), ...OPTS.exporterNodeFlags];
   let profileDir;
@@ -212,6 +223,23 @@ async function scrape(exporter) {
   return { ms: answer.ms, wireBytes: raw.length, text: () => (gzipped ? gunzipSync(raw) : raw).toString('utf8') };
 }
 
+/**
+ * What the QoS probes measured, over the nodes of one body: per probe, the median and p90 of
+ * arcus_qos_latency_seconds in µs. A change to how probes are scheduled must leave these alone.
+ */
+function qosLatencies(text) {
+  const byProbe = new Map();
+  for (const m of text.matchAll(/^arcus_qos_latency_seconds\{probe="(\w+)",[^}]*\} (\S+)$/gm)) {
+    if (!byProbe.has(m[1])) byProbe.set(m[1], []);
+    byProbe.get(m[1]).push(Number(m[2]) * 1e6);
+  }
+  return Object.fromEntries(
+    [...byProbe].map(([probe, us]) => [probe, { p50: percentile(us, 50), p90: percentile(us, 90) }]),
+  );
+}
+
+/** The value of an unlabelled gauge (or its first series) in an exposition text. */
+const gauge = (text, name) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
 const upCount = (text) => (text.match(/^arcus_up\{[^}]*\} 1$/gm) ?? []).length;
 const qosCount = (text) => (text.match(/^arcus_qos_last_run_timestamp_seconds\{/gm) ?? []).length;
 
@@ -235,6 +263,26 @@ async function waitForNodes(exporter, n) {
   }
 }
 
+/** Medians of the last `count` scrapes' debug lines (`scrape collected`): collect, render and total ms. */
+function scrapePhases(logFile, count) {
+  const lines = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('"scrape collected"'))
+    .slice(-count)
+    .map((line) => JSON.parse(line));
+  const of = (field) =>
+    percentile(
+      lines.map((l) => l[field]),
+      50,
+    );
+  return { collectMs: of('collectMs'), renderMs: of('renderMs'), totalMs: of('totalMs') };
+}
+
+const qosText = (qos) =>
+  Object.entries(qos)
+    .map(([probe, { p50, p90 }]) => `${probe} ${fmt(p50)}/${fmt(p90)}`)
+    .join(', ');
+
 /** CPU ms per second of wall time while `during` runs. */
 async function cpuRate(pid, during) {
   const c0 = cpuMs(pid);
@@ -253,6 +301,14 @@ async function measure(side, tree, n, index) {
     await sleep(OPTS.settleS * 1000);
     const idleFrom = (performance.now() - exporter.spawnedAt) / 1000;
     const idle = await cpuRate(exporter.pid, () => sleep(OPTS.windowS * 1000));
+    if (OPTS.idleOnly) {
+      const qos = qosLatencies((await scrape(exporter)).text());
+      log(`${label}: idle ${fmt(idle.msPerS)} ms/s; QoS µs p50/p90 ${qosText(qos)}`);
+      return {
+        result: { nodes: n, side, index, commit: commitOf(tree), idleMsPerS: idle.msPerS, scrapes: 0, qos },
+        profile: profile && { label, dir: exporter.profileDir, idleFrom, scrapedFrom: Infinity },
+      };
+    }
     for (let i = 0; i < OPTS.warmup; i++) {
       const started = performance.now();
       await scrape(exporter);
@@ -277,6 +333,7 @@ async function measure(side, tree, n, index) {
       return answers;
     });
     clearInterval(sampler);
+    const phases = OPTS.phases ? scrapePhases(exporter.logFile, count) : undefined;
     const answers = scraped.value;
     const ms = answers.map((a) => a.ms);
     const text = answers.at(-1).text();
@@ -298,9 +355,18 @@ async function measure(side, tree, n, index) {
       hwmMB: statusKb(exporter.pid, 'VmHWM') / 1024,
       bodyBytes: Buffer.byteLength(text),
       wireBytes: answers.at(-1).wireBytes,
+      // The exporter's own view at the last scrape (prom-client's process metrics), MB.
+      heapUsedMB: gauge(text, 'nodejs_heap_size_used_bytes') / 1048576,
+      externalMB: gauge(text, 'nodejs_external_memory_bytes') / 1048576,
+      qos: qosLatencies(text),
+      ...(phases ? { phases } : {}),
     };
     log(
-      `${label}: idle ${fmt(result.idleMsPerS)} ms/s, scraped ${fmt(result.allInMsPerS)} ms/s, p50 ${fmt(result.p50)} p99 ${fmt(result.p99)} ms, RSS ${fmt(result.rssMaxMB)} MB`,
+      `${label}: idle ${fmt(result.idleMsPerS)} ms/s, scraped ${fmt(result.allInMsPerS)} ms/s, p50 ${fmt(result.p50)} p99 ${fmt(result.p99)} ms, RSS ${fmt(result.rssMaxMB)} MB (heap ${fmt(result.heapUsedMB)}, external ${fmt(result.externalMB)})` +
+        `; QoS µs p50/p90 ${qosText(result.qos)}` +
+        (phases
+          ? `; median collect ${fmt(phases.collectMs)}, render ${fmt(phases.renderMs)}, total ${fmt(phases.totalMs)} ms`
+          : ''),
     );
     return { result, profile: profile && { label, dir: exporter.profileDir, idleFrom, scrapedFrom } };
   } finally {
@@ -339,7 +405,7 @@ function runsTable(results) {
     fmt(r.p99),
     fmt(r.max),
     fmt(r.rssMaxMB),
-    (r.bodyBytes / 1e6).toFixed(2),
+    r.bodyBytes === undefined ? '-' : (r.bodyBytes / 1e6).toFixed(2),
     fmt(r.wireBytes / 1024),
   ]);
   return formatTable(header, rows);
