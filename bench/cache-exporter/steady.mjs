@@ -4,9 +4,11 @@
 //
 //   node bench/cache-exporter/steady.mjs [--nodes=10] [--baseline=<commit>] [--pairs=1]
 //        [--window-s=60] [--settle-s=20] [--interval-s=5] [--warmup=20] [--traffic]
-//        [--per-process=1000] [--profile] [--phases] [--idle-only] [--exporter-flags="..."] [--exporter-node-flags="..."]
+//        [--servers=doubles|memcached] [--per-process=1000] [--profile] [--phases] [--idle-only] [--exporter-flags="..."] [--exporter-node-flags="..."]
 //        [--out=bench/cache-exporter/results/steady.json]
 // --nodes: N values (e.g. 10,1000,2000,5000), the doubles spread over processes of --per-process.
+// --servers=memcached: real memcached processes (the test kit's) instead of ARCUS doubles, each
+//   registered on a ZooKeeper session of its own; without the ARCUS-only stats.
 // --baseline: also measure that commit's exporter (built in a worktree, bench/lib/baseline.mjs),
 //   runs in the order A B B A ... (--pairs pairs) against the same doubles.
 // For each exporter: ready (every node up with a QoS result), --settle-s without scrapes, an idle
@@ -21,7 +23,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
-import { freePort, tempDir } from '../../packages/testkit/dist/src/index.js';
+import { ArcusZk, freePort, startMemcached, tempDir } from '../../packages/testkit/dist/src/index.js';
 import { alternationOrder } from '../lib/alternate.mjs';
 import { parseArgs } from '../lib/args.mjs';
 import { BareHttpClient } from '../lib/bare-http.mjs';
@@ -48,6 +50,7 @@ const OPTS = {
   warmup: Number(args.warmup ?? 20),
   traffic: args.traffic === 'true',
   perProcess: Number(args['per-process'] ?? 1000),
+  servers: String(args.servers ?? 'doubles'),
   profile: args.profile === 'true',
   phases: args.phases === 'true',
   idleOnly: args['idle-only'] === 'true',
@@ -58,6 +61,8 @@ const OPTS = {
 for (const n of [...OPTS.nodes, OPTS.pairs, OPTS.windowS, OPTS.intervalS, OPTS.perProcess]) {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`bad number in the arguments: ${n}`);
 }
+if (OPTS.servers !== 'doubles' && OPTS.servers !== 'memcached')
+  throw new Error(`--servers=${OPTS.servers}: doubles or memcached`);
 if (!(OPTS.settleS >= 0) || !Number.isInteger(OPTS.warmup) || OPTS.warmup < 0)
   throw new Error('--settle-s and --warmup: 0 or more');
 /** The doubles' counters move once a second: every node's differ between two scrapes, at little cost to the doubles. */
@@ -152,6 +157,34 @@ async function startDoubles(n) {
     nodes,
     stop: () =>
       Promise.all(processes.map((c) => stopChild(c, { gentle: () => c.stdin.end('stop\n'), graceMs: 30_000 }))),
+  };
+}
+
+/** N memcached servers, mapped and registered as ARCUS servers register (100 a service code). */
+async function startMemcachedFleet(n) {
+  const arcus = await ArcusZk.connect(zk.address);
+  const codes = Array.from({ length: Math.ceil(n / 100) }, (_, i) => `bench${i}`);
+  for (const code of codes) await arcus.createServiceCode(code);
+  const servers = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < n) {
+        const code = codes[Math.floor(next++ / 100)];
+        const server = await startMemcached({ extraArgs: ['-t', '1'] });
+        servers.push(server);
+        await arcus.mapServer(server.address, code);
+        server.registration = await arcus.registerNode(server.address, code);
+      }
+    }),
+  );
+  return {
+    nodes: servers.map((server) => ({ address: server.address })),
+    stop: async () => {
+      await Promise.allSettled(servers.map((server) => server.registration?.unregister()));
+      await Promise.allSettled(servers.map((server) => server.stop()));
+      await arcus.close();
+    },
   };
 }
 
@@ -488,8 +521,8 @@ async function main() {
   const profiles = [];
   for (const n of OPTS.nodes) {
     const t0 = Date.now();
-    const doubles = await startDoubles(n);
-    log(`N=${n}: ${doubles.nodes.length} doubles ready in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    const doubles = OPTS.servers === 'memcached' ? await startMemcachedFleet(n) : await startDoubles(n);
+    log(`N=${n}: ${doubles.nodes.length} ${OPTS.servers} ready in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     try {
       const counts = { baseline: 0, current: 0 };
       for (const side of order) {
