@@ -3,14 +3,17 @@
 // neither the exporter nor the floor client share an event loop with the servers they measure.
 //
 //   node bench/cache-exporter/doubles.mjs --zk=127.0.0.1:2181 --nodes=100 --prefixes=50 [--per-code=100] [--traffic]
+//        [--traffic-ms=50] [--first-code=0]
 //
 // Starts the doubles (max_stats_prefixes above P, stats detail on), fills each with P prefixes
 // (p<i>:k1, p<i>:k2 kv, p<i>:l1 list, p<i>:b1 btree; plus one key without prefix), runs four reads
 // per prefix (get hit, get miss, lop get, bop get) so `stats detail dump` has lines, maps them in
 // ZooKeeper under service codes bench0, bench1, ... (per-code nodes each) and registers each on its
 // own session like a real server. With --traffic, every double's request counters (`cmd_*`, hits,
-// misses, bytes read and written) then grow every 50 ms as if it served a mixed load, so that every
+// misses, bytes read and written) then grow every --traffic-ms as if it served a mixed load, so that every
 // node's counters differ between two scrapes, as on a production cluster. Then prints one JSON line on stdout ({"ready":true,"nodes":[...]}) and waits.
+// --first-code=K: service codes bench<K>, bench<K+1>, ...: several doubles processes side by side
+// (the first, K=0, removes the mappings a killed earlier run left).
 // "stop" on stdin, stdin closing, SIGTERM or SIGINT: unregister, unmap, exit 0.
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -25,10 +28,11 @@ const PER_CODE = Number(args['per-code'] ?? 100);
 const HEARTBEAT_MS = Number(args['heartbeat-ms'] ?? 3000);
 const CONCURRENCY = 32;
 const TRAFFIC = args.traffic === 'true';
-const TRAFFIC_MS = 50;
-if (!ZK || !(N > 0) || !(P >= 0)) {
+const TRAFFIC_MS = Number(args['traffic-ms'] ?? 50);
+const FIRST_CODE = Number(args['first-code'] ?? 0);
+if (!ZK || !(N > 0) || !(P >= 0) || !(TRAFFIC_MS > 0) || !Number.isInteger(FIRST_CODE) || FIRST_CODE < 0) {
   process.stderr.write(
-    'usage: doubles.mjs --zk=host:port --nodes=N --prefixes=P [--per-code=100] [--heartbeat-ms=3000]\n',
+    'usage: doubles.mjs --zk=host:port --nodes=N --prefixes=P [--per-code=100] [--heartbeat-ms=3000] [--traffic-ms=50] [--first-code=0]\n',
   );
   process.exit(2);
 }
@@ -133,7 +137,7 @@ async function main() {
   arcus = await ArcusZk.connect(ZK);
 
   // A private ZooKeeper, but an earlier run may have been killed: drop its leftover mappings.
-  for (const root of ['/arcus']) {
+  for (const root of FIRST_CODE === 0 ? ['/arcus'] : []) {
     const path = `${root}/cache_server_mapping`;
     const exists = await zkCall((cb) => arcus.client.exists(path, cb));
     if (!exists) continue;
@@ -142,7 +146,7 @@ async function main() {
     await pool(stale, CONCURRENCY, (address) => retrying(`unmap ${address}`, () => arcus.unmapServer(address)));
   }
 
-  const codes = Array.from({ length: Math.ceil(N / PER_CODE) }, (_, i) => `bench${i}`);
+  const codes = Array.from({ length: Math.ceil(N / PER_CODE) }, (_, i) => `bench${FIRST_CODE + i}`);
   for (const code of codes) await retrying(`service code ${code}`, () => arcus.createServiceCode(code));
   const serviceCodeOf = (i) => codes[Math.floor(i / PER_CODE)];
   await pool(doubles, CONCURRENCY, (d, i) =>

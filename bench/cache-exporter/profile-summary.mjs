@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 // Top self-time functions of a V8 .cpuprofile (as written by node --cpu-prof).
-//   node bench/cache-exporter/profile-summary.mjs <file.cpuprofile> [top=20]
+//   node bench/cache-exporter/profile-summary.mjs <file.cpuprofile> [top=20] [from-s=0] [to-s]
+// from-s, to-s: only the samples taken that many seconds after the profile started (leaves the start-up out).
 import { readFileSync } from 'node:fs';
 
-export function summarizeProfile(path, top = 20) {
+export function summarizeProfile(path, top = 20, fromS = 0, toS = Infinity) {
   const profile = JSON.parse(readFileSync(path, 'utf8'));
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map();
   // timeDeltas[i] is the time before sample i; attribute it to the sampled node.
   let total = 0;
+  let at = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     const dt = profile.timeDeltas[i] ?? 0;
+    at += dt;
+    if (at < fromS * 1e6 || at > toS * 1e6) continue;
     total += dt;
     self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
   }
@@ -38,10 +42,10 @@ export function summarizeProfile(path, top = 20) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [path, top] = process.argv.slice(2);
+  const [path, top, fromS, toS] = process.argv.slice(2);
   if (!path) {
     process.stderr.write('usage: profile-summary.mjs <file.cpuprofile> [top]\n');
     process.exit(2);
   }
-  process.stdout.write(`${summarizeProfile(path, Number(top ?? 20))}\n`);
+  process.stdout.write(`${summarizeProfile(path, Number(top ?? 20), Number(fromS ?? 0), Number(toS ?? Infinity))}\n`);
 }

@@ -20,11 +20,21 @@ export async function startBenchZooKeeper() {
 }
 
 /**
- * The command that starts `nodes` doubles (doubles.mjs) registered in ZooKeeper `zk`, as
+ * The command that starts `nodes` doubles (doubles.mjs) registered in ZooKeeper `zk` (service codes
+ * from bench<firstCode> on), as
  * `{ command, args }` for spawn; under `taskset --cpu-list cpus` when `cpus` is given (--pin:
  * taskset execs node, so the child's pid is the doubles').
  */
-export function doublesCommand({ zk, nodes, prefixes = 0, perCode = 100, traffic = false, cpus }) {
+export function doublesCommand({
+  zk,
+  nodes,
+  prefixes = 0,
+  perCode = 100,
+  traffic = false,
+  trafficMs,
+  firstCode = 0,
+  cpus,
+}) {
   const args = [
     join(HERE, 'doubles.mjs'),
     `--zk=${zk}`,
@@ -32,6 +42,8 @@ export function doublesCommand({ zk, nodes, prefixes = 0, perCode = 100, traffic
     `--prefixes=${prefixes}`,
     `--per-code=${perCode}`,
     ...(traffic ? ['--traffic'] : []),
+    ...(trafficMs === undefined ? [] : [`--traffic-ms=${trafficMs}`]),
+    ...(firstCode === 0 ? [] : [`--first-code=${firstCode}`]),
   ];
   return cpus === undefined
     ? { command: process.execPath, args }

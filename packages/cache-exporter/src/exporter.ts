@@ -1,4 +1,4 @@
-import { ExpositionBuffer, ExpositionWriter, expositionBody, reloadRefused } from '@cachemon/core';
+import { ExpositionWriter, expositionBody, reloadRefused } from '@cachemon/core';
 import type { ExpositionBody, Logger } from '@cachemon/core';
 import { TopologyWatcher } from '@cachemon/arcus';
 import type { CacheNode, Resolver, Topology } from '@cachemon/arcus';
@@ -8,6 +8,7 @@ import { prefixSelectionFor } from './config.js';
 import { CacheCollector, CollectionDeadline } from './collector.js';
 import { QosScheduler } from './qos.js';
 import { sameItems } from './lists.js';
+import { GzipBody, gzippedExpositionBody } from './metrics/gzip-body.js';
 import { NodeMetricsRenderer } from './metrics/render.js';
 import { PrefixAggregator } from './metrics/prefixes.js';
 import { SelfMetrics } from './self-metrics.js';
@@ -51,8 +52,6 @@ export class CacheExporter {
   >();
   private topologyRead: () => void = () => undefined;
   private readonly firstTopology = new Promise<void>((resolve) => (this.topologyRead = resolve));
-  /** Size of the last /metrics body: an uncompressed one starts that large and rarely grows. */
-  private lastMetricsBytes = 64 * 1024;
 
   constructor(
     config: CacheExporterConfig,
@@ -261,7 +260,8 @@ export class CacheExporter {
     const processText = this.readProcessMetrics();
     const snapshots = await collecting;
     const collected = performance.now();
-    const writer = new ExpositionBuffer(this.lastMetricsBytes + 64 * 1024);
+    // Compressed as it is written: the whole text (26 KB a node) is never held at once.
+    const writer = new GzipBody();
     for (const s of snapshots) {
       if (!s.up && s.reason)
         this.self.nodeErrors.inc({ service_code: s.node.serviceCode, node: s.node.node, reason: s.reason });
@@ -271,13 +271,14 @@ export class CacheExporter {
     if (processText) writer.text(await processText);
     // Read last, so that the scrapes that joined this collection are counted in its body.
     writer.text(await this.options.registry.metrics());
-    this.lastMetricsBytes = writer.byteLength;
+    const gzipped = writer.finish();
     if (this.options.logger.isLevelEnabled('debug')) {
       this.options.logger.debug(
         {
           nodes: snapshots.length,
           series: writer.sampleCount,
           bytes: writer.byteLength,
+          gzippedBytes: gzipped.length,
           collectMs: Math.round((collected - started) * 10) / 10,
           renderMs: Math.round((rendered - collected) * 10) / 10,
           totalMs: Math.round((performance.now() - started) * 10) / 10,
@@ -285,7 +286,7 @@ export class CacheExporter {
         'scrape collected',
       );
     }
-    return expositionBody(writer.toBuffer());
+    return gzippedExpositionBody(gzipped);
   }
 
   /** The process metrics, read while the nodes answer (after the requests have left, at the next tick). */

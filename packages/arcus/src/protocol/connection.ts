@@ -345,10 +345,15 @@ export class AsciiConnection {
     this.timerAt = Infinity;
   }
 
-  /** Nothing pending: the socket must not keep the process alive. The unref'd timer stays armed for the next request. */
+  /**
+   * Nothing pending: the socket must not keep the process alive, and no deadline is left to watch.
+   * (A timer left armed would wake the process at a deadline already met: once per node and QoS
+   * round, thousands of times an interval in a fleet.)
+   */
   private idle(socket: Socket): void {
     this.pending.length = 0;
     this.head = 0;
+    this.clearTimer();
     socket.unref();
   }
 

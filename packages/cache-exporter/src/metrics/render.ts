@@ -1,5 +1,5 @@
 import { CachemonError, Errors, escapeLabelValue, formatValue } from '@cachemon/core';
-import type { ExpositionBuffer } from '@cachemon/core';
+import type { MetricType } from '@cachemon/core';
 import { scanStats } from '@cachemon/arcus';
 import type { CacheNode } from '@cachemon/arcus';
 import type { FamilySpec } from './catalog.js';
@@ -27,6 +27,15 @@ import { addSettings, addSlabs, labelledPrefix } from './node-lines.js';
 import { isDecimal, makePlan, matchPlan, type StatsPlan } from './stats-plan.js';
 
 export type StatsEntries = ReadonlyArray<readonly [string, string]>;
+
+/** Where the node series are written: core's ExpositionBuffer, or a GzipBody (the same calls). */
+export interface ExpositionSink {
+  family(name: string, type: MetricType, help: string): unknown;
+  bytes(source: Buffer, start: number, end: number, samples: number): unknown;
+  sample(prefix: Buffer, start: number, end: number, valueText: string): unknown;
+  text(value: string): unknown;
+  countSamples(n: number): unknown;
+}
 
 export interface QosSnapshot {
   /** Date.now() when the probes ran. */
@@ -170,7 +179,7 @@ export class NodeMetricsRenderer {
   /** Writes the node series of /metrics (state, stats, settings, QoS), family by family, node by node. */
   render(
     snapshots: readonly NodeSnapshot[],
-    out: ExpositionBuffer,
+    out: ExpositionSink,
     qosOf: (node: CacheNode) => QosSnapshot | undefined = () => undefined,
   ): void {
     const series = snapshots.map((snapshot) => this.nodeSeries(snapshot.node));
@@ -465,7 +474,7 @@ function encodeLines(
 
 /** Families whose lines come per node as EncodedLines (settings, QoS): each family, node by node. */
 function encodedFamilies(
-  out: ExpositionBuffer,
+  out: ExpositionSink,
   families: readonly FamilySpec[],
   encoded: ReadonlyArray<EncodedLines | undefined>,
 ): void {
@@ -483,7 +492,7 @@ class FamilyBlock {
   private headed = false;
 
   constructor(
-    private readonly out: ExpositionBuffer,
+    private readonly out: ExpositionSink,
     private readonly family: FamilySpec,
   ) {}
 
@@ -499,7 +508,9 @@ class FamilyBlock {
 
   /** Whole lines as text. */
   text(lines: string): void {
-    this.head().text(lines).countSamples(1);
+    const out = this.head();
+    out.text(lines);
+    out.countSamples(1);
   }
 
   /** A node's lines of this family: bytes [start, end), `samples` of them (none when empty). */
@@ -507,7 +518,7 @@ class FamilyBlock {
     if (end > start) this.head().bytes(bytes, start, end, samples);
   }
 
-  private head(): ExpositionBuffer {
+  private head(): ExpositionSink {
     if (!this.headed) {
       this.out.family(this.family.name, this.family.type, this.family.help);
       this.headed = true;
